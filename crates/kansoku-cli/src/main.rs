@@ -1,0 +1,43 @@
+//! `kansoku` — observe what a program does while disturbing it as little as possible.
+//!
+//! This crate only orchestrates: it parses arguments, calls the library rooms, and prints
+//! tables or JSON. Every subcommand lives in its own module under `commands/`.
+
+mod commands;
+mod output;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "kansoku", version, about = "Observe what programs do, exactly and cheaply", propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// List a program's functions, or one function's basic blocks and instructions.
+    Inspect(commands::inspect::Args),
+    /// Record executions (exact: every instruction by ptrace single-stepping).
+    #[command(subcommand)]
+    Trace(commands::trace::TraceCommand),
+    /// Print a recording's header and its events, symbolised.
+    Show(commands::show::Args),
+    /// Build the bundled examples, run every stage, write kansoku-demo/.
+    Demo(commands::demo::Args),
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Inspect(args) => commands::inspect::run(args),
+        Command::Trace(cmd) => commands::trace::run(cmd),
+        Command::Show(args) => commands::show::run(args),
+        Command::Demo(args) => commands::demo::run(args),
+    };
+    if let Err(err) = result {
+        eprintln!("kansoku: error: {err:#}");
+        std::process::exit(1);
+    }
+}

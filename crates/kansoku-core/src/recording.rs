@@ -1,0 +1,737 @@
+//! The `.ksk` recording format.
+//!
+//! ```text
+//! magic   "KANSOKU\0"              8 bytes
+//! version u16 little endian        (FORMAT_VERSION)
+//! header  varint length + JSON     (Header: program, args, kind, parameters)
+//! events  one after another        (see below)
+//! trailer End tag + varint count   (absent if the writer was cut off)
+//! ```
+//!
+//! Event encoding — chosen so that an exact trace costs about one byte per instruction:
+//!
+//! | first byte   | event | payload |
+//! |--------------|-------|---------|
+//! | `0x80..=0xff`| instruction, address delta `(b & 0x7f) - 64` from the previous instruction | none |
+//! | `0x01`       | module | varint length + JSON [`Module`] |
+//! | `0x02`       | instruction | zig-zag delta |
+//! | `0x03`       | block start | zig-zag delta from the previous block start |
+//! | `0x04`       | sample | zig-zag time delta, zig-zag ip delta, flag, [count delta] |
+//! | `0x05`       | marker hit | zig-zag time delta, flag, [count delta] |
+//! | `0x06`       | thread | varint tid |
+//! | `0x07`       | signal | varint signal number |
+//! | `0x08`       | exit | kind byte, zig-zag value |
+//! | `0x09`       | end (trailer) | varint number of events before it |
+//! | `0x40..=0x7f`| extension from a newer version | varint length + bytes, skipped |
+//!
+//! Times and instruction counts are shared deltas across samples and marker hits.
+
+use std::fs::File;
+use std::io::{self, BufReader, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::event::{Event, ExitStatus, Module, Sample};
+use crate::varint::{self, VarintError};
+
+pub const MAGIC: &[u8; 8] = b"KANSOKU\0";
+pub const FORMAT_VERSION: u16 = 1;
+
+const TAG_MODULE: u8 = 0x01;
+const TAG_INSTRUCTION: u8 = 0x02;
+const TAG_BLOCK: u8 = 0x03;
+const TAG_SAMPLE: u8 = 0x04;
+const TAG_MARKER: u8 = 0x05;
+const TAG_THREAD: u8 = 0x06;
+const TAG_SIGNAL: u8 = 0x07;
+const TAG_EXIT: u8 = 0x08;
+const TAG_END: u8 = 0x09;
+const SHORT_BIAS: i64 = 64;
+
+/// What kind of observation a recording holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RecordingKind {
+    /// Every executed user-space instruction (ptrace single-stepping).
+    ExactTrace,
+    /// Instruction-pointer samples (perf_event or simulated from an exact trace).
+    Samples,
+    /// Basic-block start addresses (Valgrind/Lackey or a reduced exact trace).
+    Blocks,
+}
+
+/// The recording's header: what was observed and how.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Header {
+    pub kind: RecordingKind,
+    /// The observed program's path as given.
+    pub program: String,
+    pub args: Vec<String>,
+    /// Free-form parameters of the observation (period, marker, limits, ...).
+    #[serde(default)]
+    pub parameters: serde_json::Map<String, serde_json::Value>,
+    /// Seconds since the Unix epoch when recording started.
+    #[serde(default)]
+    pub created: u64,
+}
+
+impl Header {
+    pub fn new(kind: RecordingKind, program: impl Into<String>, args: Vec<String>) -> Self {
+        let created = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        Header { kind, program: program.into(), args, parameters: Default::default(), created }
+    }
+
+    pub fn with_parameter(mut self, key: &str, value: impl Into<serde_json::Value>) -> Self {
+        self.parameters.insert(key.to_string(), value.into());
+        self
+    }
+}
+
+/// Errors reading or writing a recording. Each names the file, and the byte offset when
+/// the content is at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordingError {
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: io::Error },
+    #[error("{path}: not a kansoku recording (no KANSOKU magic at byte 0)")]
+    NotARecording { path: PathBuf },
+    #[error("{path}: recording format version {version} is newer than this kansoku understands ({FORMAT_VERSION}); upgrade kansoku")]
+    UnsupportedVersion { path: PathBuf, version: u16 },
+    #[error("{path}: corrupted at byte {offset}: {what}")]
+    Corrupt { path: PathBuf, offset: u64, what: String },
+}
+
+/// Counts gathered while streaming through a recording.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct RecordingSummary {
+    pub events: u64,
+    pub instructions: u64,
+    pub blocks: u64,
+    pub samples: u64,
+    pub markers: u64,
+    pub threads: u64,
+    pub signals: u64,
+    pub unknown: u64,
+    pub exit: Option<ExitStatus>,
+    /// Set when the file ended before its trailer: byte offset of the last complete event.
+    pub truncated_at: Option<u64>,
+    pub bytes: u64,
+}
+
+/// Delta-coding state shared by writer and reader.
+#[derive(Default)]
+struct DeltaState {
+    instruction: u64,
+    block: u64,
+    sample_ip: u64,
+    time_ns: u64,
+    count: u64,
+}
+
+impl DeltaState {
+    fn delta(prev: &mut u64, next: u64) -> i64 {
+        let d = next.wrapping_sub(*prev) as i64;
+        *prev = next;
+        d
+    }
+    fn apply(prev: &mut u64, delta: i64) -> u64 {
+        *prev = prev.wrapping_add(delta as u64);
+        *prev
+    }
+}
+
+/// Streams events into a `.ksk` file. Memory use does not depend on the run's length.
+pub struct RecordingWriter<W: Write = BufWriter<File>> {
+    out: W,
+    path: PathBuf,
+    state: DeltaState,
+    events: u64,
+}
+
+impl RecordingWriter<BufWriter<File>> {
+    /// Creates `path` and writes the header.
+    pub fn create(path: impl AsRef<Path>, header: &Header) -> Result<Self, RecordingError> {
+        let path = path.as_ref().to_path_buf();
+        let file = File::create(&path).map_err(|source| RecordingError::Io { path: path.clone(), source })?;
+        Self::new(BufWriter::with_capacity(1 << 20, file), path, header)
+    }
+}
+
+impl<W: Write> RecordingWriter<W> {
+    /// Writes the header to `out`; `path` is only used in error messages.
+    pub fn new(mut out: W, path: PathBuf, header: &Header) -> Result<Self, RecordingError> {
+        let json = serde_json::to_vec(header).expect("header serialises");
+        let io = |source| RecordingError::Io { path: path.clone(), source };
+        out.write_all(MAGIC).map_err(io)?;
+        out.write_all(&FORMAT_VERSION.to_le_bytes()).map_err(io)?;
+        varint::write_u64(&mut out, json.len() as u64).map_err(io)?;
+        out.write_all(&json).map_err(io)?;
+        Ok(RecordingWriter { out, path, state: DeltaState::default(), events: 0 })
+    }
+
+    pub fn write(&mut self, event: &Event) -> Result<(), RecordingError> {
+        self.encode(event).map_err(|source| RecordingError::Io { path: self.path.clone(), source })?;
+        self.events += 1;
+        Ok(())
+    }
+
+    fn encode(&mut self, event: &Event) -> io::Result<()> {
+        let out = &mut self.out;
+        let st = &mut self.state;
+        match event {
+            Event::Instruction { addr } => {
+                let d = DeltaState::delta(&mut st.instruction, *addr);
+                if (-SHORT_BIAS..SHORT_BIAS).contains(&d) {
+                    out.write_all(&[0x80 | (d + SHORT_BIAS) as u8])
+                } else {
+                    out.write_all(&[TAG_INSTRUCTION])?;
+                    varint::write_i64(out, d)
+                }
+            }
+            Event::Block { addr } => {
+                out.write_all(&[TAG_BLOCK])?;
+                varint::write_i64(out, DeltaState::delta(&mut st.block, *addr))
+            }
+            Event::Sample(s) => {
+                out.write_all(&[TAG_SAMPLE])?;
+                varint::write_i64(out, DeltaState::delta(&mut st.time_ns, s.time_ns))?;
+                varint::write_i64(out, DeltaState::delta(&mut st.sample_ip, s.ip))?;
+                write_count(out, &mut st.count, s.instructions)
+            }
+            Event::Marker { time_ns, instructions } => {
+                out.write_all(&[TAG_MARKER])?;
+                varint::write_i64(out, DeltaState::delta(&mut st.time_ns, *time_ns))?;
+                write_count(out, &mut st.count, *instructions)
+            }
+            Event::Module(m) => {
+                let json = serde_json::to_vec(m).expect("module serialises");
+                out.write_all(&[TAG_MODULE])?;
+                varint::write_u64(out, json.len() as u64)?;
+                out.write_all(&json)
+            }
+            Event::Thread { tid } => {
+                out.write_all(&[TAG_THREAD])?;
+                varint::write_u64(out, u64::from(*tid))
+            }
+            Event::Signal { signal } => {
+                out.write_all(&[TAG_SIGNAL])?;
+                varint::write_i64(out, i64::from(*signal))
+            }
+            Event::Exit(status) => {
+                let (kind, value) = match status {
+                    ExitStatus::Exited(c) => (0u8, *c),
+                    ExitStatus::Killed(s) => (1, *s),
+                    ExitStatus::Detached => (2, 0),
+                };
+                out.write_all(&[TAG_EXIT, kind])?;
+                varint::write_i64(out, i64::from(value))
+            }
+            Event::Unknown { .. } => Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "unknown events are read-only and cannot be written",
+            )),
+        }
+    }
+
+    /// Number of events written so far.
+    pub fn events_written(&self) -> u64 {
+        self.events
+    }
+
+    /// Writes the trailer and flushes. Returns the number of events written.
+    pub fn finish(mut self) -> Result<u64, RecordingError> {
+        let io = |source| RecordingError::Io { path: self.path.clone(), source };
+        self.out.write_all(&[TAG_END]).map_err(io)?;
+        varint::write_u64(&mut self.out, self.events).map_err(io)?;
+        self.out.flush().map_err(io)?;
+        Ok(self.events)
+    }
+
+    /// Flushes what was written so far without ending the recording.
+    pub fn flush(&mut self) -> Result<(), RecordingError> {
+        self.out.flush().map_err(|source| RecordingError::Io { path: self.path.clone(), source })
+    }
+}
+
+fn write_count<W: Write>(out: &mut W, prev: &mut u64, count: Option<u64>) -> io::Result<()> {
+    match count {
+        Some(c) => {
+            out.write_all(&[1])?;
+            varint::write_i64(out, DeltaState::delta(prev, c))
+        }
+        None => out.write_all(&[0]),
+    }
+}
+
+/// Counts the bytes consumed from the underlying reader so errors can name an offset.
+struct CountingReader<R> {
+    inner: R,
+    offset: u64,
+}
+
+impl<R: Read> Read for CountingReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.offset += n as u64;
+        Ok(n)
+    }
+}
+
+/// Why decoding one event stopped.
+enum Stop {
+    /// The file ended inside this event.
+    Truncated,
+    Corrupt(String),
+    Io(io::Error),
+}
+
+impl From<VarintError> for Stop {
+    fn from(e: VarintError) -> Self {
+        match e {
+            VarintError::Truncated => Stop::Truncated,
+            VarintError::Overlong => Stop::Corrupt("varint longer than 10 bytes".into()),
+        }
+    }
+}
+
+/// Streams events out of a `.ksk` file, one at a time.
+///
+/// A file that ends early (the recorder was killed, the disk filled) is not an error: the
+/// reader returns every complete event, then `None`, and [`Self::truncated_at`] says where
+/// the readable part ended, so callers can warn and keep what was recorded.
+pub struct RecordingReader<R: Read = BufReader<File>> {
+    input: CountingReader<R>,
+    path: PathBuf,
+    header: Header,
+    state: DeltaState,
+    modules: Vec<Module>,
+    events: u64,
+    finished: bool,
+    truncated_at: Option<u64>,
+}
+
+impl RecordingReader<BufReader<File>> {
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, RecordingError> {
+        let path = path.as_ref().to_path_buf();
+        let file = File::open(&path).map_err(|source| RecordingError::Io { path: path.clone(), source })?;
+        Self::new(BufReader::with_capacity(1 << 20, file), path)
+    }
+}
+
+impl<R: Read> RecordingReader<R> {
+    /// Reads the header from `input`; `path` is only used in messages.
+    pub fn new(input: R, path: PathBuf) -> Result<Self, RecordingError> {
+        let mut input = CountingReader { inner: input, offset: 0 };
+        let mut magic = [0u8; 8];
+        if read_full(&mut input, &mut magic).is_err() || &magic != MAGIC {
+            return Err(RecordingError::NotARecording { path });
+        }
+        let mut version = [0u8; 2];
+        read_full(&mut input, &mut version).map_err(|_| corrupt(&path, 8, "file ends inside the version"))?;
+        let version = u16::from_le_bytes(version);
+        if version > FORMAT_VERSION || version == 0 {
+            return Err(RecordingError::UnsupportedVersion { path, version });
+        }
+        let mut consumed = 0;
+        let len = varint::read_u64(&mut input, &mut consumed)
+            .map_err(|_| corrupt(&path, 10, "file ends inside the header length"))?;
+        if len > 64 << 20 {
+            return Err(corrupt(&path, 10, &format!("header length {len} is implausible")));
+        }
+        let start = input.offset;
+        let mut json = vec![0u8; len as usize];
+        read_full(&mut input, &mut json).map_err(|_| corrupt(&path, start, "file ends inside the header"))?;
+        let header: Header = serde_json::from_slice(&json)
+            .map_err(|e| corrupt(&path, start, &format!("header is not valid JSON: {e}")))?;
+        Ok(RecordingReader {
+            input,
+            path,
+            header,
+            state: DeltaState::default(),
+            modules: Vec::new(),
+            events: 0,
+            finished: false,
+            truncated_at: None,
+        })
+    }
+
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Modules seen so far (they precede the events that use them).
+    pub fn modules(&self) -> &[Module] {
+        &self.modules
+    }
+
+    /// Byte offset of the last complete event, if the file ended before its trailer.
+    pub fn truncated_at(&self) -> Option<u64> {
+        self.truncated_at
+    }
+
+    /// The next event, `Ok(None)` at the end (complete or truncated).
+    pub fn next_event(&mut self) -> Result<Option<Event>, RecordingError> {
+        if self.finished {
+            return Ok(None);
+        }
+        let start = self.input.offset;
+        match self.decode() {
+            Ok(Some(event)) => {
+                if let Event::Module(m) = &event {
+                    self.modules.push(m.clone());
+                }
+                self.events += 1;
+                Ok(Some(event))
+            }
+            Ok(None) => {
+                self.finished = true;
+                Ok(None)
+            }
+            Err(Stop::Truncated) => {
+                self.finished = true;
+                self.truncated_at = Some(start);
+                Ok(None)
+            }
+            Err(Stop::Corrupt(what)) => {
+                self.finished = true;
+                Err(corrupt(&self.path, start, &what))
+            }
+            Err(Stop::Io(source)) => {
+                self.finished = true;
+                Err(RecordingError::Io { path: self.path.clone(), source })
+            }
+        }
+    }
+
+    fn byte(&mut self) -> Result<Option<u8>, Stop> {
+        let mut b = [0u8; 1];
+        loop {
+            return match self.input.read(&mut b) {
+                Ok(0) => Ok(None),
+                Ok(_) => Ok(Some(b[0])),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => Err(Stop::Io(e)),
+            };
+        }
+    }
+
+    fn u64(&mut self) -> Result<u64, Stop> {
+        let mut n = 0;
+        Ok(varint::read_u64(&mut self.input, &mut n)?)
+    }
+
+    fn i64(&mut self) -> Result<i64, Stop> {
+        Ok(varint::unzigzag(self.u64()?))
+    }
+
+    fn count(&mut self) -> Result<Option<u64>, Stop> {
+        match self.byte()?.ok_or(Stop::Truncated)? {
+            0 => Ok(None),
+            1 => {
+                let d = self.i64()?;
+                Ok(Some(DeltaState::apply(&mut self.state.count, d)))
+            }
+            f => Err(Stop::Corrupt(format!("instruction-count flag {f} is neither 0 nor 1"))),
+        }
+    }
+
+    fn blob(&mut self, what: &str) -> Result<Vec<u8>, Stop> {
+        let len = self.u64()?;
+        if len > 16 << 20 {
+            return Err(Stop::Corrupt(format!("{what} length {len} is implausible")));
+        }
+        let mut buf = vec![0u8; len as usize];
+        read_full(&mut self.input, &mut buf).map_err(|_| Stop::Truncated)?;
+        Ok(buf)
+    }
+
+    fn decode(&mut self) -> Result<Option<Event>, Stop> {
+        let Some(tag) = self.byte()? else {
+            // Clean end of file at an event boundary but without the trailer: the writer
+            // was cut off between events.
+            return Err(Stop::Truncated);
+        };
+        if tag & 0x80 != 0 {
+            let d = i64::from(tag & 0x7f) - SHORT_BIAS;
+            return Ok(Some(Event::Instruction { addr: DeltaState::apply(&mut self.state.instruction, d) }));
+        }
+        let event = match tag {
+            TAG_INSTRUCTION => {
+                let d = self.i64()?;
+                Event::Instruction { addr: DeltaState::apply(&mut self.state.instruction, d) }
+            }
+            TAG_BLOCK => {
+                let d = self.i64()?;
+                Event::Block { addr: DeltaState::apply(&mut self.state.block, d) }
+            }
+            TAG_SAMPLE => {
+                let dt = self.i64()?;
+                let dip = self.i64()?;
+                let instructions = self.count()?;
+                Event::Sample(Sample {
+                    time_ns: DeltaState::apply(&mut self.state.time_ns, dt),
+                    ip: DeltaState::apply(&mut self.state.sample_ip, dip),
+                    instructions,
+                })
+            }
+            TAG_MARKER => {
+                let dt = self.i64()?;
+                let instructions = self.count()?;
+                Event::Marker { time_ns: DeltaState::apply(&mut self.state.time_ns, dt), instructions }
+            }
+            TAG_MODULE => {
+                let json = self.blob("module")?;
+                let m: Module = serde_json::from_slice(&json)
+                    .map_err(|e| Stop::Corrupt(format!("module entry is not valid JSON: {e}")))?;
+                Event::Module(m)
+            }
+            TAG_THREAD => {
+                let tid = self.u64()?;
+                let tid = u32::try_from(tid).map_err(|_| Stop::Corrupt(format!("thread id {tid} too large")))?;
+                Event::Thread { tid }
+            }
+            TAG_SIGNAL => Event::Signal { signal: self.small_int("signal")? },
+            TAG_EXIT => {
+                let kind = self.byte()?.ok_or(Stop::Truncated)?;
+                let value = self.small_int("exit value")?;
+                Event::Exit(match kind {
+                    0 => ExitStatus::Exited(value),
+                    1 => ExitStatus::Killed(value),
+                    2 => ExitStatus::Detached,
+                    k => return Err(Stop::Corrupt(format!("exit kind {k} unknown"))),
+                })
+            }
+            TAG_END => {
+                let count = self.u64()?;
+                if count != self.events {
+                    return Err(Stop::Corrupt(format!(
+                        "trailer says {count} events but {} were read",
+                        self.events
+                    )));
+                }
+                return Ok(None);
+            }
+            0x40..=0x7f => {
+                let len = self.blob("extension event")?.len() as u64;
+                Event::Unknown { tag, len }
+            }
+            other => return Err(Stop::Corrupt(format!("unknown event tag 0x{other:02x}"))),
+        };
+        Ok(Some(event))
+    }
+
+    fn small_int(&mut self, what: &str) -> Result<i32, Stop> {
+        let v = self.i64()?;
+        i32::try_from(v).map_err(|_| Stop::Corrupt(format!("{what} {v} out of range")))
+    }
+
+    /// Streams through the rest of the recording and counts what it holds.
+    pub fn summarize(mut self) -> Result<RecordingSummary, RecordingError> {
+        let mut s = RecordingSummary::default();
+        let mut tids = std::collections::HashSet::new();
+        while let Some(event) = self.next_event()? {
+            s.events += 1;
+            match event {
+                Event::Instruction { .. } => s.instructions += 1,
+                Event::Block { .. } => s.blocks += 1,
+                Event::Sample(_) => s.samples += 1,
+                Event::Marker { .. } => s.markers += 1,
+                Event::Thread { tid } => {
+                    tids.insert(tid);
+                }
+                Event::Signal { .. } => s.signals += 1,
+                Event::Exit(e) => s.exit = Some(e),
+                Event::Unknown { .. } => s.unknown += 1,
+                Event::Module(_) => {}
+            }
+        }
+        s.threads = tids.len().max(1) as u64;
+        s.truncated_at = self.truncated_at;
+        s.bytes = self.input.offset;
+        Ok(s)
+    }
+}
+
+impl<R: Read> Iterator for RecordingReader<R> {
+    type Item = Result<Event, RecordingError>;
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_event().transpose()
+    }
+}
+
+fn read_full<R: Read>(input: &mut R, buf: &mut [u8]) -> io::Result<()> {
+    input.read_exact(buf)
+}
+
+fn corrupt(path: &Path, offset: u64, what: &str) -> RecordingError {
+    RecordingError::Corrupt { path: path.to_path_buf(), offset, what: what.to_string() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn sample_events() -> Vec<Event> {
+        vec![
+            Event::Module(Module {
+                path: "/bin/true".into(),
+                build_id: Some("abcd".into()),
+                start: 0x5555_0000,
+                end: 0x5556_0000,
+                file_offset: 0,
+            }),
+            Event::Instruction { addr: 0x5555_1000 },
+            Event::Instruction { addr: 0x5555_1004 },
+            Event::Instruction { addr: 0x7fff_0000_1000 },
+            Event::Instruction { addr: 0x5555_1000 },
+            Event::Thread { tid: 42 },
+            Event::Marker { time_ns: 10, instructions: Some(100) },
+            Event::Sample(Sample { time_ns: 20, ip: 0x5555_1008, instructions: Some(107) }),
+            Event::Sample(Sample { time_ns: 15, ip: 0x5555_1000, instructions: None }),
+            Event::Block { addr: 0x400000 },
+            Event::Block { addr: 0x3fff00 },
+            Event::Signal { signal: 11 },
+            Event::Exit(ExitStatus::Killed(11)),
+        ]
+    }
+
+    /// Encodes without the trailer, as a writer cut off mid-run leaves it.
+    fn encode_unfinished(events: &[Event]) -> Vec<u8> {
+        let header = Header::new(RecordingKind::ExactTrace, "/bin/true", vec!["x".into()]).with_parameter("period", 7);
+        let mut w = RecordingWriter::new(Vec::new(), "mem".into(), &header).unwrap();
+        for e in events {
+            w.write(e).unwrap();
+        }
+        w.out
+    }
+
+    fn encode_finished(events: &[Event]) -> Vec<u8> {
+        let header = Header::new(RecordingKind::ExactTrace, "/bin/true", vec![]);
+        let mut buf = Vec::new();
+        {
+            let mut w = RecordingWriter::new(&mut buf, "mem".into(), &header).unwrap();
+            for e in events {
+                w.write(e).unwrap();
+            }
+            w.finish().unwrap();
+        }
+        buf
+    }
+
+    fn decode_all(bytes: &[u8]) -> (Vec<Event>, Option<u64>) {
+        let mut r = RecordingReader::new(bytes, "mem".into()).unwrap();
+        let mut out = Vec::new();
+        while let Some(e) = r.next_event().unwrap() {
+            out.push(e);
+        }
+        (out, r.truncated_at())
+    }
+
+    #[test]
+    fn round_trip_all_event_kinds() {
+        let events = sample_events();
+        let bytes = encode_finished(&events);
+        let (back, truncated) = decode_all(&bytes);
+        assert_eq!(back, events);
+        assert_eq!(truncated, None);
+        let r = RecordingReader::new(&bytes[..], "mem".into()).unwrap();
+        assert_eq!(r.header().args, Vec::<String>::new());
+    }
+
+    #[test]
+    fn header_parameters_survive() {
+        let bytes = encode_unfinished(&sample_events());
+        let r = RecordingReader::new(&bytes[..], "mem".into()).unwrap();
+        assert_eq!(r.header().parameters["period"], 7);
+        assert_eq!(r.header().args, vec!["x".to_string()]);
+    }
+
+    #[test]
+    fn truncated_file_keeps_every_complete_event() {
+        let events = sample_events();
+        let bytes = encode_finished(&events);
+        // Cut at every possible byte inside the event stream: never an error, always a
+        // prefix of the events, and a truncation offset unless the trailer survived.
+        let header_end = {
+            let empty = encode_finished(&[]);
+            empty.len() - 2
+        };
+        for cut in header_end..bytes.len() {
+            let (back, truncated) = decode_all(&bytes[..cut]);
+            assert!(truncated.is_some(), "cut at {cut} not reported");
+            assert_eq!(&events[..back.len()], &back[..]);
+        }
+    }
+
+    #[test]
+    fn foreign_file_is_refused() {
+        let err = RecordingReader::new(&b"\x7fELF\x02\x01\x01\0\0\0"[..], "prog".into()).err().unwrap();
+        assert!(err.to_string().contains("not a kansoku recording"), "{err}");
+    }
+
+    #[test]
+    fn corrupted_tag_names_offset() {
+        let mut bytes = encode_finished(&[Event::Thread { tid: 1 }]);
+        let pos = bytes.len() - 4; // the thread tag
+        bytes[pos] = 0x30;
+        let mut r = RecordingReader::new(&bytes[..], "x.ksk".into()).unwrap();
+        let err = r.next_event().unwrap_err().to_string();
+        assert!(err.contains(&format!("byte {pos}")) && err.contains("0x30"), "{err}");
+    }
+
+    #[test]
+    fn sequential_instructions_take_one_byte() {
+        let events: Vec<Event> = (0..10_000u64).map(|i| Event::Instruction { addr: 0x401000 + (i % 50) * 4 }).collect();
+        let bytes = encode_finished(&events);
+        let empty = encode_finished(&[]).len();
+        // The wrap-around every 50 instructions jumps back 196 bytes (long form, 3 bytes).
+        assert!((bytes.len() - empty) < 10_000 * 11 / 10, "{} bytes", bytes.len() - empty);
+    }
+
+    fn arb_event() -> impl Strategy<Value = Event> {
+        prop_oneof![
+            any::<u64>().prop_map(|addr| Event::Instruction { addr }),
+            (0x400000u64..0x400100).prop_map(|addr| Event::Instruction { addr }),
+            any::<u64>().prop_map(|addr| Event::Block { addr }),
+            (any::<u64>(), any::<u64>(), proptest::option::of(any::<u64>()))
+                .prop_map(|(t, ip, c)| Event::Sample(Sample { time_ns: t, ip, instructions: c })),
+            (any::<u64>(), proptest::option::of(any::<u64>())).prop_map(|(t, c)| Event::Marker { time_ns: t, instructions: c }),
+            any::<u32>().prop_map(|tid| Event::Thread { tid }),
+            any::<i32>().prop_map(|signal| Event::Signal { signal }),
+            any::<i32>().prop_map(|c| Event::Exit(ExitStatus::Exited(c))),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn any_event_sequence_round_trips(events in proptest::collection::vec(arb_event(), 0..200)) {
+            let bytes = encode_finished(&events);
+            let (back, truncated) = decode_all(&bytes);
+            prop_assert_eq!(back, events);
+            prop_assert_eq!(truncated, None);
+        }
+
+        #[test]
+        fn garbage_never_panics(tail in proptest::collection::vec(any::<u8>(), 0..300)) {
+            let mut bytes = encode_finished(&[]);
+            bytes.truncate(bytes.len() - 2);
+            bytes.extend(tail);
+            let mut r = RecordingReader::new(&bytes[..], "g".into()).unwrap();
+            for _ in 0..1000 {
+                match r.next_event() {
+                    Ok(Some(_)) => {}
+                    _ => break,
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,158 @@
+//! # kansoku-examples — bundled example programs
+//!
+//! Small C programs used by `kansoku demo`, by the tests of every room and by the
+//! benchmarks. Their sources are compiled into this crate, so the demo works from an
+//! installed binary; [`build`] writes a source next to its executable and compiles it with
+//! the system C compiler (`$CC`, else `cc`), with debug information and without inlining
+//! so functions and basic blocks stay recognisable.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// One bundled program.
+#[derive(Clone, Copy, Debug)]
+pub struct Example {
+    pub name: &'static str,
+    pub source: &'static str,
+    /// What the program shows, in one line.
+    pub purpose: &'static str,
+    /// Extra linker flags.
+    pub libs: &'static [&'static str],
+}
+
+pub const EXAMPLES: &[Example] = &[
+    Example {
+        name: "seed000",
+        source: include_str!("../c/seed000.c"),
+        purpose: "seed 000: func_M calls func_A, func_B x3, func_C; main repeats func_M",
+        libs: &[],
+    },
+    Example {
+        name: "paths",
+        source: include_str!("../c/paths.c"),
+        purpose: "seed 003 figure 2: A -> B|C -> D -> A|E with a data-dependent branch",
+        libs: &[],
+    },
+    Example {
+        name: "matrix",
+        source: include_str!("../c/matrix.c"),
+        purpose: "nested loops: 8x8 matrix multiply",
+        libs: &[],
+    },
+    Example {
+        name: "recursion",
+        source: include_str!("../c/recursion.c"),
+        purpose: "calls and returns: recursive Fibonacci",
+        libs: &[],
+    },
+    Example {
+        name: "sorting",
+        source: include_str!("../c/sorting.c"),
+        purpose: "data-dependent branches: insertion sort of fixed pseudo-random data",
+        libs: &[],
+    },
+    Example {
+        name: "crash",
+        source: include_str!("../c/crash.c"),
+        purpose: "runs a little, then dereferences a null pointer",
+        libs: &[],
+    },
+    Example {
+        name: "threads",
+        source: include_str!("../c/threads.c"),
+        purpose: "two threads running the same loop",
+        libs: &["-pthread"],
+    },
+];
+
+/// Flags every example is compiled with: debug lines for `file:line`, no inlining and no
+/// sibling calls so every call in the source stays a call in the binary.
+pub const CFLAGS: &[&str] = &["-O1", "-g", "-fno-inline", "-fno-optimize-sibling-calls", "-fno-omit-frame-pointer"];
+
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    #[error("no bundled example named '{0}' (known: {1})")]
+    Unknown(String, String),
+    #[error("cannot write {path}: {source}")]
+    Write { path: PathBuf, source: std::io::Error },
+    #[error("cannot run the C compiler '{compiler}': {source}; install gcc (scripts/setup does) or set CC")]
+    NoCompiler { compiler: String, source: std::io::Error },
+    #[error("compiling {path} failed:\n{stderr}")]
+    Compile { path: PathBuf, stderr: String },
+}
+
+pub fn find(name: &str) -> Result<&'static Example, BuildError> {
+    EXAMPLES.iter().find(|e| e.name == name).ok_or_else(|| {
+        BuildError::Unknown(name.to_string(), EXAMPLES.iter().map(|e| e.name).collect::<Vec<_>>().join(", "))
+    })
+}
+
+/// Writes `NAME.c` into `out_dir` and compiles it to `out_dir/NAME`. Returns the program
+/// path. Recompiles only when the source changed, so tests can share builds.
+pub fn build(name: &str, out_dir: &Path) -> Result<PathBuf, BuildError> {
+    build_with(name, out_dir, &[])
+}
+
+/// Like [`build`] with extra compiler flags (the executable is named after them too).
+pub fn build_with(name: &str, out_dir: &Path, extra_flags: &[&str]) -> Result<PathBuf, BuildError> {
+    let example = find(name)?;
+    std::fs::create_dir_all(out_dir).map_err(|source| BuildError::Write { path: out_dir.into(), source })?;
+    let suffix: String = extra_flags.iter().map(|f| f.trim_start_matches('-').replace(['=', '/'], "_")).collect::<Vec<_>>().join("-");
+    let stem = if suffix.is_empty() { name.to_string() } else { format!("{name}-{suffix}") };
+    let source = out_dir.join(format!("{stem}.c"));
+    let program = out_dir.join(&stem);
+    let unchanged = std::fs::read_to_string(&source).map(|s| s == example.source).unwrap_or(false);
+    if unchanged && program.exists() {
+        return Ok(program);
+    }
+    // Write to a unique name and rename, so parallel tests never see half a file.
+    let tmp_source = out_dir.join(format!(".{stem}.{}.c", std::process::id()));
+    std::fs::write(&tmp_source, example.source).map_err(|source| BuildError::Write { path: tmp_source.clone(), source })?;
+    let tmp_program = out_dir.join(format!(".{stem}.{}", std::process::id()));
+    let compiler = std::env::var("CC").unwrap_or_else(|_| "cc".to_string());
+    let output = Command::new(&compiler)
+        .args(CFLAGS)
+        .args(extra_flags)
+        .arg("-o")
+        .arg(&tmp_program)
+        .arg(&tmp_source)
+        .args(example.libs)
+        .output()
+        .map_err(|source| BuildError::NoCompiler { compiler: compiler.clone(), source })?;
+    if !output.status.success() {
+        return Err(BuildError::Compile { path: source, stderr: String::from_utf8_lossy(&output.stderr).into_owned() });
+    }
+    std::fs::rename(&tmp_program, &program).map_err(|source| BuildError::Write { path: program.clone(), source })?;
+    std::fs::rename(&tmp_source, &source).map_err(|source_err| BuildError::Write { path: source.clone(), source: source_err })?;
+    Ok(program)
+}
+
+/// A shared build directory for tests: `target/kansoku-examples` under the workspace.
+pub fn test_build_dir() -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"));
+    target.join("kansoku-examples")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_example_compiles_and_seed000_runs() {
+        let dir = test_build_dir();
+        for e in EXAMPLES {
+            let p = build(e.name, &dir).unwrap();
+            assert!(p.exists());
+        }
+        let status = Command::new(build("seed000", &dir).unwrap()).arg("3").status().unwrap();
+        assert!(status.success());
+    }
+
+    #[test]
+    fn unknown_example_is_named() {
+        let err = find("nope").unwrap_err().to_string();
+        assert!(err.contains("nope") && err.contains("seed000"), "{err}");
+    }
+}
