@@ -1,0 +1,37 @@
+//! # kansoku-cache — seed 004: cache-miss formulas for affine loop nests
+//!
+//! A kernel is written in a small C subset ([`parse_kernel`]): parameters, arrays with
+//! element types and affine sizes, loop nests with affine bounds and statements with
+//! affine subscripts. With a data layout ([`LayoutSpec`]) and a cache ([`CacheConfig`]):
+//!
+//! * [`kernel_info`] gives the seed's tables (program, data, position, cache, loop and
+//!   array information; references numbered `P0`, `P1`, ... in execution order);
+//! * [`Program::simulate`] is the exact oracle: an A-way set-associative LRU simulation
+//!   of every access, counting per reference accesses, hits, compulsory and other misses;
+//! * [`model::build_model`] derives, per reference, piecewise quasi-polynomial formulas
+//!   in a size parameter for accesses, compulsory misses and conflict (other) misses,
+//!   exact against the simulator on their verified range; [`model::Formula::eval`]
+//!   evaluates them in well under a microsecond. See `docs/notes/cache-architecture.md`
+//!   for the method and its domain of validity.
+
+pub mod affine;
+pub mod config;
+pub mod error;
+pub mod info;
+pub mod kernel;
+pub mod model;
+pub mod parse;
+pub mod sim;
+
+pub use config::{parse_params, CacheConfig, LayoutSpec, ParamValues};
+pub use error::{CacheError, Result};
+pub use info::kernel_info;
+pub use kernel::Kernel;
+pub use parse::parse_kernel;
+pub use sim::{simulate, Program, RefStats};
+
+/// Reads and parses a kernel file.
+pub fn load_kernel(path: &std::path::Path) -> Result<Kernel> {
+    let src = std::fs::read_to_string(path).map_err(|e| CacheError::Kernel { file: path.display().to_string(), line: 0, col: 0, msg: format!("cannot read: {e}") })?;
+    parse_kernel(&path.display().to_string(), &src)
+}

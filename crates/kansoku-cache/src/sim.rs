@@ -1,0 +1,310 @@
+//! The exact simulator: generates the kernel's accesses in program order (for each
+//! statement: right-hand-side reads left to right, then the write; write-allocate, so a
+//! write is an access like a read) and runs one or more A-way set-associative LRU caches
+//! on them at once. Per reference it counts accesses, hits, compulsory misses (the first
+//! touch of a line by any reference) and other misses (the line was in the cache before
+//! and has been evicted: conflict and capacity misses).
+
+use crate::affine::Affine;
+use crate::config::{check_params, resolve_layout, CacheConfig, DataInfo, LayoutSpec, ParamValues};
+use crate::error::{CacheError, Result};
+use crate::kernel::{Kernel, Node};
+use serde::{Deserialize, Serialize};
+
+/// Per-reference counts from the simulator.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RefStats {
+    pub accesses: u64,
+    pub hits: u64,
+    pub compulsory: u64,
+    pub other: u64,
+}
+
+impl RefStats {
+    pub fn misses(&self) -> u64 {
+        self.compulsory + self.other
+    }
+}
+
+/// An affine form over the enclosing loop variables (by depth), parameters substituted.
+#[derive(Clone, Debug)]
+struct LinForm {
+    constant: i64,
+    terms: Vec<(usize, i64)>,
+}
+
+impl LinForm {
+    #[inline]
+    fn eval(&self, vars: &[i64]) -> i64 {
+        let mut v = self.constant;
+        for &(d, c) in &self.terms {
+            v += c * vars[d];
+        }
+        v
+    }
+}
+
+#[derive(Clone, Debug)]
+enum PNode {
+    Loop { depth: usize, lower: LinForm, upper: LinForm, step: i64, body: Vec<PNode>, innermost: bool },
+    Stmt(Vec<(usize, LinForm)>),
+}
+
+/// A kernel instantiated at concrete parameter values and layout: loops and byte
+/// addresses as affine forms over the loop variables.
+#[derive(Clone, Debug)]
+pub struct Program {
+    nodes: Vec<PNode>,
+    nrefs: usize,
+    depth: usize,
+    pub data: Vec<DataInfo>,
+    addr_lo: i64,
+    addr_hi: i64,
+}
+
+fn subst(a: &Affine, params: &ParamValues, loop_vars: &[(String, usize)]) -> LinForm {
+    let mut f = LinForm { constant: a.constant, terms: vec![] };
+    for (name, &c) in &a.coeffs {
+        if let Some(v) = params.get(name) {
+            f.constant += c * v;
+        } else if let Some((_, d)) = loop_vars.iter().find(|(n, _)| n == name) {
+            f.terms.push((*d, c));
+        } else {
+            unreachable!("parser guarantees variables are in scope: {name}");
+        }
+    }
+    f
+}
+
+impl Program {
+    /// Instantiates `k` at `params` with `layout`.
+    pub fn new(k: &Kernel, params: &ParamValues, layout: &LayoutSpec) -> Result<Program> {
+        check_params(k, params)?;
+        let data = resolve_layout(k, layout, params)?;
+        // Per reference: byte address as an affine form over loop variables.
+        let mut ref_forms = Vec::new();
+        for r in &k.refs {
+            let a = &k.arrays[r.array];
+            let dims: Vec<i64> = a.dims.iter().map(|d| d.eval(&|n| params.get(n).copied()).unwrap()).collect();
+            let mut lin = Affine::constant(0);
+            for (i, s) in r.subscripts.iter().enumerate() {
+                let stride: i64 = dims[i + 1..].iter().product();
+                lin = lin.add(&s.scale(stride));
+            }
+            let lin = lin.scale(a.elem_size as i64).add(&Affine::constant(data[r.array].start as i64));
+            let vars: Vec<(String, usize)> = r.loops.iter().map(|&l| (k.loops[l].var.clone(), k.loops[l].depth)).collect();
+            ref_forms.push(subst(&lin, params, &vars));
+        }
+        fn build(k: &Kernel, nodes: &[Node], params: &ParamValues, vars: &mut Vec<(String, usize)>, rf: &[LinForm]) -> Vec<PNode> {
+            nodes
+                .iter()
+                .map(|n| match n {
+                    Node::Stmt(s) => PNode::Stmt(k.statements[*s].refs.iter().map(|&r| (r, rf[r].clone())).collect()),
+                    Node::Loop { id, body } => {
+                        let l = &k.loops[*id];
+                        let lower = subst(&l.lower, params, vars);
+                        let upper = subst(&l.upper, params, vars);
+                        vars.push((l.var.clone(), l.depth));
+                        let body_nodes = build(k, body, params, vars, rf);
+                        vars.pop();
+                        let innermost = body_nodes.iter().all(|b| matches!(b, PNode::Stmt(_)));
+                        PNode::Loop { depth: l.depth, lower, upper, step: l.step, body: body_nodes, innermost }
+                    }
+                })
+                .collect()
+        }
+        let nodes = build(k, &k.body, params, &mut vec![], &ref_forms);
+        let addr_lo = data.iter().map(|d| d.start as i64).min().unwrap_or(0);
+        let addr_hi = data.iter().map(|d| (d.start + d.elems * d.elem_size) as i64).max().unwrap_or(0);
+        Ok(Program { nodes, nrefs: k.refs.len(), depth: k.max_depth(), data, addr_lo, addr_hi })
+    }
+
+    /// Calls `f(reference, byte address)` for every access in program order.
+    pub fn for_each_access(&self, mut f: impl FnMut(usize, i64)) {
+        let mut vars = vec![0i64; self.depth.max(1)];
+        run_nodes(&self.nodes, &mut vars, &mut f);
+    }
+
+    /// Simulates all `caches` on this program's accesses at once.
+    pub fn simulate(&self, caches: &[CacheConfig]) -> Vec<Vec<RefStats>> {
+        let mut sims: Vec<CacheSim> = caches.iter().map(|c| CacheSim::new(*c, self.nrefs, self.addr_lo, self.addr_hi)).collect();
+        if sims.len() == 1 {
+            let s = &mut sims[0];
+            self.for_each_access(|r, a| s.access(r, a));
+        } else {
+            self.for_each_access(|r, a| {
+                for s in sims.iter_mut() {
+                    s.access(r, a);
+                }
+            });
+        }
+        sims.into_iter().map(|s| s.stats).collect()
+    }
+}
+
+#[inline(always)]
+fn run_nodes(nodes: &[PNode], vars: &mut [i64], f: &mut impl FnMut(usize, i64)) {
+    for n in nodes {
+        match n {
+            PNode::Stmt(refs) => {
+                for (r, form) in refs {
+                    f(*r, form.eval(vars));
+                }
+            }
+            PNode::Loop { depth, lower, upper, step, body, innermost } => {
+                let lo = lower.eval(vars);
+                let hi = upper.eval(vars);
+                if lo >= hi {
+                    continue;
+                }
+                if *innermost {
+                    // Addresses advance by a constant per iteration: compute them once.
+                    vars[*depth] = lo;
+                    let mut cur: Vec<(usize, i64, i64)> = Vec::new();
+                    for b in body {
+                        if let PNode::Stmt(refs) = b {
+                            for (r, form) in refs {
+                                let coeff: i64 = form.terms.iter().filter(|(d, _)| d == depth).map(|(_, c)| c).sum();
+                                cur.push((*r, form.eval(vars), coeff * step));
+                            }
+                        }
+                    }
+                    let mut v = lo;
+                    while v < hi {
+                        for e in cur.iter_mut() {
+                            f(e.0, e.1);
+                            e.1 += e.2;
+                        }
+                        v += step;
+                    }
+                    vars[*depth] = v;
+                } else {
+                    let mut v = lo;
+                    while v < hi {
+                        vars[*depth] = v;
+                        run_nodes(body, vars, f);
+                        v += step;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Set of lines touched so far (a growable bitmap).
+struct Seen {
+    lo: i64,
+    bits: Vec<u64>,
+}
+
+impl Seen {
+    #[inline]
+    fn insert(&mut self, line: i64) -> bool {
+        let mut off = line - self.lo;
+        if off < 0 || off >= (self.bits.len() as i64) * 64 {
+            self.grow(line);
+            off = line - self.lo;
+        }
+        let (w, b) = ((off >> 6) as usize, off & 63);
+        let new = self.bits[w] & (1 << b) == 0;
+        self.bits[w] |= 1 << b;
+        new
+    }
+    #[cold]
+    fn grow(&mut self, line: i64) {
+        let hi = self.lo + self.bits.len() as i64 * 64;
+        let new_lo = (self.lo.min(line) - 64).div_euclid(64) * 64;
+        let new_hi = hi.max(line + 64);
+        let words = ((new_hi - new_lo) as usize).div_ceil(64);
+        let mut bits = vec![0u64; words];
+        let shift = ((self.lo - new_lo) / 64) as usize;
+        bits[shift..shift + self.bits.len()].copy_from_slice(&self.bits);
+        self.lo = new_lo;
+        self.bits = bits;
+    }
+}
+
+/// One LRU cache being simulated.
+pub struct CacheSim {
+    assoc: usize,
+    line_shift: Option<u32>,
+    line: i64,
+    set_mask: Option<i64>,
+    sets: i64,
+    /// Per set, `assoc` tags from most to least recently used; `i64::MIN` is empty.
+    tags: Vec<i64>,
+    seen: Seen,
+    pub stats: Vec<RefStats>,
+}
+
+impl CacheSim {
+    pub fn new(c: CacheConfig, nrefs: usize, addr_lo: i64, addr_hi: i64) -> CacheSim {
+        let line = c.line as i64;
+        let lo_line = addr_lo.div_euclid(line).div_euclid(64) * 64;
+        let hi_line = addr_hi.div_euclid(line) + 1;
+        CacheSim {
+            assoc: c.assoc as usize,
+            line_shift: c.line.is_power_of_two().then(|| c.line.trailing_zeros()),
+            line,
+            set_mask: c.sets.is_power_of_two().then(|| c.sets as i64 - 1),
+            sets: c.sets as i64,
+            tags: vec![i64::MIN; c.assoc as usize * c.sets as usize],
+            seen: Seen { lo: lo_line, bits: vec![0; ((hi_line - lo_line) as usize).div_ceil(64).max(1)] },
+            stats: vec![RefStats::default(); nrefs],
+        }
+    }
+
+    /// One access by reference `r` to byte address `addr`.
+    #[inline(always)]
+    pub fn access(&mut self, r: usize, addr: i64) {
+        let line = match self.line_shift {
+            Some(s) => addr >> s,
+            None => addr.div_euclid(self.line),
+        };
+        let set = match self.set_mask {
+            Some(m) => line & m,
+            None => line.rem_euclid(self.sets),
+        } as usize;
+        let a = self.assoc;
+        let slot = &mut self.tags[set * a..set * a + a];
+        let st = &mut self.stats[r];
+        st.accesses += 1;
+        if slot[0] == line {
+            st.hits += 1;
+            return;
+        }
+        if let Some(i) = slot.iter().position(|&t| t == line) {
+            slot[..=i].rotate_right(1);
+            st.hits += 1;
+        } else {
+            slot.rotate_right(1);
+            slot[0] = line;
+            if self.seen.insert(line) {
+                st.compulsory += 1;
+            } else {
+                st.other += 1;
+            }
+        }
+    }
+}
+
+/// Convenience: instantiate and simulate one cache.
+pub fn simulate(k: &Kernel, params: &ParamValues, layout: &LayoutSpec, cache: CacheConfig) -> Result<Vec<RefStats>> {
+    let p = Program::new(k, params, layout)?;
+    Ok(p.simulate(&[cache]).pop().unwrap())
+}
+
+/// Number of accesses the kernel makes at `params` (without simulating a cache).
+pub fn count_accesses(k: &Kernel, params: &ParamValues, layout: &LayoutSpec) -> Result<u64> {
+    let p = Program::new(k, params, layout)?;
+    let mut n = 0u64;
+    p.for_each_access(|_, _| n += 1);
+    Ok(n)
+}
+
+#[allow(dead_code)]
+fn _assert_send() {
+    fn s<T: Send>() {}
+    s::<Program>();
+    let _ = CacheError::Model(String::new());
+}
