@@ -105,14 +105,18 @@ pub fn build_with(name: &str, out_dir: &Path, extra_flags: &[&str]) -> Result<Pa
     if unchanged && program.exists() {
         return Ok(program);
     }
-    // Write to a unique name and rename, so parallel tests never see half a file.
-    let tmp_source = out_dir.join(format!(".{stem}.{}.c", std::process::id()));
+    // Compile in a private directory and rename into place, so parallel tests never see
+    // half a file; the prefix map makes DWARF name the final source path.
+    let private = out_dir.join(format!(".build-{stem}-{}", std::process::id()));
+    std::fs::create_dir_all(&private).map_err(|source| BuildError::Write { path: private.clone(), source })?;
+    let tmp_source = private.join(format!("{stem}.c"));
     std::fs::write(&tmp_source, example.source).map_err(|source| BuildError::Write { path: tmp_source.clone(), source })?;
-    let tmp_program = out_dir.join(format!(".{stem}.{}", std::process::id()));
+    let tmp_program = private.join(&stem);
     let compiler = std::env::var("CC").unwrap_or_else(|_| "cc".to_string());
     let output = Command::new(&compiler)
         .args(CFLAGS)
         .args(extra_flags)
+        .arg(format!("-fdebug-prefix-map={}={}", private.display(), out_dir.display()))
         .arg("-o")
         .arg(&tmp_program)
         .arg(&tmp_source)
@@ -120,10 +124,12 @@ pub fn build_with(name: &str, out_dir: &Path, extra_flags: &[&str]) -> Result<Pa
         .output()
         .map_err(|source| BuildError::NoCompiler { compiler: compiler.clone(), source })?;
     if !output.status.success() {
+        let _ = std::fs::remove_dir_all(&private);
         return Err(BuildError::Compile { path: source, stderr: String::from_utf8_lossy(&output.stderr).into_owned() });
     }
     std::fs::rename(&tmp_program, &program).map_err(|source| BuildError::Write { path: program.clone(), source })?;
     std::fs::rename(&tmp_source, &source).map_err(|source_err| BuildError::Write { path: source.clone(), source: source_err })?;
+    let _ = std::fs::remove_dir_all(&private);
     Ok(program)
 }
 
