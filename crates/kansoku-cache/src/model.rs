@@ -1,1 +1,664 @@
-pub fn _placeholder() {}
+//! The model: per reference, exact formulas for the number of accesses (the seed's first
+//! count), compulsory misses (first − second count) and conflict misses (third − fourth
+//! count) as piecewise quasi-polynomials in a size variable `n`.
+//!
+//! # Method (see `docs/notes/cache-architecture.md`)
+//! The parameters of the kernel are tied to one size variable: each parameter is either
+//! *varying* (equal to `n`) or *fixed* at a given value. For such a family every count is
+//! a Presburger-definable function of `n` (addresses, line and set numbers are affine
+//! expressions with floor/mod by constants; "at least A distinct lines of the set between
+//! two uses" is a bounded existential), hence, by the Presburger counting theorem, an
+//! eventual quasi-polynomial: there are `n0`, a period `q` and a degree `D` such that for
+//! every residue `r` the values `f(n0 + r + q·m)` are a polynomial of degree ≤ `D` in `m`.
+//! `D` is bounded rigorously by the number of enclosing loops whose trip count grows with
+//! `n` (a reference cannot miss more often than it executes).
+//!
+//! We obtain `f(n)` exactly from the simulator for `n = n_min ..= N`, find the smallest
+//! `n0 + q·(D+1)` for which all (D+1)-th differences of step `q` vanish with at least
+//! `evidence` independent checks per residue class, and store: a table for
+//! `n_min <= n < n0`, and per residue the Newton coefficients (integers) of the
+//! polynomial. The formula is therefore *exact on `n_min ..= verified_max`* by
+//! construction and checked; beyond `verified_max` it is the unique continuation of the
+//! verified quasi-polynomial, which is exact as long as no new piece starts later (tests
+//! check it against the simulator far beyond the fitted range). Evaluations beyond
+//! `verified_max` are reported as extrapolated.
+
+use crate::config::{CacheConfig, LayoutSpec, ParamValues};
+use crate::error::{CacheError, Result};
+use crate::kernel::Kernel;
+use crate::sim::{Program, RefStats};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// How the kernel's parameters depend on the size variable `n`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Family {
+    /// Parameters equal to `n`.
+    pub varying: Vec<String>,
+    /// Parameters held at a value.
+    pub fixed: BTreeMap<String, i64>,
+}
+
+impl Family {
+    /// All parameters varying together (the default for single-size kernels).
+    pub fn all_varying(k: &Kernel) -> Family {
+        Family { varying: k.params.clone(), fixed: BTreeMap::new() }
+    }
+
+    /// Checks the family against the kernel: every parameter is varying or fixed.
+    pub fn check(&self, k: &Kernel) -> Result<()> {
+        if self.varying.is_empty() {
+            return Err(CacheError::Params("no varying parameter: name at least one with --vary".into()));
+        }
+        for p in &k.params {
+            let v = self.varying.contains(p);
+            let f = self.fixed.contains_key(p);
+            if v == f {
+                return Err(CacheError::Params(if v {
+                    format!("parameter '{p}' is both varying and fixed")
+                } else {
+                    format!("parameter '{p}' is neither varying (--vary) nor fixed (--param {p}=N)")
+                }));
+            }
+        }
+        for p in self.varying.iter().chain(self.fixed.keys()) {
+            if !k.params.contains(p) {
+                return Err(CacheError::Params(format!("'{p}' is not a parameter of {} (its parameters: {})", k.file, k.params.join(", "))));
+            }
+        }
+        Ok(())
+    }
+
+    pub fn params_at(&self, n: i64) -> ParamValues {
+        let mut m = self.fixed.clone();
+        for v in &self.varying {
+            m.insert(v.clone(), n);
+        }
+        m
+    }
+
+    /// The size `n` for concrete parameter values, or why they are outside the family.
+    pub fn n_of(&self, values: &ParamValues) -> Result<i64> {
+        for (p, v) in &self.fixed {
+            match values.get(p) {
+                Some(x) if x == v => {}
+                Some(x) => {
+                    return Err(CacheError::Params(format!(
+                        "{p}={x} is outside the range these formulas were derived for: they hold for {p}={v} (rebuild with --param {p}={x})"
+                    )))
+                }
+                None => {}
+            }
+        }
+        let mut n = None;
+        for p in &self.varying {
+            let Some(&x) = values.get(p) else {
+                return Err(CacheError::Params(format!("no value for varying parameter '{p}'")));
+            };
+            match n {
+                None => n = Some(x),
+                Some(m) if m == x => {}
+                Some(m) => {
+                    return Err(CacheError::Params(format!(
+                        "the formulas were derived for {} all equal; got {p}={x} but {}={m}",
+                        self.varying.join(" = "),
+                        self.varying[0]
+                    )))
+                }
+            }
+        }
+        for p in values.keys() {
+            if !self.varying.contains(p) && !self.fixed.contains_key(p) {
+                return Err(CacheError::Params(format!("'{p}' is not a parameter of these formulas")));
+            }
+        }
+        Ok(n.unwrap())
+    }
+}
+
+/// An exact rational number (for printing polynomials in `n`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Q {
+    num: i128,
+    den: i128,
+}
+
+fn gcd(a: i128, b: i128) -> i128 {
+    let (mut a, mut b) = (a.abs(), b.abs());
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
+impl Q {
+    fn new(num: i128, den: i128) -> Q {
+        let g = gcd(num, den).max(1);
+        let s = if den < 0 { -1 } else { 1 };
+        Q { num: s * num / g, den: s * den / g }
+    }
+    fn int(v: i128) -> Q {
+        Q { num: v, den: 1 }
+    }
+    fn add(self, o: Q) -> Q {
+        Q::new(self.num * o.den + o.num * self.den, self.den * o.den)
+    }
+    fn mul(self, o: Q) -> Q {
+        Q::new(self.num * o.num, self.den * o.den)
+    }
+    fn is_zero(self) -> bool {
+        self.num == 0
+    }
+}
+
+/// One piece of a quasi-polynomial: for `from <= n <= to` (no `to`: unbounded) with
+/// `n = from + r + period·m` (`0 <= r < period`), the value is
+/// `Σ_j newton[r][j] · C(m, j)` (Newton forward-difference form, integer coefficients).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Piece {
+    pub from: i64,
+    pub to: Option<i64>,
+    pub period: i64,
+    pub newton: Vec<Vec<i64>>,
+}
+
+impl Piece {
+    fn eval(&self, n: i64) -> i128 {
+        let t = n - self.from;
+        let (r, m) = ((t % self.period) as usize, (t / self.period) as i128);
+        let mut binom: i128 = 1;
+        let mut v: i128 = 0;
+        for (j, &d) in self.newton[r].iter().enumerate() {
+            v += d as i128 * binom;
+            binom = binom * (m - j as i128) / (j as i128 + 1);
+        }
+        v
+    }
+
+    /// Polynomial in `n` (rational coefficients, constant term first) for residue `r`.
+    fn poly_in_n(&self, r: usize) -> Vec<Q> {
+        // Σ_j d_j C(m, j) with m = (n - s)/q, s = from + r.
+        let s = (self.from + r as i64) as i128;
+        let q = self.period as i128;
+        let deg = self.newton[r].len();
+        let mut out = vec![Q::int(0); deg.max(1)];
+        for (j, &d) in self.newton[r].iter().enumerate() {
+            // C(m, j) = Π_{i<j} (m - i) / j!, with m - i = (n - s - i·q)/q.
+            let mut poly = vec![Q::int(1)];
+            let mut fact = 1i128;
+            for i in 0..j {
+                let c = Q::new(-(s + i as i128 * q), q);
+                let a = Q::new(1, q);
+                let mut next = vec![Q::int(0); poly.len() + 1];
+                for (k, &p) in poly.iter().enumerate() {
+                    next[k] = next[k].add(p.mul(c));
+                    next[k + 1] = next[k + 1].add(p.mul(a));
+                }
+                poly = next;
+                fact *= i as i128 + 1;
+            }
+            for (k, p) in poly.iter().enumerate() {
+                out[k] = out[k].add(p.mul(Q::new(d as i128, fact)));
+            }
+        }
+        while out.len() > 1 && out.last().unwrap().is_zero() {
+            out.pop();
+        }
+        out
+    }
+}
+
+/// A piecewise quasi-polynomial in `n`, defined for `n >= n_min`; the last piece is
+/// unbounded above.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QuasiPolynomial {
+    pub n_min: i64,
+    /// Degree bound used when fitting.
+    pub degree: u32,
+    pub pieces: Vec<Piece>,
+    /// Every `n` in `n_min ..= verified_max` was checked against the simulator.
+    pub verified_max: i64,
+    /// Independent (D+1)-th-difference checks per residue class of the last piece.
+    pub checks_per_class: i64,
+}
+
+impl QuasiPolynomial {
+    /// Evaluates at `n` (`None` below `n_min`).
+    pub fn eval(&self, n: i64) -> Option<i128> {
+        if n < self.n_min {
+            return None;
+        }
+        let i = self.pieces.partition_point(|p| p.from <= n) - 1;
+        Some(self.pieces[i].eval(n))
+    }
+
+    /// Start of the last (unbounded) piece.
+    pub fn last_from(&self) -> i64 {
+        self.pieces.last().map(|p| p.from).unwrap_or(self.n_min)
+    }
+
+    /// Period of the last piece.
+    pub fn period(&self) -> i64 {
+        self.pieces.last().map(|p| p.period).unwrap_or(1)
+    }
+
+    /// Readable pieces: `(condition, expression)`.
+    pub fn pieces_text(&self, var: &str) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        for p in &self.pieces {
+            let range = match p.to {
+                Some(t) if t == p.from => format!("{var} = {t}"),
+                Some(t) => format!("{} <= {var} <= {t}", p.from),
+                None => format!("{var} >= {}", p.from),
+            };
+            let polys: Vec<Vec<Q>> = (0..p.period as usize).map(|r| p.poly_in_n(r)).collect();
+            let same_but_constant = polys.iter().all(|x| x.len() == polys[0].len() && x[1..] == polys[0][1..]);
+            if polys.iter().all(|x| x == &polys[0]) {
+                out.push((range, fmt_poly(&polys[0], var)));
+            } else if same_but_constant {
+                // Periodic number notation: [c_0, ..., c_{q-1}]_{n mod q}, indexed by n mod q.
+                let mut consts = vec![Q::int(0); p.period as usize];
+                for (r, poly) in polys.iter().enumerate() {
+                    consts[(p.from + r as i64).rem_euclid(p.period) as usize] = poly[0];
+                }
+                let mut head = polys[0].clone();
+                head[0] = Q::int(0);
+                let list = consts.iter().map(|c| fmt_poly(&[*c], var)).collect::<Vec<_>>().join(", ");
+                let head = fmt_poly(&head, var);
+                let expr = if head == "0" { format!("[{list}]_({var} mod {})", p.period) } else { format!("{head} + [{list}]_({var} mod {})", p.period) };
+                out.push((range, expr));
+            } else {
+                for (r, poly) in polys.iter().enumerate() {
+                    let res = (p.from + r as i64).rem_euclid(p.period);
+                    out.push((format!("{range}, {var} mod {} = {res}", p.period), fmt_poly(poly, var)));
+                }
+            }
+        }
+        out
+    }
+}
+
+fn fmt_poly(p: &[Q], var: &str) -> String {
+    let mut s = String::new();
+    for (k, c) in p.iter().enumerate().rev() {
+        if c.is_zero() && !(k == 0 && s.is_empty()) {
+            continue;
+        }
+        let neg = c.num < 0;
+        let mag = Q { num: c.num.abs(), den: c.den };
+        if s.is_empty() {
+            if neg {
+                s.push('-');
+            }
+        } else {
+            s.push_str(if neg { " - " } else { " + " });
+        }
+        let coef = if mag.den == 1 { mag.num.to_string() } else { format!("{}/{}", mag.num, mag.den) };
+        match k {
+            0 => s.push_str(&coef),
+            _ => {
+                if !(mag.num == 1 && mag.den == 1) {
+                    s.push_str(&coef);
+                    s.push('*');
+                }
+                s.push_str(var);
+                if k > 1 {
+                    s.push_str(&format!("^{k}"));
+                }
+            }
+        }
+    }
+    s
+}
+
+/// Best suffix of `values[lo..=hi]` (indices into `values`, `values[i] = f(n_min + i)`)
+/// that is a quasi-polynomial of degree <= `degree`: `(start index, period)`, choosing the
+/// smallest `start + period·(D+1)`; each residue class needs `evidence` checks.
+fn best_suffix(values: &[i64], lo: usize, hi: usize, degree: u32, max_period: i64, evidence: i64) -> Option<(usize, i64)> {
+    let d1 = degree as i64 + 1;
+    let mut binom = vec![1i128; d1 as usize + 1];
+    for j in 1..=d1 as usize {
+        binom[j] = binom[j - 1] * (d1 as i128 - j as i128 + 1) / j as i128;
+    }
+    let (lo, hi) = (lo as i64, hi as i64);
+    let f = |i: i64| values[i as usize] as i128;
+    let mut best: Option<(i64, i64)> = None;
+    for q in 1..=max_period {
+        let first_check = lo + q * d1;
+        if first_check > hi {
+            break;
+        }
+        let mut last_fail = None;
+        for i in (first_check..=hi).rev() {
+            let mut s: i128 = 0;
+            for (j, b) in binom.iter().enumerate() {
+                let t = f(i - j as i64 * q) * b;
+                s += if j % 2 == 0 { t } else { -t };
+            }
+            if s != 0 {
+                last_fail = Some(i);
+                break;
+            }
+        }
+        let start = match last_fail {
+            Some(l) => l - q * d1 + 1,
+            None => lo,
+        };
+        let checks = hi - (start + q * d1) + 1;
+        if checks >= evidence * q && best.map_or(true, |(bs, bq)| start + q * d1 < bs + bq * d1) {
+            best = Some((start, q));
+        }
+    }
+    best.map(|(s, q)| (s as usize, q))
+}
+
+fn make_piece(values: &[i64], n_min: i64, start: usize, end: Option<usize>, q: i64, degree: u32) -> Piece {
+    let d1 = degree as usize + 1;
+    let newton = (0..q as usize)
+        .map(|r| {
+            let mut col: Vec<i128> = (0..d1).map(|m| start + r + q as usize * m).filter(|&i| i < values.len()).map(|i| values[i] as i128).collect();
+            let mut coeffs = Vec::new();
+            while !col.is_empty() {
+                coeffs.push(col[0] as i64);
+                col = col.windows(2).map(|w| w[1] - w[0]).collect();
+            }
+            while coeffs.len() > 1 && *coeffs.last().unwrap() == 0 {
+                coeffs.pop();
+            }
+            coeffs
+        })
+        .collect();
+    Piece { from: n_min + start as i64, to: end.map(|e| n_min + e as i64), period: q, newton }
+}
+
+/// Fits `values[i] = f(n_min + i)` with a piecewise quasi-polynomial whose last piece is
+/// unbounded and backed by `evidence` checks per residue class; `None` when the data do
+/// not show such a last piece for any period `<= max_period`. Earlier pieces are found
+/// the same way on the remaining prefix (with one check per class), and what is left is
+/// stored as constant runs. The result reproduces every given value exactly.
+pub fn fit_quasi_polynomial(values: &[i64], n_min: i64, degree: u32, max_period: i64, evidence: i64) -> Option<QuasiPolynomial> {
+    let hi = values.len() - 1;
+    let (start, q) = best_suffix(values, 0, hi, degree, max_period, evidence)?;
+    let checks_per_class = (hi as i64 - (start as i64 + q * (degree as i64 + 1)) + 1) / q;
+    let mut pieces = vec![make_piece(values, n_min, start, None, q, degree)];
+    let mut end = start; // exclusive end of what remains
+    while end > 0 {
+        match best_suffix(values, 0, end - 1, degree, max_period, 1) {
+            Some((s, q)) if (end - s) as i64 >= 2 * q * (degree as i64 + 1) => {
+                pieces.push(make_piece(values, n_min, s, Some(end - 1), q, degree));
+                end = s;
+            }
+            _ => {
+                // A constant run ending at end - 1.
+                let v = values[end - 1];
+                let mut s = end - 1;
+                while s > 0 && values[s - 1] == v {
+                    s -= 1;
+                }
+                pieces.push(Piece { from: n_min + s as i64, to: Some(n_min + end as i64 - 1), period: 1, newton: vec![vec![v]] });
+                end = s;
+            }
+        }
+    }
+    pieces.reverse();
+    let qp = QuasiPolynomial { n_min, degree, pieces, verified_max: n_min + hi as i64, checks_per_class };
+    for (i, &v) in values.iter().enumerate() {
+        assert_eq!(qp.eval(n_min + i as i64), Some(v as i128), "fit must reproduce the samples");
+    }
+    Some(qp)
+}
+
+/// The formulas of one reference.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RefFormulas {
+    /// `P0`, `P1`, ...
+    pub reference: String,
+    pub statement: String,
+    pub side: String,
+    pub position: usize,
+    pub text: String,
+    /// Degree bound used (number of enclosing loops whose trip count grows with `n`).
+    pub degree_bound: u32,
+    /// The seed's first count: executions of the reference.
+    pub accesses: QuasiPolynomial,
+    /// First count − second count: accesses whose line was never touched before.
+    pub compulsory: QuasiPolynomial,
+    /// Third count − fourth count: accesses whose line was evicted since its last use.
+    pub conflict: QuasiPolynomial,
+}
+
+/// All formulas of a kernel for one cache and layout.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct KernelFormulas {
+    pub format: String,
+    pub kernel: String,
+    pub cache: CacheConfig,
+    pub layout: LayoutSpec,
+    pub family: Family,
+    /// Name of the size variable in printed formulas.
+    pub size_var: String,
+    pub refs: Vec<RefFormulas>,
+    /// Simulated sizes used to derive the formulas.
+    pub sampled_sizes: (i64, i64),
+    pub build_seconds: f64,
+}
+
+/// Counts of one reference from evaluating its formulas.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct RefEvaluation {
+    pub reference: String,
+    pub accesses: i128,
+    pub compulsory: i128,
+    pub conflict: i128,
+    pub hits: i128,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Evaluation {
+    pub n: i64,
+    /// True when `n` is beyond the range checked against the simulator.
+    pub extrapolated: bool,
+    pub verified_max: i64,
+    pub refs: Vec<RefEvaluation>,
+}
+
+impl KernelFormulas {
+    pub fn verified_max(&self) -> i64 {
+        self.refs.iter().flat_map(|r| [&r.accesses, &r.compulsory, &r.conflict]).map(|q| q.verified_max).min().unwrap_or(0)
+    }
+    pub fn n_min(&self) -> i64 {
+        self.refs.first().map(|r| r.accesses.n_min).unwrap_or(1)
+    }
+
+    /// Evaluates every reference's formulas at parameter values.
+    pub fn eval(&self, values: &ParamValues) -> Result<Evaluation> {
+        let n = self.family.n_of(values)?;
+        self.eval_n(n)
+    }
+
+    pub fn eval_n(&self, n: i64) -> Result<Evaluation> {
+        if n < self.n_min() {
+            return Err(CacheError::Params(format!(
+                "{} = {n} is outside the range these formulas were derived for ({} >= {})",
+                self.family.varying.join(" = "),
+                self.size_var,
+                self.n_min()
+            )));
+        }
+        let refs = self
+            .refs
+            .iter()
+            .map(|r| {
+                let a = r.accesses.eval(n).unwrap();
+                let c = r.compulsory.eval(n).unwrap();
+                let x = r.conflict.eval(n).unwrap();
+                RefEvaluation { reference: r.reference.clone(), accesses: a, compulsory: c, conflict: x, hits: a - c - x }
+            })
+            .collect();
+        let vm = self.verified_max();
+        Ok(Evaluation { n, extrapolated: n > vm, verified_max: vm, refs })
+    }
+}
+
+/// Options of [`build_model`].
+#[derive(Clone, Debug)]
+pub struct ModelOptions {
+    pub family: Family,
+    pub layout: LayoutSpec,
+    pub caches: Vec<CacheConfig>,
+    pub n_min: i64,
+    /// Independent checks per residue class required to accept a period.
+    pub evidence: i64,
+    pub max_period: i64,
+    /// Give up beyond this size ...
+    pub max_n: i64,
+    /// ... or when the simulations would exceed this many accesses in total.
+    pub access_budget: u64,
+}
+
+impl ModelOptions {
+    pub fn new(family: Family, layout: LayoutSpec, caches: Vec<CacheConfig>) -> Self {
+        ModelOptions { family, layout, caches, n_min: 1, evidence: 3, max_period: 128, max_n: 2000, access_budget: 40_000_000_000 }
+    }
+}
+
+/// Degree bound per reference: enclosing loops whose trip count depends on `n`.
+pub fn degree_bounds(k: &Kernel, family: &Family) -> Vec<u32> {
+    let mut grows = vec![false; k.loops.len()];
+    for (i, l) in k.loops.iter().enumerate() {
+        grows[i] = l.lower.vars().chain(l.upper.vars()).any(|v| {
+            family.varying.iter().any(|p| p == v) || k.loops[..i].iter().enumerate().any(|(j, o)| grows[j] && o.var == v)
+        });
+    }
+    k.refs.iter().map(|r| r.loops.iter().filter(|&&l| grows[l]).count() as u32).collect()
+}
+
+/// Builds formulas for every reference and every cache in `opts.caches`.
+pub fn build_model(k: &Kernel, opts: &ModelOptions) -> Result<Vec<KernelFormulas>> {
+    opts.family.check(k)?;
+    for c in &opts.caches {
+        c.validate().map_err(|m| CacheError::CacheConfig { spec: c.to_string(), msg: m })?;
+    }
+    let start = std::time::Instant::now();
+    let degs = degree_bounds(k, &opts.family);
+    let nrefs = k.refs.len();
+    let ncache = opts.caches.len();
+    // samples[cache][n - n_min][ref]
+    let mut samples: Vec<Vec<Vec<RefStats>>> = vec![vec![]; ncache];
+    let mut spent: u64 = 0;
+    let mut n_hi = opts.n_min - 1;
+    let mut target = opts.n_min + 24;
+    let mut fitted: Vec<Vec<Option<[QuasiPolynomial; 3]>>> = vec![vec![None; nrefs]; ncache];
+    loop {
+        while n_hi < target {
+            let n = n_hi + 1;
+            let prog = Program::new(k, &opts.family.params_at(n), &opts.layout)?;
+            let res = prog.simulate(&opts.caches);
+            spent += res[0].iter().map(|s| s.accesses).sum::<u64>() * ncache as u64;
+            for (c, r) in res.into_iter().enumerate() {
+                samples[c].push(r);
+            }
+            n_hi = n;
+        }
+        let mut missing = Vec::new();
+        for c in 0..ncache {
+            for r in 0..nrefs {
+                if fitted[c][r].is_some() {
+                    continue;
+                }
+                let series = |f: &dyn Fn(&RefStats) -> u64| samples[c].iter().map(|s| f(&s[r]) as i64).collect::<Vec<_>>();
+                let fit = |v: Vec<i64>| fit_quasi_polynomial(&v, opts.n_min, degs[r], opts.max_period, opts.evidence);
+                let a = fit(series(&|s| s.accesses));
+                let cm = fit(series(&|s| s.compulsory));
+                let cf = fit(series(&|s| s.other));
+                match (a, cm, cf) {
+                    (Some(a), Some(cm), Some(cf)) => fitted[c][r] = Some([a, cm, cf]),
+                    _ => missing.push(format!("P{r} ({})", opts.caches[c])),
+                }
+            }
+        }
+        if missing.is_empty() {
+            break;
+        }
+        let next = (target + target / 2).max(target + 8);
+        // Estimate the cost of the next sizes from the last one (degree <= max bound).
+        let last: u64 = samples[0].last().map(|s| s.iter().map(|x| x.accesses).sum()).unwrap_or(0) * ncache as u64;
+        let growth = ((next as f64) / (target as f64)).powi(*degs.iter().max().unwrap_or(&1) as i32);
+        let est = (last as f64 * growth * (next - target) as f64) as u64;
+        if next > opts.max_n || spent + est > opts.access_budget {
+            return Err(CacheError::Model(format!(
+                "no exact quasi-polynomial found up to {} = {n_hi} for {} (period > {} or irregular beyond the budget); raise the budget or use a smaller cache/period",
+                opts.family.varying.join("="),
+                missing.join(", "),
+                opts.max_period
+            )));
+        }
+        // Re-verify fitted ones against the longer series as well: refit everything.
+        for c in fitted.iter_mut() {
+            c.iter_mut().for_each(|f| *f = None);
+        }
+        target = next;
+    }
+    let secs = start.elapsed().as_secs_f64();
+    let size_var = if opts.family.varying.len() == 1 { opts.family.varying[0].clone() } else { "n".to_string() };
+    Ok(opts
+        .caches
+        .iter()
+        .enumerate()
+        .map(|(c, cache)| KernelFormulas {
+            format: "kansoku-cache-formulas/1".into(),
+            kernel: k.file.clone(),
+            cache: *cache,
+            layout: opts.layout.clone(),
+            family: opts.family.clone(),
+            size_var: size_var.clone(),
+            refs: k
+                .refs
+                .iter()
+                .enumerate()
+                .map(|(r, rf)| {
+                    let [a, cm, cf] = fitted[c][r].clone().unwrap();
+                    RefFormulas {
+                        reference: format!("P{r}"),
+                        statement: k.statements[rf.stmt].label.clone(),
+                        side: rf.side.as_str().into(),
+                        position: rf.position,
+                        text: k.ref_text(rf),
+                        degree_bound: degs[r],
+                        accesses: a,
+                        compulsory: cm,
+                        conflict: cf,
+                    }
+                })
+                .collect(),
+            sampled_sizes: (opts.n_min, n_hi),
+            build_seconds: secs,
+        })
+        .collect())
+}
+
+impl fmt::Display for KernelFormulas {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let v = &self.size_var;
+        writeln!(f, "kernel {}  cache {}  {} = {v}{}", self.kernel, self.cache, self.family.varying.join(" = "), fixed_text(&self.family))?;
+        for r in &self.refs {
+            writeln!(f, "{} {} {}:{}:{}", r.reference, r.text, r.statement, r.side, r.position)?;
+            for (name, q) in [("compulsory", &r.compulsory), ("conflict", &r.conflict)] {
+                writeln!(f, "  {name}:")?;
+                for (cond, e) in q.pieces_text(v) {
+                    writeln!(f, "    {cond:<28} {e}")?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn fixed_text(fam: &Family) -> String {
+    if fam.fixed.is_empty() {
+        String::new()
+    } else {
+        format!(", {}", fam.fixed.iter().map(|(k, v)| format!("{k} = {v}")).collect::<Vec<_>>().join(", "))
+    }
+}
