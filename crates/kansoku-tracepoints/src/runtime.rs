@@ -1,0 +1,187 @@
+//! Running a module under wasmtime with the `kansoku` imports writing trace records.
+
+use crate::error::{Result, TpError};
+use crate::module::{KansokuImport, ModuleInfo};
+use crate::tracefile::{module_hash, Clock, TraceHeader, TraceWriter};
+use serde::Serialize;
+use std::io::Write;
+use std::time::Instant;
+use wasmtime::{Config, Engine, Linker, Module, Store, Val, ValType};
+
+/// How to run a module.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    pub clock: Clock,
+    /// Exported function to call; default: the first of `run`, `main`, `_start`.
+    pub entry: Option<String>,
+    /// Arguments for the entry function, parsed by its parameter types.
+    pub args: Vec<String>,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions { clock: Clock::Instructions, entry: None, args: Vec::new() }
+    }
+}
+
+/// What a run did.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunOutcome {
+    pub entry: String,
+    /// Values the entry function returned.
+    pub results: Vec<String>,
+    /// Trace records written (= trace calls executed).
+    pub records: u64,
+    /// Bytes of the trace file, header included.
+    pub bytes: u64,
+    /// Wasm instructions executed (fuel), when the clock counts instructions.
+    pub instructions: Option<u64>,
+    /// Wall time of the entry call, in nanoseconds.
+    pub wall_ns: u64,
+}
+
+struct HostState {
+    writer: TraceWriter,
+    clock: Clock,
+    start: Instant,
+    fuel0: u64,
+}
+
+const FUEL: u64 = u64::MAX / 4;
+
+fn now(caller: &wasmtime::Caller<'_, HostState>) -> u64 {
+    let st = caller.data();
+    match st.clock {
+        Clock::Instructions => st.fuel0 - caller.get_fuel().unwrap_or(st.fuel0),
+        Clock::Ns => st.start.elapsed().as_nanos() as u64,
+    }
+}
+
+/// Runs `wasm`, writing its trace to `out`.
+pub fn run_module(wasm: &[u8], opts: &RunOptions, out: Box<dyn Write + Send>) -> Result<RunOutcome> {
+    let info = ModuleInfo::parse(wasm)?;
+    if !info.has_trace_imports() {
+        return Err(TpError::NoTraceImports);
+    }
+    for imp in &info.func_imports {
+        if imp.module != "kansoku" {
+            return Err(TpError::UnsupportedImport {
+                module: imp.module.clone(),
+                name: imp.name.clone(),
+                reason: "the runtime provides only module `kansoku`; build self-contained modules \
+                         (clang --target=wasm32 -nostdlib)"
+                    .into(),
+            });
+        }
+    }
+    let mut config = Config::new();
+    config.consume_fuel(opts.clock == Clock::Instructions);
+    let engine = Engine::new(&config).map_err(|e| TpError::Runtime(format!("{e:#}")))?;
+    let module = Module::new(&engine, wasm).map_err(|e| TpError::Runtime(format!("{e:#}")))?;
+    let header = TraceHeader { clock: opts.clock, module_hash: module_hash(wasm) };
+    let writer = TraceWriter::new(out, header)?;
+    let mut store = Store::new(&engine, HostState { writer, clock: opts.clock, start: Instant::now(), fuel0: FUEL });
+    if opts.clock == Clock::Instructions {
+        store.set_fuel(FUEL).map_err(|e| TpError::Runtime(format!("{e:#}")))?;
+    }
+    let mut linker: Linker<HostState> = Linker::new(&engine);
+    for imp in &info.func_imports {
+        match imp.kansoku {
+            Some(KansokuImport::Trace { nargs }) => {
+                let ty = wasmtime::FuncType::new(&engine, vec![ValType::I32; nargs as usize + 1], vec![]);
+                linker
+                    .func_new("kansoku", &imp.name, ty, move |mut caller, params, _results| {
+                        let ts = now(&caller);
+                        let id = params[0].unwrap_i32() as u32;
+                        let mut args = [0i32; 256];
+                        for (k, p) in params[1..].iter().enumerate() {
+                            args[k] = p.unwrap_i32();
+                        }
+                        caller
+                            .data_mut()
+                            .writer
+                            .record(id, ts, &args[..params.len() - 1])
+                            .map_err(|e| wasmtime::Error::msg(e.to_string()))
+                    })
+                    .map_err(|e| TpError::Runtime(format!("{e:#}")))?;
+            }
+            Some(KansokuImport::Barrier) => {
+                linker
+                    .func_wrap("kansoku", "barrier", || {})
+                    .map_err(|e| TpError::Runtime(format!("{e:#}")))?;
+            }
+            None => {}
+        }
+    }
+    let instance = linker.instantiate(&mut store, &module).map_err(|e| TpError::Runtime(format!("{e:#}")))?;
+    let entry = match &opts.entry {
+        Some(e) => e.clone(),
+        None => ["run", "main", "_start"]
+            .iter()
+            .find(|n| instance.get_func(&mut store, n).is_some())
+            .map(|s| s.to_string())
+            .ok_or_else(|| TpError::Entry("the module exports none of `run`, `main`, `_start`; name one with --entry".into()))?,
+    };
+    let func = instance
+        .get_func(&mut store, &entry)
+        .ok_or_else(|| TpError::Entry(format!("the module exports no function `{entry}`")))?;
+    let ty = func.ty(&store);
+    let params: Vec<ValType> = ty.params().collect();
+    if params.len() != opts.args.len() {
+        return Err(TpError::Entry(format!(
+            "`{entry}` takes {} arguments, {} given (pass them after `--`)",
+            params.len(),
+            opts.args.len()
+        )));
+    }
+    let mut vals = Vec::new();
+    for (t, a) in params.iter().zip(&opts.args) {
+        let bad = || TpError::Entry(format!("argument `{a}` is not a valid {t}"));
+        vals.push(match t {
+            ValType::I32 => Val::I32(a.parse::<i64>().map_err(|_| bad())? as i32),
+            ValType::I64 => Val::I64(a.parse().map_err(|_| bad())?),
+            ValType::F32 => Val::F32(a.parse::<f32>().map_err(|_| bad())?.to_bits()),
+            ValType::F64 => Val::F64(a.parse::<f64>().map_err(|_| bad())?.to_bits()),
+            _ => return Err(TpError::Entry(format!("parameter type {t} cannot be given on the command line"))),
+        });
+    }
+    let mut results = vec![Val::I32(0); ty.results().len()];
+    store.data_mut().start = Instant::now();
+    let t0 = Instant::now();
+    let call = func.call(&mut store, &vals, &mut results);
+    let wall_ns = t0.elapsed().as_nanos() as u64;
+    let instructions = if opts.clock == Clock::Instructions { store.get_fuel().ok().map(|f| FUEL - f) } else { None };
+    let st = store.data_mut();
+    st.writer.finish()?;
+    call.map_err(|e| TpError::Runtime(format!("`{entry}` trapped: {e:#}")))?;
+    let results = results
+        .iter()
+        .map(|v| match v {
+            Val::I32(x) => x.to_string(),
+            Val::I64(x) => x.to_string(),
+            Val::F32(x) => f32::from_bits(*x).to_string(),
+            Val::F64(x) => f64::from_bits(*x).to_string(),
+            other => format!("{other:?}"),
+        })
+        .collect();
+    Ok(RunOutcome { entry, results, records: st.writer.records, bytes: st.writer.bytes, instructions, wall_ns })
+}
+
+/// Runs `wasm` keeping the trace in memory.
+pub fn run_to_vec(wasm: &[u8], opts: &RunOptions) -> Result<(RunOutcome, Vec<u8>)> {
+    #[derive(Clone, Default)]
+    struct Shared(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+    impl Write for Shared {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let s = Shared::default();
+    let outcome = run_module(wasm, opts, Box::new(s.clone()))?;
+    let bytes = std::mem::take(&mut *s.0.lock().unwrap());
+    Ok((outcome, bytes))
+}
