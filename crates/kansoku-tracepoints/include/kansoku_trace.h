@@ -16,8 +16,9 @@
  * custom section `kansoku.decl` of the compiled module, as one text line
  *   id=<id>;name=<name>;args=<a,b>;flags=<flags>;move=<max_move>
  * flags: KTRACE_DEFAULT, KTRACE_IDEMPOTENT, KTRACE_DISABLED, or KTRACE_IDEMPOTENT_DISABLED.
- * max_move: how many wasm instructions the call may be moved by the optimiser
- * (-1 = unlimited, 0 = never moved, so never merged with a later call).
+ * max_move: how far the optimiser may move the call, in wasm instructions from the original
+ * call to the merged call that replaces it (-1 = unlimited, 0 = never moved, so the point can
+ * only be the last member of a merge).
  */
 #ifndef KANSOKU_TRACE_H
 #define KANSOKU_TRACE_H

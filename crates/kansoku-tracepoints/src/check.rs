@@ -61,8 +61,11 @@ pub fn check(original: &[u8], optimised: &[u8], opts: &RunOptions, timing_repeat
     let raw1: Vec<_> = d1.events.iter().map(|e| (e.id, &e.args)).collect();
     let raw2: Vec<_> = d2.events.iter().map(|e| (e.id, &e.args)).collect();
     let identical_raw = raw1 == raw2;
-    let (n1, dis, rep) = normalise(&d1.events, &d1.decls);
-    let (n2, _, _) = normalise(&d2.events, &d1.decls);
+    // declarations of both modules (a side file given to the optimiser lands in the output)
+    let mut decls = d1.decls.clone();
+    decls.extend(d2.decls.clone());
+    let (n1, dis, rep) = normalise(&d1.events, &decls);
+    let (n2, _, _) = normalise(&d2.events, &decls);
     let identical = n1 == n2;
     let first_difference = if identical {
         None

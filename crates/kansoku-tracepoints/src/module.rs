@@ -184,3 +184,22 @@ impl<'a> ModuleInfo<'a> {
             .unwrap_or_else(|| format!("func[{f}]"))
     }
 }
+
+/// Counts the calls of `kansoku.trace*` and `kansoku.barrier` in the code of a module:
+/// `(trace calls, barrier calls)`.
+pub fn count_trace_calls(wasm: &[u8]) -> Result<(usize, usize)> {
+    let m = ModuleInfo::parse(wasm)?;
+    let (mut t, mut b) = (0, 0);
+    for body in &m.bodies {
+        for op in body.get_operators_reader()? {
+            if let wasmparser::Operator::Call { function_index } = op? {
+                match m.kansoku_import(function_index) {
+                    Some(KansokuImport::Trace { .. }) => t += 1,
+                    Some(KansokuImport::Barrier) => b += 1,
+                    None => {}
+                }
+            }
+        }
+    }
+    Ok((t, b))
+}
