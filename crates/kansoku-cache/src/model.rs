@@ -441,6 +441,8 @@ pub struct KernelFormulas {
     pub refs: Vec<RefFormulas>,
     /// Simulated sizes used to derive the formulas.
     pub sampled_sizes: (i64, i64),
+    /// See [`horizon`]: sizes up to here and some periods beyond were all simulated.
+    pub horizon: i64,
     pub build_seconds: f64,
 }
 
@@ -534,6 +536,32 @@ pub fn degree_bounds(k: &Kernel, family: &Family) -> Vec<u32> {
     k.refs.iter().map(|r| r.loops.iter().filter(|&&l| grows[l]).count() as u32).collect()
 }
 
+/// The *horizon*: a size beyond which, by the magnitude of the kernel's constants, no new
+/// piece is expected to start. Pieces of a count in `n` begin where an affine quantity of
+/// the kernel (an extent in elements, a loop bound) crosses a constant of the kernel: an
+/// explicit base address, a fixed parameter, a constant in a bound, subscript or size, or
+/// the cache capacity and line size in elements. The horizon is the sum of all of these
+/// (in elements of the smallest element type). It is a heuristic bound, not a proof; the
+/// model samples every size up to beyond it, and the tests check sizes past the samples.
+pub fn horizon(k: &Kernel, family: &Family, layout: &LayoutSpec, caches: &[CacheConfig]) -> i64 {
+    let min_elem = k.arrays.iter().map(|a| a.elem_size).min().unwrap_or(1).max(1) as i64;
+    let mut h: i64 = 0;
+    if let LayoutSpec::Bases(m) = layout {
+        let lo = m.values().copied().min().unwrap_or(0) as i64;
+        h += m.values().map(|&b| b as i64 - lo).max().unwrap_or(0) / min_elem;
+    }
+    if let LayoutSpec::Consecutive { align, .. } = layout {
+        h += *align as i64 / min_elem;
+    }
+    h += family.fixed.values().map(|v| v.abs()).sum::<i64>();
+    let konst = |a: &crate::affine::Affine| a.constant.abs();
+    h += k.arrays.iter().flat_map(|a| a.dims.iter()).map(konst).max().unwrap_or(0);
+    h += k.loops.iter().flat_map(|l| [konst(&l.lower), konst(&l.upper)]).max().unwrap_or(0);
+    h += k.refs.iter().flat_map(|r| r.subscripts.iter()).map(konst).max().unwrap_or(0);
+    h += caches.iter().map(|c| (c.size_bytes() as i64 + c.line as i64) / min_elem).max().unwrap_or(0);
+    h
+}
+
 /// Builds formulas for every reference and every cache in `opts.caches`.
 pub fn build_model(k: &Kernel, opts: &ModelOptions) -> Result<Vec<KernelFormulas>> {
     opts.family.check(k)?;
@@ -548,7 +576,8 @@ pub fn build_model(k: &Kernel, opts: &ModelOptions) -> Result<Vec<KernelFormulas
     let mut samples: Vec<Vec<Vec<RefStats>>> = vec![vec![]; ncache];
     let mut spent: u64 = 0;
     let mut n_hi = opts.n_min - 1;
-    let mut target = opts.n_min + 24;
+    let horizons: Vec<i64> = opts.caches.iter().map(|c| horizon(k, &opts.family, &opts.layout, std::slice::from_ref(c))).collect();
+    let mut target = (opts.n_min + 24).max(*horizons.iter().max().unwrap_or(&0));
     let mut fitted: Vec<Vec<Option<[QuasiPolynomial; 3]>>> = vec![vec![None; nrefs]; ncache];
     loop {
         while n_hi < target {
@@ -572,8 +601,12 @@ pub fn build_model(k: &Kernel, opts: &ModelOptions) -> Result<Vec<KernelFormulas
                 let a = fit(series(&|s| s.accesses));
                 let cm = fit(series(&|s| s.compulsory));
                 let cf = fit(series(&|s| s.other));
+                // The last piece must be confirmed beyond the horizon.
+                let confirmed = |q: &QuasiPolynomial| {
+                    q.verified_max >= horizons[c].max(q.last_from() + q.period() * (degs[r] as i64 + 1)) + q.period() * opts.evidence - 1
+                };
                 match (a, cm, cf) {
-                    (Some(a), Some(cm), Some(cf)) => fitted[c][r] = Some([a, cm, cf]),
+                    (Some(a), Some(cm), Some(cf)) if confirmed(&a) && confirmed(&cm) && confirmed(&cf) => fitted[c][r] = Some([a, cm, cf]),
                     _ => missing.push(format!("P{r} ({})", opts.caches[c])),
                 }
             }
@@ -633,6 +666,7 @@ pub fn build_model(k: &Kernel, opts: &ModelOptions) -> Result<Vec<KernelFormulas
                 })
                 .collect(),
             sampled_sizes: (opts.n_min, n_hi),
+            horizon: horizons[c],
             build_seconds: secs,
         })
         .collect())

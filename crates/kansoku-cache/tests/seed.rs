@@ -31,3 +31,93 @@ fn seed_simulator_gives_zero_compulsory_one_conflict() {
     let p2 = st[k.find_ref("S3:right:1").unwrap()];
     assert_eq!(p2, RefStats { accesses: 10, hits: 9, compulsory: 0, other: 1 });
 }
+
+use kansoku_cache::model::*;
+
+fn seed_cache() -> CacheConfig {
+    CacheConfig::parse("assoc=2,line=32,sets=4").unwrap()
+}
+
+fn splitmix(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E3779B97F4A7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58476D1CE4E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D049BB133111EB);
+    z ^ (z >> 31)
+}
+
+/// The seed's figure 18: at X = Y = Z = 10 the formulas of A[k] give 0 compulsory and 1
+/// conflict miss, as the simulator does; and at 50 random sizes in 1..200 every
+/// reference's formulas equal the simulator.
+#[test]
+fn seed_formulas_worked_example_and_50_random_sizes() {
+    let k = seed();
+    let fam = Family::all_varying(&k);
+    let m = build_model(&k, &ModelOptions::new(fam.clone(), seed_layout(), vec![seed_cache()])).unwrap().pop().unwrap();
+    let ev = m.eval(&parse_params("X=10,Y=10,Z=10").unwrap()).unwrap();
+    let p2 = &ev.refs[k.find_ref("S3:right:1").unwrap()];
+    assert_eq!((p2.accesses, p2.compulsory, p2.conflict), (10, 0, 1));
+    let mut st = 2026u64;
+    for _ in 0..50 {
+        let n = 1 + (splitmix(&mut st) % 200) as i64;
+        let params = fam.params_at(n);
+        let sim = simulate(&k, &params, &seed_layout(), seed_cache()).unwrap();
+        let ev = m.eval(&params).unwrap();
+        for (e, s) in ev.refs.iter().zip(&sim) {
+            assert_eq!((e.accesses, e.compulsory, e.conflict), (s.accesses as i128, s.compulsory as i128, s.other as i128), "{} at n={n}", e.reference);
+        }
+    }
+}
+
+/// 50 random points (X, Y, Z) in 1..200: for each, formulas in Z are derived with X and Y
+/// fixed (a one-variable family), then evaluated at Z and compared with the simulator.
+#[test]
+fn seed_50_random_points_with_formulas_in_z() {
+    let k = seed();
+    let mut st = 7u64;
+    for _ in 0..50 {
+        let x = 1 + (splitmix(&mut st) % 200) as i64;
+        let y = 1 + (splitmix(&mut st) % 200) as i64;
+        let z = 1 + (splitmix(&mut st) % 200) as i64;
+        let fam = Family { varying: vec!["Z".into()], fixed: [("X".to_string(), x), ("Y".to_string(), y)].into() };
+        let m = build_model(&k, &ModelOptions::new(fam, seed_layout(), vec![seed_cache()])).unwrap().pop().unwrap();
+        let params = parse_params(&format!("X={x},Y={y},Z={z}")).unwrap();
+        let sim = simulate(&k, &params, &seed_layout(), seed_cache()).unwrap();
+        let ev = m.eval(&params).unwrap();
+        for (e, s) in ev.refs.iter().zip(&sim) {
+            assert_eq!((e.accesses, e.compulsory, e.conflict), (s.accesses as i128, s.compulsory as i128, s.other as i128), "{} at X={x},Y={y},Z={z}", e.reference);
+        }
+    }
+}
+
+/// Paragraph 0153: misses while k goes from 3 to 7 are the difference of two evaluations.
+#[test]
+fn seed_difference_of_two_evaluations() {
+    let k = seed();
+    let fam = Family { varying: vec!["Z".into()], fixed: [("X".to_string(), 10), ("Y".to_string(), 10)].into() };
+    let m = build_model(&k, &ModelOptions::new(fam, seed_layout(), vec![seed_cache()])).unwrap().pop().unwrap();
+    let p2 = k.find_ref("S3:right:1").unwrap();
+    let at = |z: i64| {
+        let e = &m.eval_n(z).unwrap().refs[p2];
+        e.compulsory + e.conflict
+    };
+    // Count directly: misses of P2 at iterations k = 3..=7 from a trace of the simulation.
+    let prog = Program::new(&k, &parse_params("X=10,Y=10,Z=8").unwrap(), &seed_layout()).unwrap();
+    let mut sim = kansoku_cache::sim::CacheSim::new(seed_cache(), k.refs.len(), 0, 2400);
+    let mut before = 0;
+    let mut iter = 0;
+    prog.for_each_access(|r, a| {
+        if r == p2 {
+            if iter == 3 {
+                before = sim.stats[p2].misses();
+            }
+            iter += 1;
+        }
+        sim.access(r, a);
+    });
+    assert_eq!(at(8) - at(3), (sim.stats[p2].misses() - before) as i128);
+    // k = 3..=7 reads A[3..=7]: lines 0 and 1, both still cached: no miss. The one
+    // conflict miss of the run is A[8] (line 2, evicted by C[0] in set 2), at k = 8.
+    assert_eq!(at(8) - at(3), 0);
+    assert_eq!(at(9) - at(8), 1);
+}
