@@ -521,7 +521,7 @@ pub struct ModelOptions {
 
 impl ModelOptions {
     pub fn new(family: Family, layout: LayoutSpec, caches: Vec<CacheConfig>) -> Self {
-        ModelOptions { family, layout, caches, n_min: 1, evidence: 3, max_period: 128, max_n: 2000, access_budget: 40_000_000_000 }
+        ModelOptions { family, layout, caches, n_min: 1, evidence: 3, max_period: 128, max_n: 1_000_000, access_budget: 40_000_000_000 }
     }
 }
 

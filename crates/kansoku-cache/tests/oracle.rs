@@ -1,0 +1,85 @@
+//! Property tests: the fast simulator against a naive, independent LRU model (per set a
+//! list of (line, last use time); a hash set of lines ever touched), and the formulas
+//! against the simulator at random sizes and random caches.
+
+use kansoku_cache::model::*;
+use kansoku_cache::*;
+use proptest::prelude::*;
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+
+fn kernel(name: &str) -> Kernel {
+    load_kernel(&Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels").join(format!("{name}.k"))).unwrap()
+}
+
+/// Naive LRU: counts per reference (accesses, hits, compulsory, other).
+fn naive(prog: &Program, nrefs: usize, c: CacheConfig) -> Vec<(u64, u64, u64, u64)> {
+    let mut sets: HashMap<i64, Vec<(i64, u64)>> = HashMap::new();
+    let mut seen = HashSet::new();
+    let mut out = vec![(0, 0, 0, 0); nrefs];
+    let mut time = 0u64;
+    prog.for_each_access(|r, addr| {
+        time += 1;
+        let line = addr.div_euclid(c.line as i64);
+        let set = sets.entry(line.rem_euclid(c.sets as i64)).or_default();
+        out[r].0 += 1;
+        if let Some(e) = set.iter_mut().find(|e| e.0 == line) {
+            e.1 = time;
+            out[r].1 += 1;
+            return;
+        }
+        if set.len() == c.assoc as usize {
+            let lru = set.iter().enumerate().min_by_key(|(_, e)| e.1).unwrap().0;
+            set.remove(lru);
+        }
+        set.push((line, time));
+        if seen.insert(line) {
+            out[r].2 += 1;
+        } else {
+            out[r].3 += 1;
+        }
+    });
+    out
+}
+
+fn cache_strategy() -> impl Strategy<Value = CacheConfig> {
+    (1u32..=8, 0u32..=4, 1u32..=12).prop_map(|(assoc, lshift, sets)| CacheConfig { assoc, line: 8 << lshift, sets })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, .. ProptestConfig::default() })]
+
+    #[test]
+    fn simulator_equals_naive_lru(
+        kname in prop::sample::select(vec!["seed", "atax", "mvt", "bicg", "jacobi1d", "jacobi2d", "seidel2d", "trisolv", "gemm"]),
+        n in 1i64..24,
+        cache in cache_strategy(),
+        align in prop::sample::select(vec![1u64, 8, 32, 64, 100]),
+        start in 0u64..200,
+    ) {
+        let k = kernel(kname);
+        let params: ParamValues = k.params.iter().map(|p| (p.clone(), if p == "T" { 2 } else { n })).collect();
+        let layout = if kname == "seed" { LayoutSpec::parse_bases("A=0,B=800,C=1600").unwrap() } else { LayoutSpec::Consecutive { start, align } };
+        let prog = Program::new(&k, &params, &layout).unwrap();
+        let fast = prog.simulate(&[cache]).pop().unwrap();
+        let slow = naive(&prog, k.refs.len(), cache);
+        for (r, (f, s)) in fast.iter().zip(&slow).enumerate() {
+            prop_assert_eq!((f.accesses, f.hits, f.compulsory, f.other), *s, "P{}", r);
+        }
+    }
+
+    #[test]
+    fn seed_formulas_equal_simulator_for_random_caches(cache in cache_strategy(), points in prop::collection::vec(1i64..200, 5)) {
+        let k = kernel("seed");
+        let layout = LayoutSpec::parse_bases("A=0,B=800,C=1600").unwrap();
+        let fam = Family::all_varying(&k);
+        let m = build_model(&k, &ModelOptions::new(fam.clone(), layout.clone(), vec![cache])).unwrap().pop().unwrap();
+        for n in points {
+            let sim = simulate(&k, &fam.params_at(n), &layout, cache).unwrap();
+            let ev = m.eval_n(n).unwrap();
+            for (e, s) in ev.refs.iter().zip(&sim) {
+                prop_assert_eq!((e.accesses, e.compulsory, e.conflict), (s.accesses as i128, s.compulsory as i128, s.other as i128), "{} n={}", e.reference, n);
+            }
+        }
+    }
+}
