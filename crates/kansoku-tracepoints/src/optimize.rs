@@ -444,6 +444,9 @@ struct Merge {
     func: usize,
     sites: Vec<usize>,
     emitted: Vec<Vn>,
+    /// Per emitted value: `Some(local)` when the merged call can re-read it from the program's
+    /// own local (read by a lone `local.get` not overwritten before the merged call).
+    reread: Vec<Option<u32>>,
     shape: Shape,
     offsets: Vec<i32>,
     weight: f64,
@@ -453,9 +456,12 @@ struct Merge {
 }
 
 impl Merge {
+    fn cost(&self) -> CostEstimate {
+        merged_cost(self.emitted.len(), self.reread.iter().filter(|r| r.is_some()).count())
+    }
     fn saving(&self, fa: &FuncAnalysis) -> f64 {
         let before: f64 = self.sites.iter().map(|&s| site_cost(fa.sites[s].args.len()).total).sum();
-        (before - merged_cost(self.emitted.len()).total) * self.weight
+        (before - self.cost().total) * self.weight
     }
 }
 
@@ -465,10 +471,12 @@ fn site_cost(k: usize) -> CostEstimate {
     CostEstimate { calls: 1.0, bytes, instructions, total: CALL_COST + bytes + instructions }
 }
 
-fn merged_cost(e: usize) -> CostEstimate {
+fn merged_cost(e: usize, reread: usize) -> CostEstimate {
     let bytes = record_size(e) as f64;
-    // id, local.get per value, call, plus a local.set per value at the original sites
-    let instructions = 2.0 + 2.0 * e as f64;
+    // id and call; a value kept in a fresh local costs its computation, local.set and
+    // local.get; a value re-read from the program's own local costs one local.get
+    let stored = e - reread;
+    let instructions = 2.0 + 3.0 * stored as f64 + reread as f64;
     CostEstimate { calls: 1.0, bytes, instructions, total: CALL_COST + bytes + instructions }
 }
 
@@ -529,7 +537,24 @@ fn plan_merge(fa: &FuncAnalysis, func: usize, sites: &[usize]) -> Merge {
     let last = fa.sites[*sites.last().unwrap()].instr;
     let offsets = sites.iter().map(|&s| -((last - fa.sites[s].instr) as i32)).collect();
     let weight = sites.iter().map(|&s| fa.sites[s].weight).fold(0.0, f64::max);
+    let reread = emitted
+        .iter()
+        .map(|v| {
+            let (s, k) = sites
+                .iter()
+                .flat_map(|&s| (0..fa.sites[s].args.len()).map(move |k| (s, k)))
+                .find(|&(s, k)| fa.sites[s].args[k].vn == *v)?;
+            let prod = fa.sites[s].args[k].prod.as_ref()?;
+            let [idx] = prod.as_slice() else { return None };
+            let Operator::LocalGet { local_index } = fa.ops[*idx] else { return None };
+            let overwritten = fa.ops[*idx + 1..last].iter().any(|op| {
+                matches!(op, Operator::LocalSet { local_index: l } | Operator::LocalTee { local_index: l } if *l == local_index)
+            });
+            (!overwritten).then_some(local_index)
+        })
+        .collect();
     Merge {
+        reread,
         func,
         sites: sites.to_vec(),
         shape: Shape { events, nargs: emitted.len() as u32 },
@@ -569,7 +594,7 @@ fn estimate(fas: &[FuncAnalysis], states: &[Vec<SiteState>], merges: &[Merge]) -
         }
     }
     for mg in merges {
-        add(merged_cost(mg.emitted.len()), mg.weight);
+        add(mg.cost(), mg.weight);
     }
     c
 }
@@ -921,13 +946,18 @@ pub fn optimize(wasm: &[u8], opts: &OptimizeOptions) -> Result<Optimized> {
                         .iter()
                         .all(|&o| fa.sites[o].args.iter().all(|x| x.vn != a.vn))
                         && site.args[..k].iter().all(|x| x.vn != a.vn);
-                    let keep = mg.emitted.iter().position(|e| *e == a.vn).filter(|_| first).map(|p| fa.num_locals + p as u32);
+                    let keep = mg
+                        .emitted
+                        .iter()
+                        .position(|e| *e == a.vn)
+                        .filter(|&p| first && mg.reread[p].is_none())
+                        .map(|p| fa.num_locals + p as u32);
                     dispose(a, keep, &mut deleted, &mut pops);
                 }
                 if j == mg.sites.len() - 1 {
                     then.push(Instruction::I32Const(shape_ids[&mg.shape] as i32));
                     for p in 0..mg.emitted.len() {
-                        then.push(Instruction::LocalGet(fa.num_locals + p as u32));
+                        then.push(Instruction::LocalGet(mg.reread[p].unwrap_or(fa.num_locals + p as u32)));
                     }
                     then.push(Instruction::Call(import_of_arity[&(mg.emitted.len() as u32)]));
                 }

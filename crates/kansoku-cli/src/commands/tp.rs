@@ -1,0 +1,401 @@
+//! `kansoku tp`: the trace-point optimiser for WebAssembly modules (seed 002).
+//!
+//! `optimize` rewrites a module's trace calls and embeds the translation table, `run` runs a
+//! module under wasmtime writing a binary trace, `decode` expands a trace back into the events
+//! of the unmodified program, `check` proves both runs emit the same events.
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Subcommand};
+use kansoku_tracepoints as tp;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+#[derive(Subcommand)]
+pub enum TpCommand {
+    /// Rewrite a module's trace calls: merge, drop derivable arguments, remove disabled points.
+    Optimize(OptimizeArgs),
+    /// Run a module under wasmtime, writing its trace records to a file.
+    Run(RunArgs),
+    /// Print the events of a trace as the unmodified program would have emitted them.
+    Decode(DecodeArgs),
+    /// Run the original and the optimised module and prove their decoded events are identical.
+    Check(CheckArgs),
+}
+
+#[derive(Args)]
+pub struct OptimizeArgs {
+    /// Module compiled with kansoku_trace.h.
+    pub input: PathBuf,
+    /// Where to write the optimised module.
+    #[arg(short, long)]
+    pub output: PathBuf,
+    /// Spend at most this many new event ids (merged events).
+    #[arg(long)]
+    pub max_new_ids: Option<u32>,
+    /// A trace of a previous run of INPUT: its counts per id replace the loop-nesting estimate.
+    #[arg(long)]
+    pub profile: Option<PathBuf>,
+    /// Declarations side file (lines `id=..;name=..;args=..;flags=..;move=..`).
+    #[arg(long)]
+    pub decls: Option<PathBuf>,
+    /// Also write the translation table as JSON to this file.
+    #[arg(long)]
+    pub xlat_out: Option<PathBuf>,
+    /// Print the full report: passes, iterations, table entries.
+    #[arg(long)]
+    pub report: bool,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args)]
+pub struct RunArgs {
+    pub module: PathBuf,
+    /// Trace file to write (default: MODULE with extension .ktrace).
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+    /// Timestamps: executed wasm instructions or nanoseconds.
+    #[arg(long, default_value = "instructions")]
+    pub clock: tp::Clock,
+    /// Exported function to call (default: run, main or _start).
+    #[arg(long)]
+    pub entry: Option<String>,
+    #[arg(long)]
+    pub json: bool,
+    /// Arguments of the entry function.
+    #[arg(last = true)]
+    pub args: Vec<String>,
+}
+
+#[derive(Args)]
+pub struct DecodeArgs {
+    pub trace: PathBuf,
+    /// The exact module that produced the trace.
+    #[arg(long)]
+    pub module: PathBuf,
+    /// Rebuild merged timestamps from estimated offsets or as sub-indices (2000.1, 2000.2).
+    #[arg(long, default_value = "offsets")]
+    pub timestamps: tp::TimestampMode,
+    /// Print at most this many events.
+    #[arg(long)]
+    pub limit: Option<usize>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args)]
+pub struct CheckArgs {
+    pub original: PathBuf,
+    pub optimised: PathBuf,
+    /// Exported function to call (default: run, main or _start).
+    #[arg(long)]
+    pub entry: Option<String>,
+    /// Also time untraced, original and optimised runs, best of N each (0 = no timing).
+    #[arg(long, default_value_t = 5)]
+    pub timing: u32,
+    #[arg(long)]
+    pub json: bool,
+    /// Arguments of the entry function.
+    #[arg(last = true)]
+    pub args: Vec<String>,
+}
+
+pub fn run(cmd: TpCommand) -> Result<()> {
+    match cmd {
+        TpCommand::Optimize(a) => optimize(a),
+        TpCommand::Run(a) => run_cmd(a),
+        TpCommand::Decode(a) => decode(a),
+        TpCommand::Check(a) => check(a),
+    }
+}
+
+fn read(path: &Path) -> Result<Vec<u8>> {
+    std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))
+}
+
+fn write(path: &Path, bytes: &[u8]) -> Result<()> {
+    std::fs::write(path, bytes).with_context(|| format!("cannot write {}", path.display()))
+}
+
+fn pct(saved: f64) -> String {
+    format!("{:.1}%", 100.0 * saved)
+}
+
+fn optimize(a: OptimizeArgs) -> Result<()> {
+    let wasm = read(&a.input)?;
+    let mut opts = tp::OptimizeOptions { max_new_ids: a.max_new_ids, ..Default::default() };
+    if let Some(p) = &a.profile {
+        let t = tp::read_trace(&read(p)?).with_context(|| format!("profile {}", p.display()))?;
+        if t.header.module_hash != tp::tracefile::module_hash(&wasm) {
+            eprintln!(
+                "kansoku: warning: profile {} was recorded from another version of {}; using its counts per id anyway",
+                p.display(),
+                a.input.display()
+            );
+        }
+        opts.profile = Some(tp::optimize::profile_from_trace(&t));
+    }
+    if let Some(d) = &a.decls {
+        opts.extra_decls = Some(tp::DeclTable::parse(&read(d)?).with_context(|| format!("declarations {}", d.display()))?);
+    }
+    let o = tp::optimize(&wasm, &opts).with_context(|| format!("cannot optimise {}", a.input.display()))?;
+    write(&a.output, &o.wasm)?;
+    if let Some(x) = &a.xlat_out {
+        write(x, serde_json::to_string_pretty(&o.table)?.as_bytes())?;
+    }
+    for w in &o.report.warnings {
+        eprintln!("kansoku: warning: {w}");
+    }
+    if a.json {
+        let v = serde_json::json!({ "input": a.input, "output": a.output, "report": o.report, "table": o.table });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(());
+    }
+    print!("{}", optimize_summary(&a.input, &a.output, &o, a.report));
+    Ok(())
+}
+
+fn optimize_summary(input: &Path, output: &Path, o: &tp::Optimized, full: bool) -> String {
+    let r = &o.report;
+    let mut s = String::new();
+    let first = r.iterations.first().copied().unwrap_or_default();
+    let last = r.iterations.last().copied().unwrap_or_default();
+    let saved = |a: f64, b: f64| if a > 0.0 { 1.0 - b / a } else { 0.0 };
+    let _ = writeln!(s, "{} -> {} ({} -> {} bytes)", input.display(), output.display(), r.bytes_in, r.bytes_out);
+    let _ = writeln!(
+        s,
+        "trace calls: {} sites; {} merged into {} calls; removed {} disabled, {} idempotent repeats, {} barriers",
+        r.trace_sites, r.sites_merged, r.groups_merged, r.removed_disabled, r.removed_idempotent, r.barriers_removed
+    );
+    let _ = writeln!(
+        s,
+        "arguments: {} -> {} (constants {}, duplicates {}, derived {}); new ids {}{}",
+        r.args_before,
+        r.args_after,
+        r.args_constant,
+        r.args_duplicate,
+        r.args_derived,
+        r.new_ids_used,
+        r.max_new_ids.map(|b| format!(" of {b} ({} shapes over budget)", r.shapes_over_budget)).unwrap_or_default()
+    );
+    let _ = writeln!(
+        s,
+        "estimated: calls {} fewer, bytes {} fewer, tracing instructions {} fewer ({} iterations)",
+        pct(saved(first.calls, last.calls)),
+        pct(saved(first.bytes, last.bytes)),
+        pct(saved(first.instructions, last.instructions)),
+        r.iterations.len() - 1
+    );
+    let _ = writeln!(
+        s,
+        "table kansoku.xlat: {} entries, {} bytes ({} without prefix sharing; {} entries share a prefix)",
+        o.table.entries.len(),
+        r.xlat.bytes,
+        r.xlat.bytes_without_prefix_sharing,
+        r.xlat.entries_sharing_a_prefix
+    );
+    if full {
+        let _ = writeln!(s, "\niteration  calls        bytes          instructions   total");
+        for (i, c) in r.iterations.iter().enumerate() {
+            let _ = writeln!(s, "{i:9}  {:<11.0}  {:<13.0}  {:<13.0}  {:.0}", c.calls, c.bytes, c.instructions, c.total);
+        }
+        let _ = writeln!(s, "\nnew id  args  original events (offset: id(args))");
+        for e in o.table.entries.values() {
+            let evs: Vec<String> = e
+                .events
+                .iter()
+                .zip(&e.offsets)
+                .map(|(ev, off)| {
+                    let args: Vec<String> = ev.args.iter().map(|a| a.display()).collect();
+                    format!("{off:+}: {}({})", ev.id, args.join(", "))
+                })
+                .collect();
+            let _ = writeln!(s, "{:6}  {:4}  {}", e.new_id, e.nargs, evs.join("  "));
+        }
+    }
+    s
+}
+
+fn run_cmd(a: RunArgs) -> Result<()> {
+    let wasm = read(&a.module)?;
+    let out = a.output.clone().unwrap_or_else(|| a.module.with_extension("ktrace"));
+    let file = std::fs::File::create(&out).with_context(|| format!("cannot create {}", out.display()))?;
+    let opts = tp::RunOptions { clock: a.clock, entry: a.entry.clone(), args: a.args.clone() };
+    let o = tp::run_module(&wasm, &opts, Box::new(std::io::BufWriter::new(file)))
+        .with_context(|| format!("cannot run {}", a.module.display()))?;
+    if a.json {
+        let v = serde_json::json!({ "module": a.module, "trace": out, "clock": a.clock, "outcome": o });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        println!(
+            "{}: {}({}) = [{}]; {} trace records, {} bytes -> {}{}; {:.3} ms",
+            a.module.display(),
+            o.entry,
+            a.args.join(", "),
+            o.results.join(", "),
+            o.records,
+            o.bytes,
+            out.display(),
+            o.instructions.map(|i| format!("; {i} wasm instructions")).unwrap_or_default(),
+            o.wall_ns as f64 / 1e6
+        );
+    }
+    Ok(())
+}
+
+fn decode(a: DecodeArgs) -> Result<()> {
+    let trace = read(&a.trace)?;
+    let wasm = read(&a.module)?;
+    let d = tp::decode(&trace, &wasm, a.timestamps)
+        .with_context(|| format!("cannot decode {} with {}", a.trace.display(), a.module.display()))?;
+    let n = a.limit.unwrap_or(usize::MAX).min(d.events.len());
+    if a.json {
+        let events: Vec<serde_json::Value> = d.events[..n]
+            .iter()
+            .map(|e| {
+                serde_json::json!({
+                    "id": e.id,
+                    "name": d.decls.name(e.id),
+                    "args": e.args,
+                    "timestamp": e.timestamp_text(a.timestamps),
+                })
+            })
+            .collect();
+        let v = serde_json::json!({
+            "trace": a.trace, "module": a.module, "clock": d.header.clock,
+            "records": d.records, "expanded_records": d.expanded_records,
+            "events_total": d.events.len(), "events": events, "truncated": d.truncated,
+        });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        println!("{:>16}  {:>6}  {:<16}  args", "timestamp", "id", "name");
+        for e in &d.events[..n] {
+            let name = d.decls.name(e.id).map(str::to_string).unwrap_or_else(|| format!("event{}", e.id));
+            let names = d.decls.decls.get(&e.id).map(|x| x.arg_names.clone()).unwrap_or_default();
+            let args: Vec<String> = e
+                .args
+                .iter()
+                .enumerate()
+                .map(|(i, v)| match names.get(i) {
+                    Some(nm) => format!("{nm}={v}"),
+                    None => v.to_string(),
+                })
+                .collect();
+            println!("{:>16}  {:>6}  {:<16}  {}", e.timestamp_text(a.timestamps), e.id, name, args.join(" "));
+        }
+        println!(
+            "{} events from {} records ({} merged records expanded){}",
+            d.events.len(),
+            d.records,
+            d.expanded_records,
+            if n < d.events.len() { format!("; printed the first {n}") } else { String::new() }
+        );
+    }
+    if let Some(t) = &d.truncated {
+        eprintln!("kansoku: warning: {}: {t}", a.trace.display());
+    }
+    Ok(())
+}
+
+fn check(a: CheckArgs) -> Result<()> {
+    let orig = read(&a.original)?;
+    let opt = read(&a.optimised)?;
+    let opts = tp::RunOptions { entry: a.entry.clone(), args: a.args.clone(), ..Default::default() };
+    let r = tp::check(&orig, &opt, &opts, a.timing)
+        .with_context(|| format!("cannot check {} against {}", a.optimised.display(), a.original.display()))?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&r)?);
+    } else {
+        print!("{}", check_summary(&a.original, &a.optimised, &r));
+    }
+    if !r.identical {
+        bail!(
+            "decoded event streams differ: {}",
+            r.first_difference.clone().unwrap_or_else(|| "unknown difference".into())
+        );
+    }
+    if !r.same_results {
+        bail!("the entry function returned different values: {:?} vs {:?}", r.original.results, r.optimised.results);
+    }
+    Ok(())
+}
+
+fn check_summary(orig: &Path, opt: &Path, r: &tp::CheckReport) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{}: decoded events {} ({} events; {} disabled dropped, {} idempotent repeats collapsed)",
+        opt.display(),
+        if r.identical { "IDENTICAL to the original's" } else { "DIFFER from the original's" },
+        r.events,
+        r.disabled_events_dropped,
+        r.idempotent_repeats_collapsed
+    );
+    let _ = writeln!(s, "{:<22} {:>12} {:>12} {:>8}", "", orig.file_name().unwrap_or_default().to_string_lossy(), opt.file_name().unwrap_or_default().to_string_lossy(), "saved");
+    let _ = writeln!(s, "{:<22} {:>12} {:>12} {:>8}", "trace calls executed", r.original.records, r.optimised.records, pct(r.calls_saved));
+    let _ = writeln!(s, "{:<22} {:>12} {:>12} {:>8}", "trace bytes", r.original.bytes, r.optimised.bytes, pct(r.bytes_saved));
+    let _ = writeln!(
+        s,
+        "{:<22} {:>12} {:>12} {:>8}",
+        "wasm instructions",
+        r.original.instructions.unwrap_or(0),
+        r.optimised.instructions.unwrap_or(0),
+        pct(r.instructions_saved)
+    );
+    if let Some(t) = &r.timing {
+        let _ = writeln!(
+            s,
+            "{:<22} {:>11.2}x {:>11.2}x   (traced / untraced wall time, best of {}; untraced {:.3} ms)",
+            "tracing overhead",
+            t.original_overhead,
+            t.optimised_overhead,
+            t.repeats,
+            t.untraced_ns as f64 / 1e6
+        );
+    }
+    s
+}
+
+/// The `kansoku demo` stage: compiles the matrix example with clang, optimises it, runs both
+/// modules, checks them, and writes everything into `dir`. Returns a short summary.
+pub fn demo_stage(dir: &Path) -> Result<String> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let src = tp::clang::examples_dir().join("matrix.c");
+    let orig_path = dir.join("tp-matrix.wasm");
+    let opt_path = dir.join("tp-matrix.opt.wasm");
+    tp::clang::compile_c(&src, &orig_path).context("the tracepoints demo needs clang and lld: run scripts/setup")?;
+    let wasm = read(&orig_path)?;
+    let o = tp::optimize(&wasm, &tp::OptimizeOptions::default())?;
+    write(&opt_path, &o.wasm)?;
+    write(&dir.join("tp-matrix.xlat.json"), serde_json::to_string_pretty(&o.table)?.as_bytes())?;
+    write(dir.join("tp-optimize.txt").as_path(), optimize_summary(&orig_path, &opt_path, &o, true).as_bytes())?;
+    let opts = tp::RunOptions { args: vec!["1".into()], ..Default::default() };
+    for (m, name) in [(&wasm, "tp-matrix.ktrace"), (&o.wasm, "tp-matrix.opt.ktrace")] {
+        let (_, trace) = tp::run_to_vec(m, &opts)?;
+        write(&dir.join(name), &trace)?;
+    }
+    let (_, trace) = tp::run_to_vec(&o.wasm, &opts)?;
+    let d = tp::decode(&trace, &o.wasm, tp::TimestampMode::Subindex)?;
+    let mut text = String::new();
+    for e in &d.events {
+        let _ = writeln!(text, "{} {} {:?}", e.timestamp_text(tp::TimestampMode::Subindex), e.id, e.args);
+    }
+    write(&dir.join("tp-matrix.decoded.txt"), text.as_bytes())?;
+    let r = tp::check(&wasm, &o.wasm, &opts, 3)?;
+    write(&dir.join("tp-check.json"), serde_json::to_string_pretty(&r)?.as_bytes())?;
+    write(&dir.join("tp-check.txt"), check_summary(&orig_path, &opt_path, &r).as_bytes())?;
+    if !r.identical {
+        bail!("tracepoints demo: decoded streams differ: {:?}", r.first_difference);
+    }
+    Ok(format!(
+        "tp: matrix.c traced events identical after optimisation; trace calls {} -> {} ({} fewer), bytes {} -> {} ({} fewer)\n\
+         tp: files tp-matrix.wasm, tp-matrix.opt.wasm (table in section kansoku.xlat), tp-*.ktrace, tp-matrix.decoded.txt, tp-check.txt",
+        r.original.records,
+        r.optimised.records,
+        pct(r.calls_saved),
+        r.original.bytes,
+        r.optimised.bytes,
+        pct(r.bytes_saved)
+    ))
+}
