@@ -35,3 +35,25 @@ pub fn load_kernel(path: &std::path::Path) -> Result<Kernel> {
     let src = std::fs::read_to_string(path).map_err(|e| CacheError::Kernel { file: path.display().to_string(), line: 0, col: 0, msg: format!("cannot read: {e}") })?;
     parse_kernel(&path.display().to_string(), &src)
 }
+
+/// The kernels bundled with the crate (`kernels/*.k`): name and source.
+pub const BUNDLED_KERNELS: &[(&str, &str)] = &[
+    ("seed", include_str!("../kernels/seed.k")),
+    ("gemm", include_str!("../kernels/gemm.k")),
+    ("atax", include_str!("../kernels/atax.k")),
+    ("mvt", include_str!("../kernels/mvt.k")),
+    ("bicg", include_str!("../kernels/bicg.k")),
+    ("jacobi1d", include_str!("../kernels/jacobi1d.k")),
+    ("jacobi2d", include_str!("../kernels/jacobi2d.k")),
+    ("seidel2d", include_str!("../kernels/seidel2d.k")),
+    ("trisolv", include_str!("../kernels/trisolv.k")),
+];
+
+/// The seed's worked example: kernel source, layout (`A=0,B=800,C=1600`), cache
+/// (`assoc=2,line=32,sets=4`) and the reference studied (`S3:right:1`, i.e. `A[k]`).
+pub mod seed_example {
+    pub const KERNEL: &str = include_str!("../kernels/seed.k");
+    pub const BASES: &str = "A=0,B=800,C=1600";
+    pub const CACHE: &str = "assoc=2,line=32,sets=4";
+    pub const REFERENCE: &str = "S3:right:1";
+}
