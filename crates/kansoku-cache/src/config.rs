@@ -58,6 +58,11 @@ impl CacheConfig {
         }
         let assoc = assoc.ok_or_else(|| bad("associativity missing (assoc=N or N-way)".into()))?;
         let line = line.ok_or_else(|| bad("line size missing (line=N or NB)".into()))?;
+        if !line.is_power_of_two() {
+            return Err(bad(format!(
+                "line size {line} is not a power of two (refused: lines are aligned power-of-two blocks; associativity and set count may be any positive integer)"
+            )));
+        }
         let sets = match (sets, size) {
             (Some(s), None) => s,
             (s, Some(sz)) => {

@@ -446,6 +446,10 @@ impl Parser<'_> {
         }
         collect_refs(&rhs, &mut reads);
         self.k.statements.push(Statement { label, text, refs: vec![], pos: spos });
+        // Check the left-hand side first so that errors come in source order.
+        if let Expr::Index(..) = &lhs {
+            self.make_ref(&lhs, stmt_id, Side::Left, 1, true)?;
+        }
         for (n, e) in reads.iter().enumerate() {
             self.add_ref(e, stmt_id, Side::Right, n + 1, false)?;
         }
@@ -462,6 +466,13 @@ impl Parser<'_> {
     }
 
     fn add_ref(&mut self, e: &Expr, stmt: usize, side: Side, position: usize, is_write: bool) -> Result<()> {
+        let r = self.make_ref(e, stmt, side, position, is_write)?;
+        self.k.statements[stmt].refs.push(r.id);
+        self.k.refs.push(r);
+        Ok(())
+    }
+
+    fn make_ref(&self, e: &Expr, stmt: usize, side: Side, position: usize, is_write: bool) -> Result<Reference> {
         let Expr::Index(name, subs, pos) = e else { unreachable!() };
         let array = self.k.array_index(name).ok_or_else(|| self.err_at(*pos, format!("undeclared array '{name}'")))?;
         let dims = self.k.arrays[array].dims.len();
@@ -473,9 +484,7 @@ impl Parser<'_> {
             subscripts.push(self.affine(s, "subscript", true)?);
         }
         let id = self.k.refs.len();
-        self.k.refs.push(Reference { id, stmt, side, position, array, subscripts, loops: self.loop_stack.clone(), is_write, pos: *pos });
-        self.k.statements[stmt].refs.push(id);
-        Ok(())
+        Ok(Reference { id, stmt, side, position, array, subscripts, loops: self.loop_stack.clone(), is_write, pos: *pos })
     }
 
     /// Converts an expression to an affine form over parameters (and enclosing loop

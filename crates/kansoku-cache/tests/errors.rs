@@ -96,3 +96,11 @@ fn missing_and_unknown_parameters() {
     let e = LayoutSpec::parse_bases("A=0,B=8").unwrap().check(&k).unwrap_err().to_string();
     assert!(e.contains("'B', which is not an array"), "{e}");
 }
+
+#[test]
+fn errors_come_in_source_order() {
+    let e = err("param N;\ndouble A[N];\nfor (i = 0; i < N; i++)\n  A[i*i] = B[i];\n");
+    assert!(e.starts_with("k.k:4:6:") && e.contains("not affine"), "{e}");
+    let e = CacheConfig::parse("32KiB,8-way,48B").unwrap_err().to_string();
+    assert!(e.contains("line size 48 is not a power of two"), "{e}");
+}
