@@ -1,0 +1,424 @@
+//! The exact tracer: every executed user-space instruction, by ptrace single-stepping.
+//!
+//! All threads are traced (new ones through `PTRACE_O_TRACECLONE`); each stop of any
+//! thread records that thread's next instruction, and a `Thread` event precedes a switch.
+//! `rep`-prefixed string instructions trap once per repetition, so they appear once per
+//! element they process — that is what single-stepping observes.
+//!
+//! With a marker, the program runs at full speed to the first entry of the marker
+//! function (a one-shot int3 breakpoint), is traced from there, and is detached after the
+//! requested number of iterations, so it finishes at full speed too.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use nix::errno::Errno;
+use nix::sys::ptrace::{self, Options};
+use nix::sys::signal::Signal;
+use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+use nix::unistd::Pid;
+
+use kansoku_binary::maps::runtime_address;
+use kansoku_binary::Program;
+use kansoku_core::{Event, ExitStatus, Module, RecordingWriter};
+
+use crate::procfs::ModuleReader;
+use crate::spawn::{resolve_program, spawn_traced};
+use crate::{interrupt, ProbeError, PTRACE_HINT};
+
+/// What to trace.
+#[derive(Clone, Debug, Default)]
+pub struct ExactTraceOptions {
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    /// Start recording at the first entry of this function of the main program.
+    pub marker: Option<String>,
+    /// With a marker: stop after this many iterations (marker entry to next entry).
+    pub iterations: Option<u64>,
+    /// Stop after this many recorded instructions.
+    pub max_instructions: Option<u64>,
+}
+
+/// Why tracing ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StopReason {
+    /// The program ran to its end (exit or fatal signal).
+    ProgramEnded,
+    /// The requested iterations of the marker window are recorded.
+    WindowComplete,
+    /// `max_instructions` was reached.
+    InstructionLimit,
+    /// The user pressed Ctrl-C.
+    Interrupted,
+    /// The marker function was never entered.
+    MarkerNeverHit,
+}
+
+/// The result of a trace.
+#[derive(Clone, Debug)]
+pub struct TraceOutcome {
+    pub program: PathBuf,
+    pub instructions: u64,
+    pub marker_hits: u64,
+    pub threads: usize,
+    pub stop: StopReason,
+    /// How the program ended (after detaching, how it ended on its own).
+    pub exit: ExitStatus,
+    /// Signals delivered while tracing (a crash shows here).
+    pub signals: Vec<i32>,
+    pub elapsed: Duration,
+}
+
+impl TraceOutcome {
+    /// Traced instructions per second of wall time.
+    pub fn instructions_per_second(&self) -> f64 {
+        self.instructions as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+}
+
+fn ptrace_err(operation: &'static str, pid: Pid) -> impl Fn(Errno) -> ProbeError {
+    move |errno| ProbeError::Ptrace {
+        operation,
+        pid: pid.as_raw(),
+        errno,
+        hint: if errno == Errno::EPERM { PTRACE_HINT } else { "" },
+    }
+}
+
+/// Resolves the program path, for headers and messages, the way [`trace_exact`] will.
+pub fn resolve(program: &Path) -> Result<PathBuf, ProbeError> {
+    resolve_program(program)
+}
+
+/// Runs the program under single-stepping and streams what it executes into `out`.
+/// `progress` is called now and then with the number of instructions recorded so far.
+pub fn trace_exact<W: Write>(
+    options: &ExactTraceOptions,
+    out: &mut RecordingWriter<W>,
+    progress: &mut dyn FnMut(u64),
+) -> Result<TraceOutcome, ProbeError> {
+    let program_path = resolve_program(&options.program)?;
+    let marker_vaddr = match &options.marker {
+        Some(name) => {
+            let program = Program::open(&program_path)?;
+            Some((program.function_named(name)?.address, program))
+        }
+        None => None,
+    };
+    let pid = spawn_traced(&program_path, &options.args)?;
+    let opts = Options::PTRACE_O_TRACECLONE | Options::PTRACE_O_EXITKILL | Options::PTRACE_O_TRACEEXIT;
+    ptrace::setoptions(pid, opts).map_err(ptrace_err("SETOPTIONS", pid))?;
+
+    let mut tracer = Tracer::new(pid, program_path.clone(), options.max_instructions);
+    tracer.refresh_modules(out)?;
+    let start = Instant::now();
+
+    if let Some((vaddr, program)) = &marker_vaddr {
+        let path = program_path.to_string_lossy();
+        let addr = runtime_address(&tracer.modules, program, &path, *vaddr).ok_or_else(|| ProbeError::MarkerNotMapped {
+            marker: options.marker.clone().unwrap_or_default(),
+            program: program_path.clone(),
+        })?;
+        tracer.marker = Some(addr);
+        if !tracer.run_to(addr)? {
+            return Ok(tracer.outcome(StopReason::MarkerNeverHit, start));
+        }
+    }
+    tracer.iterations = options.iterations;
+    let stop = tracer.step_loop(out, start, progress)?;
+    Ok(tracer.outcome(stop, start))
+}
+
+struct Tracer {
+    pid: Pid,
+    program: PathBuf,
+    modules: Vec<Module>,
+    reader: ModuleReader,
+    /// Runtime range known to be inside some module (skips the lookup for most steps).
+    known: (u64, u64),
+    marker: Option<u64>,
+    iterations: Option<u64>,
+    max_instructions: Option<u64>,
+    instructions: u64,
+    marker_hits: u64,
+    threads: Vec<Pid>,
+    /// Threads announced by a clone event whose first SIGSTOP is still to come.
+    fresh: Vec<Pid>,
+    /// Threads whose first SIGSTOP came before their clone event.
+    seen_early: Vec<Pid>,
+    current_thread: Pid,
+    signals: Vec<i32>,
+    exit: ExitStatus,
+}
+
+impl Tracer {
+    fn new(pid: Pid, program: PathBuf, max_instructions: Option<u64>) -> Self {
+        Tracer {
+            pid,
+            program,
+            modules: Vec::new(),
+            reader: ModuleReader::default(),
+            known: (0, 0),
+            marker: None,
+            iterations: None,
+            max_instructions,
+            instructions: 0,
+            marker_hits: 0,
+            threads: vec![pid],
+            fresh: Vec::new(),
+            seen_early: Vec::new(),
+            current_thread: pid,
+            signals: Vec::new(),
+            exit: ExitStatus::Detached,
+        }
+    }
+
+    fn outcome(&self, stop: StopReason, start: Instant) -> TraceOutcome {
+        TraceOutcome {
+            program: self.program.clone(),
+            instructions: self.instructions,
+            marker_hits: self.marker_hits,
+            threads: self.threads.len().max(1),
+            stop,
+            exit: self.exit,
+            signals: self.signals.clone(),
+            elapsed: start.elapsed(),
+        }
+    }
+
+    /// Re-reads the memory map and records modules not seen before.
+    fn refresh_modules<W: Write>(&mut self, out: &mut RecordingWriter<W>) -> Result<(), ProbeError> {
+        let Ok(current) = self.reader.code_modules(self.pid.as_raw()) else {
+            return Ok(()); // the process is gone; nothing new can appear
+        };
+        for m in current {
+            if !self.modules.iter().any(|k| k.start == m.start && k.end == m.end && k.path == m.path) {
+                out.write(&Event::Module(m.clone()))?;
+                self.modules.push(m);
+            }
+        }
+        Ok(())
+    }
+
+    fn note_address<W: Write>(&mut self, addr: u64, out: &mut RecordingWriter<W>) -> Result<(), ProbeError> {
+        if addr >= self.known.0 && addr < self.known.1 {
+            return Ok(());
+        }
+        if !self.modules.iter().any(|m| m.contains(addr)) {
+            self.refresh_modules(out)?;
+        }
+        if let Some(m) = self.modules.iter().find(|m| m.contains(addr)) {
+            self.known = (m.start, m.end);
+        }
+        Ok(())
+    }
+
+    /// Runs at full speed to the first execution of `addr` (one-shot int3). Returns false
+    /// if the program ended first.
+    fn run_to(&mut self, addr: u64) -> Result<bool, ProbeError> {
+        let pid = self.pid;
+        let word = ptrace::read(pid, addr as ptrace::AddressType).map_err(ptrace_err("PEEKDATA", pid))?;
+        let patched = (word & !0xff) | 0xcc;
+        ptrace::write(pid, addr as ptrace::AddressType, patched).map_err(ptrace_err("POKEDATA", pid))?;
+        let mut resume = vec![(pid, None)];
+        loop {
+            for (tid, sig) in resume.drain(..) {
+                let _ = ptrace::cont(tid, sig);
+            }
+            let status = waitpid(self.group(), Some(WaitPidFlag::__WALL)).map_err(|errno| ProbeError::Wait { pid: pid.as_raw(), errno })?;
+            match status {
+                WaitStatus::Stopped(tid, Signal::SIGTRAP) => {
+                    let mut regs = ptrace::getregs(tid).map_err(ptrace_err("GETREGS", tid))?;
+                    if regs.rip == addr + 1 {
+                        ptrace::write(pid, addr as ptrace::AddressType, word).map_err(ptrace_err("POKEDATA", pid))?;
+                        regs.rip = addr;
+                        ptrace::setregs(tid, regs).map_err(ptrace_err("SETREGS", tid))?;
+                        self.current_thread = tid;
+                        // Other threads keep running until the step loop's first wait.
+                        return Ok(true);
+                    }
+                    resume.push((tid, None));
+                }
+                WaitStatus::Stopped(tid, Signal::SIGSTOP) if self.is_new_thread(tid) => resume.push((tid, None)),
+                WaitStatus::Stopped(tid, sig) => {
+                    self.signals.push(sig as i32);
+                    resume.push((tid, Some(sig)));
+                }
+                WaitStatus::PtraceEvent(tid, _, event) => {
+                    if event == libc::PTRACE_EVENT_CLONE {
+                        self.note_clone(tid);
+                    }
+                    resume.push((tid, None));
+                }
+                WaitStatus::Exited(tid, code) if tid == pid => {
+                    self.exit = ExitStatus::Exited(code);
+                    return Ok(false);
+                }
+                WaitStatus::Signaled(tid, sig, _) if tid == pid => {
+                    self.exit = ExitStatus::Killed(sig as i32);
+                    return Ok(false);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// The single-step loop. Records the instruction each stopped thread is about to
+    /// execute, then steps it.
+    fn step_loop<W: Write>(
+        &mut self,
+        out: &mut RecordingWriter<W>,
+        start: Instant,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<StopReason, ProbeError> {
+        let pid = self.pid;
+        let mut recorded_thread = pid;
+        // The thread to record and step next, with the signal to deliver.
+        let mut next: Option<(Pid, Option<Signal>)> = Some((self.current_thread, None));
+        loop {
+            if let Some((tid, sig)) = next.take() {
+                let rip = ptrace::getregs(tid).map_err(ptrace_err("GETREGS", tid))?.rip;
+                if tid != recorded_thread {
+                    out.write(&Event::Thread { tid: tid.as_raw() as u32 })?;
+                    recorded_thread = tid;
+                }
+                if Some(rip) == self.marker && sig.is_none() {
+                    self.marker_hits += 1;
+                    if self.iterations.is_some_and(|n| self.marker_hits > n) {
+                        self.marker_hits -= 1;
+                        out.write(&Event::Exit(ExitStatus::Detached))?;
+                        return self.detach_all(tid, StopReason::WindowComplete);
+                    }
+                    let time_ns = start.elapsed().as_nanos() as u64;
+                    out.write(&Event::Marker { time_ns, instructions: Some(self.instructions) })?;
+                }
+                if self.max_instructions.is_some_and(|n| self.instructions >= n) {
+                    out.write(&Event::Exit(ExitStatus::Detached))?;
+                    return self.detach_all(tid, StopReason::InstructionLimit);
+                }
+                if self.instructions & 0xffff == 0 {
+                    progress(self.instructions);
+                    if interrupt::requested() {
+                        out.write(&Event::Exit(ExitStatus::Detached))?;
+                        return self.detach_all(tid, StopReason::Interrupted);
+                    }
+                }
+                self.note_address(rip, out)?;
+                out.write(&Event::Instruction { addr: rip })?;
+                self.instructions += 1;
+                ptrace::step(tid, sig).map_err(ptrace_err("SINGLESTEP", tid))?;
+            }
+            let status = waitpid(self.group(), Some(WaitPidFlag::__WALL)).map_err(|errno| ProbeError::Wait { pid: pid.as_raw(), errno })?;
+            match status {
+                WaitStatus::Stopped(tid, Signal::SIGTRAP) => next = Some((tid, None)),
+                // A new thread's first stop.
+                // A new thread's first stop (it may arrive before its parent's clone event).
+                WaitStatus::Stopped(tid, Signal::SIGSTOP) if self.is_new_thread(tid) => next = Some((tid, None)),
+                WaitStatus::Stopped(tid, sig) => {
+                    self.signals.push(sig as i32);
+                    out.write(&Event::Signal { signal: sig as i32 })?;
+                    // Deliver it with the next step; the instruction at rip still runs
+                    // (or the handler's first instruction, which we then record).
+                    ptrace::step(tid, Some(sig)).map_err(ptrace_err("SINGLESTEP", tid))?;
+                }
+                WaitStatus::PtraceEvent(tid, _, event) => {
+                    if event == libc::PTRACE_EVENT_CLONE {
+                        self.note_clone(tid);
+                    }
+                    // Not an instruction boundary worth recording twice: step on silently.
+                    ptrace::step(tid, None).map_err(ptrace_err("SINGLESTEP", tid))?;
+                }
+                WaitStatus::Exited(tid, code) => {
+                    if tid == pid {
+                        self.exit = ExitStatus::Exited(code);
+                        out.write(&Event::Exit(self.exit))?;
+                        return Ok(StopReason::ProgramEnded);
+                    }
+                }
+                WaitStatus::Signaled(tid, sig, _) => {
+                    if tid == pid {
+                        self.exit = ExitStatus::Killed(sig as i32);
+                        out.write(&Event::Exit(self.exit))?;
+                        return Ok(StopReason::ProgramEnded);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Waits on the tracee's process group only: a library must not reap other children
+    /// of its host process (tests run several tracers at once).
+    fn group(&self) -> Pid {
+        Pid::from_raw(-self.pid.as_raw())
+    }
+
+    /// Is this a thread whose initial SIGSTOP we have not seen yet? Registers it.
+    fn is_new_thread(&mut self, tid: Pid) -> bool {
+        if let Some(i) = self.fresh.iter().position(|&t| t == tid) {
+            self.fresh.swap_remove(i);
+            return true;
+        }
+        if !self.threads.contains(&tid) {
+            // Stop before the clone event: remember that its SIGSTOP is consumed.
+            self.threads.push(tid);
+            self.seen_early.push(tid);
+            return true;
+        }
+        false
+    }
+
+    fn note_clone(&mut self, parent: Pid) {
+        if let Ok(new) = ptrace::getevent(parent) {
+            let new = Pid::from_raw(new as i32);
+            if let Some(i) = self.seen_early.iter().position(|&t| t == new) {
+                self.seen_early.swap_remove(i);
+            } else {
+                self.threads.push(new);
+                self.fresh.push(new);
+            }
+        }
+    }
+
+    /// Stops observing: detaches every thread (waiting for those still mid-step) and
+    /// waits for the program to end on its own.
+    fn detach_all(&mut self, stopped: Pid, reason: StopReason) -> Result<StopReason, ProbeError> {
+        if reason == StopReason::Interrupted {
+            // The program runs in its own process group, so the terminal's Ctrl-C did not
+            // reach it: end it, as the user asked to stop the run.
+            let _ = nix::sys::signal::kill(self.pid, Signal::SIGKILL);
+        }
+        let _ = ptrace::detach(stopped, None);
+        let mut attached: Vec<Pid> = self.threads.iter().copied().filter(|&t| t != stopped).collect();
+        let pid = self.pid;
+        loop {
+            let status = match waitpid(self.group(), Some(WaitPidFlag::__WALL)) {
+                Ok(s) => s,
+                Err(Errno::ECHILD) => break,
+                Err(errno) => return Err(ProbeError::Wait { pid: pid.as_raw(), errno }),
+            };
+            match status {
+                WaitStatus::Stopped(tid, sig) => {
+                    let deliver = (sig != Signal::SIGTRAP && sig != Signal::SIGSTOP).then_some(sig);
+                    let _ = ptrace::detach(tid, deliver);
+                    attached.retain(|&t| t != tid);
+                }
+                WaitStatus::PtraceEvent(tid, _, _) => {
+                    let _ = ptrace::detach(tid, None);
+                    attached.retain(|&t| t != tid);
+                }
+                WaitStatus::Exited(tid, code) if tid == pid => {
+                    self.exit = ExitStatus::Exited(code);
+                    break;
+                }
+                WaitStatus::Signaled(tid, sig, _) if tid == pid => {
+                    self.exit = ExitStatus::Killed(sig as i32);
+                    break;
+                }
+                _ => {}
+            }
+        }
+        Ok(reason)
+    }
+}

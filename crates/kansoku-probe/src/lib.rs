@@ -1,0 +1,42 @@
+//! # kansoku-probe — observing live Linux processes
+//!
+//! The only room of kansoku that talks to the kernel. Each observer writes what it sees
+//! into a [`kansoku_core::RecordingWriter`], so analyses never need a live process:
+//!
+//! * [`exact`] — the ground truth: run a program under ptrace single-stepping and record
+//!   every user-space instruction of every thread, optionally only inside a marker window.
+//! * [`procfs`] — readers of `/proc` (memory maps as modules).
+//! * [`interrupt`] — Ctrl-C as a request to stop observing and keep what was recorded.
+
+pub mod exact;
+pub mod interrupt;
+pub mod procfs;
+mod spawn;
+
+pub use exact::{trace_exact, ExactTraceOptions, StopReason, TraceOutcome};
+
+use std::path::PathBuf;
+
+/// Why observing a process failed. Messages name the program or process and the fix.
+#[derive(Debug, thiserror::Error)]
+pub enum ProbeError {
+    #[error("cannot run {program}: {reason}")]
+    Spawn { program: PathBuf, reason: String },
+    #[error("ptrace {operation} on process {pid} failed: {errno}{hint}")]
+    Ptrace { operation: &'static str, pid: i32, errno: nix::errno::Errno, hint: &'static str },
+    #[error("waiting for process {pid} failed: {errno}")]
+    Wait { pid: i32, errno: nix::errno::Errno },
+    #[error("cannot read /proc/{pid}/{file}: {source}")]
+    Proc { pid: i32, file: &'static str, source: std::io::Error },
+    #[error("marker function '{marker}' of {program} is not mapped into the process (is it in a shared library that is loaded later?)")]
+    MarkerNotMapped { marker: String, program: PathBuf },
+    #[error(transparent)]
+    Binary(#[from] kansoku_binary::BinaryError),
+    #[error(transparent)]
+    Recording(#[from] kansoku_core::RecordingError),
+}
+
+/// The hint shown when ptrace is refused: which setting forbids it and how to allow it.
+pub(crate) const PTRACE_HINT: &str = " (ptrace is restricted: run as root, or allow it with \
+`sysctl kernel.yama.ptrace_scope=0`; inside a container, it needs CAP_SYS_PTRACE and a seccomp \
+profile that permits ptrace)";

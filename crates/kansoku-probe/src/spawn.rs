@@ -1,0 +1,66 @@
+//! Starting a program as a ptrace tracee.
+
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use nix::sys::personality::{self, Persona};
+use nix::sys::ptrace;
+use nix::sys::wait::{waitpid, WaitStatus};
+use nix::unistd::{execv, fork, ForkResult, Pid};
+
+use crate::ProbeError;
+
+/// Finds `program` the way a shell would: a path with a slash as is, else along `$PATH`.
+pub fn resolve_program(program: &Path) -> Result<PathBuf, ProbeError> {
+    let spawn_err = |reason: String| ProbeError::Spawn { program: program.to_path_buf(), reason };
+    let candidate = if program.as_os_str().as_bytes().contains(&b'/') {
+        program.to_path_buf()
+    } else {
+        std::env::var_os("PATH")
+            .and_then(|paths| std::env::split_paths(&paths).map(|d| d.join(program)).find(|p| p.is_file()))
+            .ok_or_else(|| spawn_err("not found in $PATH".into()))?
+    };
+    let meta = std::fs::metadata(&candidate).map_err(|e| spawn_err(format!("{e}")))?;
+    if !meta.is_file() {
+        return Err(spawn_err("not a regular file".into()));
+    }
+    if meta.permissions().mode() & 0o111 == 0 {
+        return Err(spawn_err("not executable (chmod +x it?)".into()));
+    }
+    candidate.canonicalize().map_err(|e| spawn_err(format!("{e}")))
+}
+
+/// Forks and execs `program` with `args` under PTRACE_TRACEME, with address-space
+/// randomisation off so that runs are reproducible. Returns once the child is stopped at
+/// its first instruction (the exec stop). The child leads its own process group.
+pub fn spawn_traced(program: &Path, args: &[String]) -> Result<Pid, ProbeError> {
+    let spawn_err = |reason: String| ProbeError::Spawn { program: program.to_path_buf(), reason };
+    // Everything the child needs is allocated before fork: after it only async-signal-safe calls.
+    let path = CString::new(program.as_os_str().as_bytes()).map_err(|_| spawn_err("path contains a NUL byte".into()))?;
+    let mut argv = vec![path.clone()];
+    for a in args {
+        argv.push(CString::new(a.as_bytes()).map_err(|_| spawn_err(format!("argument {a:?} contains a NUL byte")))?);
+    }
+    match unsafe { fork() }.map_err(|e| spawn_err(format!("fork failed: {e}")))? {
+        ForkResult::Child => {
+            let _ = ptrace::traceme();
+            // Its own process group: the tracer waits on the group, not on every child.
+            let _ = nix::unistd::setpgid(Pid::from_raw(0), Pid::from_raw(0));
+            if let Ok(p) = personality::get() {
+                let _ = personality::set(p | Persona::ADDR_NO_RANDOMIZE);
+            }
+            let _ = execv(&path, &argv);
+            unsafe { libc::_exit(127) }
+        }
+        ForkResult::Parent { child } => match waitpid(child, None) {
+            Ok(WaitStatus::Stopped(_, nix::sys::signal::Signal::SIGTRAP)) => Ok(child),
+            Ok(WaitStatus::Exited(_, 127)) => Err(spawn_err(
+                "exec failed (is it a program for this machine?), or ptrace is not permitted here".into(),
+            )),
+            Ok(other) => Err(spawn_err(format!("unexpected first stop: {other:?}"))),
+            Err(errno) => Err(ProbeError::Wait { pid: child.as_raw(), errno }),
+        },
+    }
+}
