@@ -310,21 +310,17 @@ fn analyse_function<'a>(
             match op {
                 Operator::Block { .. } | Operator::If { .. } => frames.push(false),
                 Operator::Loop { .. } => frames.push(true),
-                Operator::Else => {
-                    if dead_from == Some(frames.len()) {
-                        dead_from = None;
-                    }
-                }
+                Operator::Else if dead_from == Some(frames.len()) => dead_from = None,
                 Operator::End => {
                     if dead_from == Some(frames.len()) {
                         dead_from = None;
                     }
                     frames.pop();
                 }
-                Operator::Br { .. } | Operator::BrTable { .. } | Operator::Return | Operator::Unreachable => {
-                    if dead_from.is_none() {
-                        dead_from = Some(frames.len());
-                    }
+                Operator::Br { .. } | Operator::BrTable { .. } | Operator::Return | Operator::Unreachable
+                    if dead_from.is_none() =>
+                {
+                    dead_from = Some(frames.len());
                 }
                 _ => {}
             }
@@ -568,7 +564,7 @@ fn plan_merge(fa: &FuncAnalysis, func: usize, sites: &[usize]) -> Merge {
 }
 
 fn worthwhile(fa: &FuncAnalysis, mg: &Merge) -> bool {
-    mg.sites.len() >= 2 || (mg.emitted.len() as usize) < fa.sites[mg.sites[0]].args.len()
+    mg.sites.len() >= 2 || mg.emitted.len() < fa.sites[mg.sites[0]].args.len()
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -112,7 +112,7 @@ fn wat_stmts(s: &[Stmt], depth: &mut u32, out: &mut String) {
 
 fn decl_line(id: u32, flags: u8, mv: i32) -> String {
     let f = match flags {
-        0 | 1 | 2 => "",
+        0..=2 => "",
         3 => "idempotent",
         4 => "disabled",
         _ => "idempotent,disabled",
