@@ -24,6 +24,9 @@ enum Command {
     Trace(commands::trace::TraceCommand),
     /// Print a recording's header and its events, symbolised.
     Show(commands::show::Args),
+    /// Trace-call optimiser for WebAssembly modules (seed 002): optimize, run, decode, check.
+    #[command(subcommand)]
+    Tp(commands::tp::TpCommand),
     /// Build the bundled examples, run every stage, write kansoku-demo/.
     Demo(commands::demo::Args),
 }
@@ -34,6 +37,7 @@ fn main() {
         Command::Inspect(args) => commands::inspect::run(args),
         Command::Trace(cmd) => commands::trace::run(cmd),
         Command::Show(args) => commands::show::run(args),
+        Command::Tp(cmd) => commands::tp::run(cmd),
         Command::Demo(args) => commands::demo::run(args),
     };
     if let Err(err) = result {

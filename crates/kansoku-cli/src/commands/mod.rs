@@ -3,4 +3,5 @@
 pub mod demo;
 pub mod inspect;
 pub mod show;
+pub mod tp;
 pub mod trace;
