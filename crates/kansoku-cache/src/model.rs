@@ -26,7 +26,7 @@
 use crate::config::{CacheConfig, LayoutSpec, ParamValues};
 use crate::error::{CacheError, Result};
 use crate::kernel::Kernel;
-use crate::sim::{Program, RefStats};
+use crate::sim::{Breakdown, Program, RefStats};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -426,6 +426,21 @@ pub struct RefFormulas {
     pub compulsory: QuasiPolynomial,
     /// Third count − fourth count: accesses whose line was evicted since its last use.
     pub conflict: QuasiPolynomial,
+    /// With `--explain`: the second count split by hit source (the reference that last
+    /// accessed the line before; hits and conflict misses alike).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hit_sources: Vec<NamedFormula>,
+    /// With `--explain`: conflict misses split by conflict-miss factor (the reference
+    /// whose access evicted the line).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conflict_factors: Vec<NamedFormula>,
+}
+
+/// A count attributed to one reference.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct NamedFormula {
+    pub reference: String,
+    pub count: QuasiPolynomial,
 }
 
 /// All formulas of a kernel for one cache and layout.
@@ -454,6 +469,11 @@ pub struct RefEvaluation {
     pub compulsory: i128,
     pub conflict: i128,
     pub hits: i128,
+    /// Present when the formulas carry the breakdown (`model --explain`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub hit_sources: BTreeMap<String, i128>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub conflict_factors: BTreeMap<String, i128>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -495,7 +515,15 @@ impl KernelFormulas {
                 let a = r.accesses.eval(n).unwrap();
                 let c = r.compulsory.eval(n).unwrap();
                 let x = r.conflict.eval(n).unwrap();
-                RefEvaluation { reference: r.reference.clone(), accesses: a, compulsory: c, conflict: x, hits: a - c - x }
+                RefEvaluation {
+                    reference: r.reference.clone(),
+                    accesses: a,
+                    compulsory: c,
+                    conflict: x,
+                    hits: a - c - x,
+                    hit_sources: r.hit_sources.iter().map(|h| (h.reference.clone(), h.count.eval(n).unwrap())).collect(),
+                    conflict_factors: r.conflict_factors.iter().map(|h| (h.reference.clone(), h.count.eval(n).unwrap())).collect(),
+                }
             })
             .collect();
         let vm = self.verified_max();
@@ -517,11 +545,13 @@ pub struct ModelOptions {
     pub max_n: i64,
     /// ... or when the simulations would exceed this many accesses in total.
     pub access_budget: u64,
+    /// Also derive hit-source and conflict-factor formulas (slower; for `--explain`).
+    pub breakdown: bool,
 }
 
 impl ModelOptions {
     pub fn new(family: Family, layout: LayoutSpec, caches: Vec<CacheConfig>) -> Self {
-        ModelOptions { family, layout, caches, n_min: 1, evidence: 3, max_period: 128, max_n: 1_000_000, access_budget: 40_000_000_000 }
+        ModelOptions { family, layout, caches, n_min: 1, evidence: 3, max_period: 128, max_n: 1_000_000, access_budget: 40_000_000_000, breakdown: false }
     }
 }
 
@@ -579,11 +609,27 @@ pub fn build_model(k: &Kernel, opts: &ModelOptions) -> Result<Vec<KernelFormulas
     let horizons: Vec<i64> = opts.caches.iter().map(|c| horizon(k, &opts.family, &opts.layout, std::slice::from_ref(c))).collect();
     let mut target = (opts.n_min + 24).max(*horizons.iter().max().unwrap_or(&0));
     let mut fitted: Vec<Vec<Option<[QuasiPolynomial; 3]>>> = vec![vec![None; nrefs]; ncache];
+    type Named = Vec<NamedFormula>;
+    let mut fitted_bd: Vec<Vec<(Named, Named)>> = vec![vec![(vec![], vec![]); nrefs]; ncache];
+    let mut samples_bd: Vec<Vec<Breakdown>> = vec![vec![]; ncache];
     loop {
         while n_hi < target {
             let n = n_hi + 1;
             let prog = Program::new(k, &opts.family.params_at(n), &opts.layout)?;
-            let res = prog.simulate(&opts.caches);
+            let res = if opts.breakdown {
+                opts.caches
+                    .iter()
+                    .enumerate()
+                    .map(|(c, cache)| {
+                        let b = prog.simulate_breakdown(*cache);
+                        let st = b.stats.clone();
+                        samples_bd[c].push(b);
+                        st
+                    })
+                    .collect()
+            } else {
+                prog.simulate(&opts.caches)
+            };
             spent += res[0].iter().map(|s| s.accesses).sum::<u64>() * ncache as u64;
             for (c, r) in res.into_iter().enumerate() {
                 samples[c].push(r);
@@ -607,7 +653,37 @@ pub fn build_model(k: &Kernel, opts: &ModelOptions) -> Result<Vec<KernelFormulas
                 };
                 match (a, cm, cf) {
                     (Some(a), Some(cm), Some(cf)) if confirmed(&a) && confirmed(&cm) && confirmed(&cf) => fitted[c][r] = Some([a, cm, cf]),
-                    _ => missing.push(format!("P{r} ({})", opts.caches[c])),
+                    _ => {
+                        missing.push(format!("P{r} ({})", opts.caches[c]));
+                        continue;
+                    }
+                }
+                if opts.breakdown {
+                    // Hit sources and conflict-miss factors per reference, the same way.
+                    let mut ok = true;
+                    let mut parts: [Named; 2] = [vec![], vec![]];
+                    for (kind, part) in parts.iter_mut().enumerate() {
+                        for src in 0..nrefs {
+                            let v: Vec<i64> = samples_bd[c]
+                                .iter()
+                                .map(|b| (if kind == 0 { b.hit_source[r][src] } else { b.conflict_factor[r][src] }) as i64)
+                                .collect();
+                            if v.iter().all(|&x| x == 0) {
+                                continue;
+                            }
+                            match fit(v) {
+                                Some(q) if confirmed(&q) => part.push(NamedFormula { reference: format!("P{src}"), count: q }),
+                                _ => ok = false,
+                            }
+                        }
+                    }
+                    if !ok {
+                        fitted[c][r] = None;
+                        missing.push(format!("P{r} breakdown ({})", opts.caches[c]));
+                        continue;
+                    }
+                    let [h, f] = parts;
+                    fitted_bd[c][r] = (h, f);
                 }
             }
         }
@@ -630,6 +706,9 @@ pub fn build_model(k: &Kernel, opts: &ModelOptions) -> Result<Vec<KernelFormulas
         // Re-verify fitted ones against the longer series as well: refit everything.
         for c in fitted.iter_mut() {
             c.iter_mut().for_each(|f| *f = None);
+        }
+        for c in fitted_bd.iter_mut() {
+            c.iter_mut().for_each(|f| *f = (vec![], vec![]));
         }
         target = next;
     }
@@ -662,6 +741,8 @@ pub fn build_model(k: &Kernel, opts: &ModelOptions) -> Result<Vec<KernelFormulas
                         accesses: a,
                         compulsory: cm,
                         conflict: cf,
+                        hit_sources: fitted_bd[c][r].0.clone(),
+                        conflict_factors: fitted_bd[c][r].1.clone(),
                     }
                 })
                 .collect(),

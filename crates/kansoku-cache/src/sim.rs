@@ -308,3 +308,90 @@ fn _assert_send() {
     s::<Program>();
     let _ = CacheError::Model(String::new());
 }
+
+/// Per-reference breakdown in the seed's terms, from one exact simulation.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Breakdown {
+    pub stats: Vec<RefStats>,
+    /// `hit_source[r][s]`: accesses of `r` whose line was last accessed by reference `s`
+    /// (the seed's second count split by hit source; hits and conflict misses).
+    pub hit_source: Vec<Vec<u64>>,
+    /// `conflict_factor[r][e]`: conflict misses of `r` whose line was evicted by an access
+    /// of reference `e` (the access that pushed it out of its set).
+    pub conflict_factor: Vec<Vec<u64>>,
+}
+
+impl Program {
+    /// Simulates one cache, also attributing every access to its hit source and every
+    /// conflict miss to the reference whose access evicted the line.
+    pub fn simulate_breakdown(&self, c: CacheConfig) -> Breakdown {
+        const NONE: u32 = u32::MAX;
+        let nrefs = self.nrefs;
+        let line_size = c.line as i64;
+        let lo = self.addr_lo.div_euclid(line_size) - 1024;
+        let hi = self.addr_hi.div_euclid(line_size) + 1024;
+        let mut lines = LineMap { lo, dense: vec![(NONE, NONE); (hi - lo) as usize], sparse: Default::default() };
+        let a = c.assoc as usize;
+        let mut tags = vec![i64::MIN; a * c.sets as usize];
+        let mut out = Breakdown { stats: vec![RefStats::default(); nrefs], hit_source: vec![vec![0; nrefs]; nrefs], conflict_factor: vec![vec![0; nrefs]; nrefs] };
+        self.for_each_access(|r, addr| {
+            let line = addr.div_euclid(line_size);
+            let set = line.rem_euclid(c.sets as i64) as usize;
+            let slot = &mut tags[set * a..set * a + a];
+            let st = &mut out.stats[r];
+            st.accesses += 1;
+            let (src, evictor) = lines.get(line);
+            if src != NONE {
+                out.hit_source[r][src as usize] += 1;
+            }
+            if let Some(i) = slot.iter().position(|&t| t == line) {
+                slot[..=i].rotate_right(1);
+                st.hits += 1;
+            } else {
+                if src == NONE {
+                    st.compulsory += 1;
+                } else {
+                    st.other += 1;
+                    out.conflict_factor[r][evictor as usize] += 1;
+                }
+                let victim = slot[a - 1];
+                slot.rotate_right(1);
+                slot[0] = line;
+                if victim != i64::MIN {
+                    let (vs, _) = lines.get(victim);
+                    lines.set(victim, (vs, r as u32));
+                }
+            }
+            lines.set(line, (r as u32, evictor));
+        });
+        out
+    }
+}
+
+/// Per line: (last reference, evicting reference); dense around the arrays, sparse outside.
+struct LineMap {
+    lo: i64,
+    dense: Vec<(u32, u32)>,
+    sparse: std::collections::HashMap<i64, (u32, u32)>,
+}
+
+impl LineMap {
+    #[inline]
+    fn get(&self, line: i64) -> (u32, u32) {
+        let off = line - self.lo;
+        if off >= 0 && (off as usize) < self.dense.len() {
+            self.dense[off as usize]
+        } else {
+            self.sparse.get(&line).copied().unwrap_or((u32::MAX, u32::MAX))
+        }
+    }
+    #[inline]
+    fn set(&mut self, line: i64, v: (u32, u32)) {
+        let off = line - self.lo;
+        if off >= 0 && (off as usize) < self.dense.len() {
+            self.dense[off as usize] = v;
+        } else {
+            self.sparse.insert(line, v);
+        }
+    }
+}

@@ -121,3 +121,39 @@ fn seed_difference_of_two_evaluations() {
     assert_eq!(at(8) - at(3), 0);
     assert_eq!(at(9) - at(8), 1);
 }
+
+/// The seed's intermediate quantities in our terms: at X = Y = Z = 10, A[k] has hit
+/// sources P0 (k = 0, 4, 8: the lines last written by A[i]) and P2 itself (the other
+/// seven), and its one conflict miss (k = 8) has the factor P3 (C[0] evicted line 2).
+#[test]
+fn seed_breakdown_hit_sources_and_conflict_factors() {
+    let k = seed();
+    let mut opts = ModelOptions::new(Family::all_varying(&k), seed_layout(), vec![seed_cache()]);
+    opts.breakdown = true;
+    let m = build_model(&k, &opts).unwrap().pop().unwrap();
+    let ev = m.eval(&parse_params("X=10,Y=10,Z=10").unwrap()).unwrap();
+    let p2 = &ev.refs[2];
+    assert_eq!(p2.hit_sources.iter().filter(|(_, v)| **v != 0).map(|(k, v)| (k.as_str(), *v)).collect::<Vec<_>>(), vec![("P0", 3), ("P2", 7)]);
+    assert_eq!(p2.conflict_factors.iter().filter(|(_, v)| **v != 0).map(|(k, v)| (k.as_str(), *v)).collect::<Vec<_>>(), vec![("P3", 1)]);
+    // At every sampled-or-beyond size the parts add up to the totals.
+    for n in [1, 7, 10, 33, 150, 999] {
+        let ev = m.eval_n(n).unwrap();
+        for r in &ev.refs {
+            assert_eq!(r.hit_sources.values().sum::<i128>(), r.accesses - r.compulsory, "{} n={n}", r.reference);
+            assert_eq!(r.conflict_factors.values().sum::<i128>(), r.conflict, "{} n={n}", r.reference);
+        }
+        let prog = Program::new(&k, &Family::all_varying(&k).params_at(n), &seed_layout()).unwrap();
+        let b = prog.simulate_breakdown(seed_cache());
+        assert_eq!(b.stats, prog.simulate(&[seed_cache()]).pop().unwrap());
+        for (r, e) in ev.refs.iter().enumerate() {
+            for (src, v) in &e.hit_sources {
+                let s: usize = src[1..].parse().unwrap();
+                assert_eq!(*v, b.hit_source[r][s] as i128);
+            }
+            for (src, v) in &e.conflict_factors {
+                let s: usize = src[1..].parse().unwrap();
+                assert_eq!(*v, b.conflict_factor[r][s] as i128);
+            }
+        }
+    }
+}

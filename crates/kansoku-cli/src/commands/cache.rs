@@ -101,7 +101,9 @@ pub struct ModelArgs {
     /// Write the formulas as JSON to this file (for `kansoku cache eval`).
     #[arg(short, long)]
     pub output: Option<PathBuf>,
-    /// Show how each formula was derived (samples, horizon, periods, checks, Newton coefficients).
+    /// Also derive and show the intermediate counts: hit sources (second count by the reference that last
+    /// touched the line) and conflict-miss factors (conflict misses by the evicting reference), plus how
+    /// each formula was derived (samples, horizon, periods, checks, Newton coefficients).
     #[arg(long)]
     pub explain: bool,
     #[arg(long)]
@@ -279,7 +281,8 @@ fn model(a: ModelArgs) -> Result<()> {
     let family = Family { varying, fixed };
     family.check(&k).with_context(|| format!("choosing the size variable for {}", k.file))?;
     let cache = a.cache.cache()?;
-    let opts = ModelOptions::new(family, a.cache.layout()?, vec![cache]);
+    let mut opts = ModelOptions::new(family, a.cache.layout()?, vec![cache]);
+    opts.breakdown = a.explain;
     let mut f = build_model(&k, &opts).with_context(|| format!("deriving formulas for {}", k.file))?.pop().unwrap();
     if let Some(sel) = &a.reference {
         let r = find_ref(&k, sel)?;
@@ -332,6 +335,17 @@ fn explain(f: &KernelFormulas) {
                 println!("      [{}, {}] period {} Newton coefficients {:?}", p.from, to, p.period, p.newton);
             }
         }
+        for (title, parts) in [("hit sources (second count by the reference that last touched the line)", &r.hit_sources), ("conflict-miss factors (conflict misses by the evicting reference)", &r.conflict_factors)] {
+            if parts.is_empty() {
+                continue;
+            }
+            println!("    {title}:");
+            for part in parts {
+                for (cond, e) in part.count.pieces_text(&f.size_var) {
+                    println!("      {:<4} {cond:<30} {e}", part.reference);
+                }
+            }
+        }
     }
 }
 
@@ -340,6 +354,10 @@ fn print_eval(ev: &kansoku_cache::model::Evaluation, f: &KernelFormulas) {
     println!("  {:<4} {:>14} {:>14} {:>12} {:>12}", "ref", "accesses", "hits", "compulsory", "conflict");
     for r in &ev.refs {
         println!("  {:<4} {:>14} {:>14} {:>12} {:>12}", r.reference, r.accesses, r.hits, r.compulsory, r.conflict);
+        let fmt = |m: &std::collections::BTreeMap<String, i128>| m.iter().filter(|(_, v)| **v != 0).map(|(k, v)| format!("{k}: {v}")).collect::<Vec<_>>().join(", ");
+        if !r.hit_sources.is_empty() {
+            println!("       hit sources {{{}}}  conflict-miss factors {{{}}}", fmt(&r.hit_sources), fmt(&r.conflict_factors));
+        }
     }
     if ev.extrapolated {
         println!(
