@@ -269,28 +269,13 @@ fn decode(a: DecodeArgs) -> Result<()> {
         });
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
-        println!("{:>16}  {:>6}  {:<16}  args", "timestamp", "id", "name");
-        for e in &d.events[..n] {
-            let name = d.decls.name(e.id).map(str::to_string).unwrap_or_else(|| format!("event{}", e.id));
-            let names = d.decls.decls.get(&e.id).map(|x| x.arg_names.clone()).unwrap_or_default();
-            let args: Vec<String> = e
-                .args
-                .iter()
-                .enumerate()
-                .map(|(i, v)| match names.get(i) {
-                    Some(nm) => format!("{nm}={v}"),
-                    None => v.to_string(),
-                })
-                .collect();
-            println!("{:>16}  {:>6}  {:<16}  {}", e.timestamp_text(a.timestamps), e.id, name, args.join(" "));
+        // a long listing is often piped into `head`: a closed pipe ends the listing quietly
+        let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+        let listed = print_events(&mut out, &d, n, a.timestamps);
+        match listed.and_then(|_| std::io::Write::flush(&mut out)) {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(()),
+            other => other.context("cannot write to stdout")?,
         }
-        println!(
-            "{} events from {} records ({} merged records expanded){}",
-            d.events.len(),
-            d.records,
-            d.expanded_records,
-            if n < d.events.len() { format!("; printed the first {n}") } else { String::new() }
-        );
     }
     if let Some(t) = &d.truncated {
         eprintln!("kansoku: warning: {}: {t}", a.trace.display());
@@ -398,4 +383,30 @@ pub fn demo_stage(dir: &Path) -> Result<String> {
         r.optimised.bytes,
         pct(r.bytes_saved)
     ))
+}
+
+fn print_events(out: &mut impl std::io::Write, d: &tp::Decoded, n: usize, mode: tp::TimestampMode) -> std::io::Result<()> {
+    writeln!(out, "{:>16}  {:>6}  {:<16}  args", "timestamp", "id", "name")?;
+    for e in &d.events[..n] {
+        let name = d.decls.name(e.id).map(str::to_string).unwrap_or_else(|| format!("event{}", e.id));
+        let names = d.decls.decls.get(&e.id).map(|x| x.arg_names.clone()).unwrap_or_default();
+        let args: Vec<String> = e
+            .args
+            .iter()
+            .enumerate()
+            .map(|(i, v)| match names.get(i) {
+                Some(nm) => format!("{nm}={v}"),
+                None => v.to_string(),
+            })
+            .collect();
+        writeln!(out, "{:>16}  {:>6}  {:<16}  {}", e.timestamp_text(mode), e.id, name, args.join(" "))?;
+    }
+    writeln!(
+        out,
+        "{} events from {} records ({} merged records expanded){}",
+        d.events.len(),
+        d.records,
+        d.expanded_records,
+        if n < d.events.len() { format!("; printed the first {n}") } else { String::new() }
+    )
 }
