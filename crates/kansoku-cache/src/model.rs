@@ -58,7 +58,7 @@ impl Family {
                 return Err(CacheError::Params(if v {
                     format!("parameter '{p}' is both varying and fixed")
                 } else {
-                    format!("parameter '{p}' is neither varying (--vary) nor fixed (--param {p}=N)")
+                    format!("parameter '{p}' is neither varying (--vary) nor fixed (--fix {p}=N)")
                 }));
             }
         }
@@ -85,7 +85,7 @@ impl Family {
                 Some(x) if x == v => {}
                 Some(x) => {
                     return Err(CacheError::Params(format!(
-                        "{p}={x} is outside the range these formulas were derived for: they hold for {p}={v} (rebuild with --param {p}={x})"
+                        "{p}={x} is outside the range these formulas were derived for: they hold for {p}={v} (derive them again with {p}={x} fixed, e.g. `--fix {p}={x}`)"
                     )))
                 }
                 None => {}

@@ -24,6 +24,9 @@ enum Command {
     Trace(commands::trace::TraceCommand),
     /// Print a recording's header and its events, symbolised.
     Show(commands::show::Args),
+    /// Cache-miss formulas for affine loop kernels (seed 004): tables, exact LRU simulation, model, evaluation.
+    #[command(subcommand)]
+    Cache(commands::cache::CacheCommand),
     /// Trace-call optimiser for WebAssembly modules (seed 002): optimize, run, decode, check.
     #[command(subcommand)]
     Tp(commands::tp::TpCommand),
@@ -37,6 +40,7 @@ fn main() {
         Command::Inspect(args) => commands::inspect::run(args),
         Command::Trace(cmd) => commands::trace::run(cmd),
         Command::Show(args) => commands::show::run(args),
+        Command::Cache(cmd) => commands::cache::run(cmd),
         Command::Tp(cmd) => commands::tp::run(cmd),
         Command::Demo(args) => commands::demo::run(args),
     };

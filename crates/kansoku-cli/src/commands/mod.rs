@@ -1,5 +1,6 @@
 //! One module per subcommand; each has `Args` (clap) and `run(args) -> anyhow::Result<()>`.
 
+pub mod cache;
 pub mod demo;
 pub mod inspect;
 pub mod show;
