@@ -346,7 +346,7 @@ fn best_suffix(values: &[i64], lo: usize, hi: usize, degree: u32, max_period: i6
             None => lo,
         };
         let checks = hi - (start + q * d1) + 1;
-        if checks >= evidence * q && best.map_or(true, |(bs, bq)| start + q * d1 < bs + bq * d1) {
+        if checks >= evidence * q && !matches!(best, Some((bs, bq)) if start + q * d1 >= bs + bq * d1) {
             best = Some((start, q));
         }
     }

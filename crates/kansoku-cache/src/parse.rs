@@ -493,8 +493,8 @@ impl Parser<'_> {
         match e {
             Expr::Num => Err(self.err_at(self.expr_pos(e), format!("{what}: only integer constants are allowed"))),
             Expr::Var(name, pos) => {
-                if name.starts_with('#') {
-                    return Ok(Affine::constant(name[1..].parse().unwrap()));
+                if let Some(lit) = name.strip_prefix('#') {
+                    return Ok(Affine::constant(lit.parse().unwrap()));
                 }
                 if self.k.params.contains(name) {
                     return Ok(Affine::var(name));

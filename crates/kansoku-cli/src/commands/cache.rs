@@ -178,7 +178,7 @@ fn info(a: InfoArgs) -> Result<()> {
         println!("  {}{} from {} while < {}{}   (line {})", "  ".repeat(l.depth), l.var, l.lower, l.upper, step, l.line);
     }
     println!("\nArray information");
-    println!("  {:<4} {:<5} {:<6} {:>3}  {:<6} {:<20} {}", "pos", "stmt", "side", "n", "array", "subscripts", "loop variables");
+    println!("  {:<4} {:<5} {:<6} {:>3}  {:<6} {:<20} loop variables", "pos", "stmt", "side", "n", "array", "subscripts");
     for r in &info.references {
         println!("  {:<4} {:<5} {:<6} {:>3}  {:<6} {:<20} {}", r.position_number, r.statement, r.side, r.position, r.array, r.subscripts.join(", "), r.loop_vars.join(", "));
     }

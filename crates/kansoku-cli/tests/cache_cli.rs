@@ -1,0 +1,60 @@
+//! `kansoku cache`: the command lines of issue 7, end to end on the seed's example.
+
+use std::process::{Command, Output};
+
+fn kansoku(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kansoku")).args(args).output().expect("cannot start kansoku")
+}
+
+fn ok(args: &[&str]) -> String {
+    let o = kansoku(args);
+    assert!(o.status.success(), "kansoku {args:?} failed:\n{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout).unwrap()
+}
+
+fn seed_kernel() -> String {
+    format!("{}/../kansoku-cache/kernels/seed.k", env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn info_simulate_model_eval_on_the_seed_example() {
+    let k = seed_kernel();
+    let base = "A=0,B=800,C=1600";
+    let out = ok(&["cache", "info", &k, "--base", base, "--ref", "S3:right:1"]);
+    let rows: Vec<Vec<&str>> = out.lines().map(|l| l.split_whitespace().collect()).collect();
+    assert!(rows.contains(&vec!["P2", "S3", "right", "1", "A", "k", "k"]), "{out}");
+    assert!(out.contains("statement S3  side right  position 1  (P2)"), "{out}");
+
+    let v: serde_json::Value = serde_json::from_str(&ok(&["cache", "simulate", &k, "--base", base, "--param", "X=10,Y=10,Z=10", "--json"])).unwrap();
+    let p2 = &v["refs"][2];
+    assert_eq!((p2["text"].as_str(), p2["accesses"].as_u64(), p2["compulsory"].as_u64(), p2["other"].as_u64()), (Some("A[k]"), Some(10), Some(0), Some(1)));
+
+    let dir = std::env::temp_dir().join(format!("kansoku-cache-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("f.json");
+    let out = ok(&["cache", "model", &k, "--base", base, "--ref", "S3:right:1", "--param", "X=10,Y=10,Z=10", "--explain", "-o", file.to_str().unwrap()]);
+    assert!(out.contains("hit sources {P0: 3, P2: 7}  conflict-miss factors {P3: 1}"), "{out}");
+    let v: serde_json::Value = serde_json::from_str(&ok(&["cache", "eval", file.to_str().unwrap(), "--param", "X=10,Y=10,Z=10", "--json"])).unwrap();
+    let e = &v["evaluation"]["refs"][0];
+    assert_eq!((e["reference"].as_str(), e["compulsory"].as_i64(), e["conflict"].as_i64()), (Some("P2"), Some(0), Some(1)));
+
+    let o = kansoku(&["cache", "eval", file.to_str().unwrap(), "--param", "X=10,Y=12,Z=10"]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("derived for X = Y = Z all equal"));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn bad_kernel_names_file_line_column() {
+    let dir = std::env::temp_dir().join(format!("kansoku-cache-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let k = dir.join("bad.k");
+    std::fs::write(&k, "param N;\ndouble A[N];\nfor (i = 0; i < N; i++)\n  A[i] = Q[i];\n").unwrap();
+    let o = kansoku(&["cache", "simulate", k.to_str().unwrap(), "--param", "N=4"]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains(&format!("{}:4:10: undeclared array 'Q'", k.display())), "{err}");
+    let o = kansoku(&["cache", "simulate", &seed_kernel(), "--param", "X=1,Y=1,Z=1", "--cache", "assoc=2,line=24,sets=4"]);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("line size 24 is not a power of two"));
+    std::fs::remove_dir_all(&dir).ok();
+}
