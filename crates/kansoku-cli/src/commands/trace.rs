@@ -1,0 +1,152 @@
+//! `kansoku trace exact [--marker FUNC] [--iterations N] [--max-instructions N] -o FILE -- PROGRAM ARGS...`
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use kansoku_core::{ExitStatus, Header, RecordingKind, RecordingWriter};
+use kansoku_probe::{trace_exact, ExactTraceOptions, StopReason, TraceOutcome};
+use serde::Serialize;
+
+use crate::output::{print_json, signal_name, spinner};
+
+#[derive(clap::Subcommand)]
+pub enum TraceCommand {
+    /// Record every user-space instruction of every thread by ptrace single-stepping
+    /// (the ground truth; slows the program 1000x or more).
+    Exact(ExactArgs),
+}
+
+#[derive(clap::Args)]
+pub struct ExactArgs {
+    /// Record only from the first entry of this function (of the main program) on.
+    #[arg(long)]
+    pub marker: Option<String>,
+    /// With --marker: stop after N iterations (marker entry to next entry) and let the
+    /// program finish untraced.
+    #[arg(long, requires = "marker")]
+    pub iterations: Option<u64>,
+    /// Stop after recording N instructions.
+    #[arg(long)]
+    pub max_instructions: Option<u64>,
+    /// The recording to write.
+    #[arg(short, long)]
+    pub output: PathBuf,
+    /// Print the outcome as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// The program and its arguments.
+    #[arg(last = true, required = true, num_args = 1..)]
+    pub command: Vec<String>,
+}
+
+pub fn run(cmd: TraceCommand) -> Result<()> {
+    match cmd {
+        TraceCommand::Exact(args) => exact(args),
+    }
+}
+
+#[derive(Serialize)]
+pub struct ExactReport {
+    pub output: PathBuf,
+    pub program: PathBuf,
+    pub instructions: u64,
+    pub marker_hits: u64,
+    pub threads: usize,
+    pub stop: &'static str,
+    pub exit: ExitStatus,
+    pub signals: Vec<i32>,
+    pub seconds: f64,
+    pub instructions_per_second: f64,
+    pub bytes: u64,
+    pub bytes_per_instruction: f64,
+}
+
+/// Records an exact trace into `output`; shared by the command and the demo.
+pub fn record_exact(options: &ExactTraceOptions, output: &Path) -> Result<ExactReport> {
+    let program = kansoku_probe::exact::resolve(&options.program)?;
+    let mut header = Header::new(RecordingKind::ExactTrace, program.to_string_lossy(), options.args.clone());
+    if let Some(m) = &options.marker {
+        header = header.with_parameter("marker", m.as_str());
+    }
+    if let Some(n) = options.iterations {
+        header = header.with_parameter("iterations", n);
+    }
+    if let Some(n) = options.max_instructions {
+        header = header.with_parameter("max_instructions", n);
+    }
+    let mut writer = RecordingWriter::create(output, &header)?;
+    kansoku_probe::interrupt::install();
+    let bar = spinner("tracing", "instructions");
+    let outcome = trace_exact(options, &mut writer, &mut |n| bar.set_position(n));
+    bar.finish_and_clear();
+    // Whatever happened, keep what was recorded.
+    let outcome = match outcome {
+        Ok(o) => {
+            writer.finish()?;
+            o
+        }
+        Err(e) => {
+            let _ = writer.flush();
+            return Err(e).with_context(|| format!("tracing {} (partial recording kept in {})", program.display(), output.display()));
+        }
+    };
+    let bytes = std::fs::metadata(output).map(|m| m.len()).unwrap_or(0);
+    Ok(report(&outcome, output, bytes))
+}
+
+fn report(o: &TraceOutcome, output: &Path, bytes: u64) -> ExactReport {
+    ExactReport {
+        output: output.to_path_buf(),
+        program: o.program.clone(),
+        instructions: o.instructions,
+        marker_hits: o.marker_hits,
+        threads: o.threads,
+        stop: match o.stop {
+            StopReason::ProgramEnded => "program_ended",
+            StopReason::WindowComplete => "window_complete",
+            StopReason::InstructionLimit => "instruction_limit",
+            StopReason::Interrupted => "interrupted",
+            StopReason::MarkerNeverHit => "marker_never_hit",
+        },
+        exit: o.exit,
+        signals: o.signals.clone(),
+        seconds: o.elapsed.as_secs_f64(),
+        instructions_per_second: o.instructions_per_second(),
+        bytes,
+        bytes_per_instruction: bytes as f64 / (o.instructions.max(1)) as f64,
+    }
+}
+
+fn exact(args: ExactArgs) -> Result<()> {
+    let options = ExactTraceOptions {
+        program: PathBuf::from(&args.command[0]),
+        args: args.command[1..].to_vec(),
+        marker: args.marker,
+        iterations: args.iterations,
+        max_instructions: args.max_instructions,
+    };
+    let r = record_exact(&options, &args.output)?;
+    if args.json {
+        return print_json(&r);
+    }
+    println!(
+        "{}: {} instructions, {} thread(s), {} marker hit(s) -> {} ({} bytes, {:.2} bytes/instruction)",
+        r.program.display(),
+        r.instructions,
+        r.threads,
+        r.marker_hits,
+        r.output.display(),
+        r.bytes,
+        r.bytes_per_instruction
+    );
+    println!("traced at {:.0} instructions/s for {:.2} s; stopped: {}", r.instructions_per_second, r.seconds, r.stop.replace('_', " "));
+    match r.exit {
+        ExitStatus::Exited(c) => println!("program exited with status {c}"),
+        ExitStatus::Killed(s) => println!("program was killed by {}; the recording holds everything up to it", signal_name(s)),
+        ExitStatus::Detached => println!("program still running after tracing stopped"),
+    }
+    if r.stop == "marker_never_hit" {
+        eprintln!("kansoku: warning: the marker function was never entered; nothing was recorded");
+    }
+    Ok(())
+}

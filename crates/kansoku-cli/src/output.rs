@@ -1,0 +1,121 @@
+//! Printing: aligned text tables for people, JSON for programs, progress on a TTY only.
+
+use std::io::{IsTerminal, Write};
+
+use indicatif::{ProgressBar, ProgressStyle};
+
+/// A text table with left-aligned columns, or right-aligned where the header says so
+/// (headers starting with '>' are right-aligned; the '>' is not printed).
+pub struct Table {
+    headers: Vec<(String, bool)>,
+    rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    pub fn new(headers: &[&str]) -> Self {
+        Table {
+            headers: headers.iter().map(|h| (h.trim_start_matches('>').to_string(), h.starts_with('>'))).collect(),
+            rows: Vec::new(),
+        }
+    }
+
+    pub fn row(&mut self, cells: Vec<String>) {
+        self.rows.push(cells);
+    }
+
+    pub fn render(&self) -> String {
+        let mut widths: Vec<usize> = self.headers.iter().map(|(h, _)| h.chars().count()).collect();
+        for r in &self.rows {
+            for (w, c) in widths.iter_mut().zip(r) {
+                *w = (*w).max(c.chars().count());
+            }
+        }
+        let line = |cells: Vec<&str>| {
+            let mut s = String::new();
+            for (i, (c, w)) in cells.iter().zip(&widths).enumerate() {
+                let pad = w.saturating_sub(c.chars().count());
+                let last = i + 1 == cells.len();
+                if self.headers[i].1 {
+                    s.push_str(&" ".repeat(pad));
+                    s.push_str(c);
+                } else {
+                    s.push_str(c);
+                    if !last {
+                        s.push_str(&" ".repeat(pad));
+                    }
+                }
+                if !last {
+                    s.push_str("  ");
+                }
+            }
+            s.trim_end().to_string() + "\n"
+        };
+        let mut out = line(self.headers.iter().map(|(h, _)| h.as_str()).collect());
+        for r in &self.rows {
+            out.push_str(&line(r.iter().map(String::as_str).collect()));
+        }
+        out
+    }
+
+    pub fn print(&self) {
+        print!("{}", self.render());
+    }
+}
+
+/// Prints a value as pretty JSON on stdout.
+pub fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
+    let stdout = std::io::stdout();
+    let mut lock = stdout.lock();
+    serde_json::to_writer_pretty(&mut lock, value)?;
+    writeln!(lock)?;
+    Ok(())
+}
+
+/// A spinner counting `unit` on stderr when it is a terminal; hidden otherwise.
+pub fn spinner(message: &str, unit: &str) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new_spinner();
+    let template = format!("{{spinner}} {message}: {{pos}} {unit} ({{per_sec}}, {{elapsed}})");
+    bar.set_style(ProgressStyle::with_template(&template).unwrap_or_else(|_| ProgressStyle::default_spinner()));
+    bar.enable_steady_tick(std::time::Duration::from_millis(120));
+    bar
+}
+
+pub fn hex(addr: u64) -> String {
+    format!("0x{addr:x}")
+}
+
+/// Human-readable name of a signal number.
+pub fn signal_name(sig: i32) -> String {
+    let name = match sig {
+        1 => "SIGHUP",
+        2 => "SIGINT",
+        4 => "SIGILL",
+        5 => "SIGTRAP",
+        6 => "SIGABRT",
+        7 => "SIGBUS",
+        8 => "SIGFPE",
+        9 => "SIGKILL",
+        11 => "SIGSEGV",
+        13 => "SIGPIPE",
+        14 => "SIGALRM",
+        15 => "SIGTERM",
+        _ => return format!("signal {sig}"),
+    };
+    format!("{name} ({sig})")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_aligns_columns() {
+        let mut t = Table::new(&["name", ">size"]);
+        t.row(vec!["a".into(), "10".into()]);
+        t.row(vec!["long".into(), "2".into()]);
+        assert_eq!(t.render(), "name  size\na       10\nlong     2\n");
+    }
+}

@@ -1,0 +1,124 @@
+//! The foundation's commands, run as a user runs them.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use kansoku_examples::{build, test_build_dir};
+
+fn kansoku(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kansoku")).args(args).output().expect("kansoku runs")
+}
+
+fn text(o: &Output) -> (String, String) {
+    (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
+}
+
+#[test]
+fn inspect_lists_functions_and_blocks() {
+    let p = build("seed000", &test_build_dir()).unwrap();
+    let o = kansoku(&["inspect", p.to_str().unwrap()]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(out.contains("func_M") && out.contains("seed000.c:12"), "{out}");
+
+    let o = kansoku(&["inspect", p.to_str().unwrap(), "--function", "func_M", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let instrs = v["instructions"].as_array().unwrap();
+    let kinds: Vec<&str> = instrs.iter().map(|i| i["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, vec!["other", "other", "call", "call", "call", "call", "call", "other", "return"]);
+    assert_eq!(v["blocks"].as_array().unwrap().len(), 6);
+    assert_eq!(instrs[3]["target"], "func_B");
+    assert_eq!(instrs[3]["block"], 1, "BB0 is push, mov, call func_A");
+    assert_eq!(instrs[3]["offset_in_block"], 0);
+}
+
+#[test]
+fn inspect_non_elf_is_a_clear_error() {
+    let dir = test_build_dir();
+    build("seed000", &dir).unwrap();
+    let src = dir.join("seed000.c");
+    let o = kansoku(&["inspect", src.to_str().unwrap()]);
+    let (_, err) = text(&o);
+    assert!(!o.status.success());
+    assert!(err.contains("seed000.c") && err.contains("not an ELF program"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn trace_then_show() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = build("seed000", &test_build_dir()).unwrap();
+    let rec = dir.path().join("t.ksk");
+    let o = kansoku(&["trace", "exact", "--marker", "func_M", "--iterations", "2", "-o", rec.to_str().unwrap(), "--json", "--", p.to_str().unwrap(), "5"]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["marker_hits"], 2);
+    assert_eq!(v["stop"], "window_complete");
+
+    let o = kansoku(&["show", rec.to_str().unwrap(), "--limit", "20"]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(out.contains("kind       exact_trace"), "{out}");
+    assert!(out.contains("func_M:0:0"), "{out}");
+    assert!(out.contains("func_A:0:0"), "{out}");
+
+    let o = kansoku(&["show", rec.to_str().unwrap(), "--by", "function", "--json", "--limit", "0"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let n = v["summary"]["instructions"].as_u64().unwrap();
+    assert_eq!(n, 2 * 44, "two iterations of 44 instructions");
+    let locs: Vec<&str> = v["events"].as_array().unwrap().iter().filter_map(|e| e["location"].as_str()).collect();
+    assert_eq!(locs[0], "func_M:0");
+    assert_eq!(&locs[..4], &["func_M:0", "func_M:1", "func_M:2", "func_A:0"]);
+
+    // Cut the file: shown with a warning, not an error.
+    let bytes = std::fs::read(&rec).unwrap();
+    let cut = dir.path().join("cut.ksk");
+    std::fs::write(&cut, &bytes[..bytes.len() - 30]).unwrap();
+    let o = kansoku(&["show", cut.to_str().unwrap()]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("ends early"), "{err}");
+    assert!(out.contains("func_M"), "{out}");
+}
+
+#[test]
+fn show_refuses_foreign_and_corrupt_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = build("seed000", &test_build_dir()).unwrap();
+    let o = kansoku(&["show", p.to_str().unwrap()]);
+    let (_, err) = text(&o);
+    assert!(!o.status.success() && err.contains("not a kansoku recording"), "{err}");
+
+    let rec = dir.path().join("t.ksk");
+    let o = kansoku(&["trace", "exact", "--max-instructions", "100", "-o", rec.to_str().unwrap(), "--", p.to_str().unwrap()]);
+    assert!(o.status.success());
+    let mut bytes = std::fs::read(&rec).unwrap();
+    let at = bytes.len() - 10;
+    bytes[at] = 0x3f; // an event tag no version defines
+    std::fs::write(&rec, &bytes).unwrap();
+    let o = kansoku(&["show", rec.to_str().unwrap()]);
+    let (_, err) = text(&o);
+    assert!(!o.status.success(), "{err}");
+    assert!(err.contains("corrupted at byte"), "{err}");
+}
+
+#[test]
+fn trace_missing_program_names_it() {
+    let o = kansoku(&["trace", "exact", "-o", "/tmp/never.ksk", "--", "/no/such/program"]);
+    let (_, err) = text(&o);
+    assert!(!o.status.success());
+    assert!(err.contains("/no/such/program"), "{err}");
+}
+
+#[test]
+fn demo_writes_its_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("kansoku-demo");
+    let o = kansoku(&["demo", "--dir", out.to_str().unwrap()]);
+    let (stdout, err) = text(&o);
+    assert!(o.status.success(), "{stdout}\n{err}");
+    assert!(Path::new(&out.join("seed000-exact.ksk")).exists());
+    let summary = std::fs::read_to_string(out.join("summary.txt")).unwrap();
+    assert!(summary.contains("44 per iteration"), "{summary}");
+}
