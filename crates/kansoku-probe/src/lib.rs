@@ -5,12 +5,16 @@
 //!
 //! * [`exact`] — the ground truth: run a program under ptrace single-stepping and record
 //!   every user-space instruction of every thread, optionally only inside a marker window.
+//! * [`perf`] — perf_event sampling (instructions or cpu-clock), uprobes, ring buffer.
+//! * [`sampler`] — a program's instruction-pointer samples and marker hits into a `.ksk`.
 //! * [`procfs`] — readers of `/proc` (memory maps as modules).
 //! * [`interrupt`] — Ctrl-C as a request to stop observing and keep what was recorded.
 
 pub mod exact;
 pub mod interrupt;
+pub mod perf;
 pub mod procfs;
+pub mod sampler;
 mod spawn;
 
 pub use exact::{trace_exact, ExactTraceOptions, StopReason, TraceOutcome};
@@ -30,6 +34,8 @@ pub enum ProbeError {
     Proc { pid: i32, file: &'static str, source: std::io::Error },
     #[error("marker function '{marker}' of {program} is not mapped into the process (is it in a shared library that is loaded later?)")]
     MarkerNotMapped { marker: String, program: PathBuf },
+    #[error(transparent)]
+    Perf(#[from] perf::PerfError),
     #[error(transparent)]
     Binary(#[from] kansoku_binary::BinaryError),
     #[error(transparent)]

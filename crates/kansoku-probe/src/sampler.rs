@@ -1,0 +1,221 @@
+//! Recording instruction-pointer samples of a program, with marker hits, into a `.ksk`.
+//!
+//! The program is forked and waits on a pipe until the perf events are open on it; they
+//! are enabled by the kernel at its `exec` (`enable_on_exec`), so nothing of kansoku's
+//! own start-up is sampled and the program is never stopped by another process.
+//! Marker hits come from a uprobe in the same perf group, so samples and hits arrive in
+//! one time-ordered stream. Only the main thread is sampled (perf cannot combine
+//! inheritance to new threads with per-sample counter reads).
+
+use std::io::Write;
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+use nix::unistd::Pid;
+
+use kansoku_binary::Program;
+use kansoku_core::{Event, ExitStatus, Module, RecordingWriter, Sample};
+
+use crate::perf::{PerfRecord, SampleSource, SamplingClock, Session, SessionOptions, UprobeSpec};
+use crate::spawn::resolve_program;
+use crate::{interrupt, ProbeError};
+
+/// What to record.
+#[derive(Clone, Debug)]
+pub struct SampleRecordingOptions {
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    pub clock: SamplingClock,
+    /// Record entries of this function of the main program as marker hits.
+    pub marker: Option<String>,
+    /// Also count retired instructions (hardware counter) with `cpu-clock` sampling.
+    pub count_instructions: bool,
+}
+
+/// What came out of a recording.
+#[derive(Clone, Debug)]
+pub struct SampleRecordingOutcome {
+    pub program: PathBuf,
+    pub samples: u64,
+    pub markers: u64,
+    /// Records the kernel dropped because kansoku did not drain the buffer fast enough.
+    pub lost: u64,
+    pub exit: ExitStatus,
+    pub elapsed: Duration,
+}
+
+/// A forked child that waits for [`Gate::open`] before it execs the program.
+struct Gate {
+    pid: Pid,
+    write: std::os::fd::OwnedFd,
+}
+
+impl Gate {
+    fn spawn(program: &Path, args: &[String]) -> Result<Gate, ProbeError> {
+        use std::ffi::CString;
+        let spawn_err = |reason: String| ProbeError::Spawn { program: program.to_path_buf(), reason };
+        let path = CString::new(program.as_os_str().as_encoded_bytes()).map_err(|_| spawn_err("path contains a NUL byte".into()))?;
+        let mut argv = vec![path.clone()];
+        for a in args {
+            argv.push(CString::new(a.as_bytes()).map_err(|_| spawn_err(format!("argument {a:?} contains a NUL byte")))?);
+        }
+        let (read, write) = nix::unistd::pipe().map_err(|e| spawn_err(format!("pipe: {e}")))?;
+        match unsafe { nix::unistd::fork() }.map_err(|e| spawn_err(format!("fork: {e}")))? {
+            nix::unistd::ForkResult::Child => {
+                drop(write);
+                let mut byte = [0u8; 1];
+                // EOF without a byte: the parent gave up; do not run the program.
+                if nix::unistd::read(read.as_raw_fd(), &mut byte) != Ok(1) {
+                    unsafe { libc::_exit(126) }
+                }
+                let _ = nix::unistd::execv(&path, &argv);
+                unsafe { libc::_exit(127) }
+            }
+            nix::unistd::ForkResult::Parent { child } => Ok(Gate { pid: child, write }),
+        }
+    }
+
+    fn open(self) -> Pid {
+        let _ = nix::unistd::write(&self.write, &[1]);
+        self.pid
+    }
+}
+
+/// Runs the program to its end, sampling it, and streams modules, samples and marker hits
+/// into `out`. `progress` receives the number of samples so far.
+pub fn record_samples<W: Write>(
+    options: &SampleRecordingOptions,
+    out: &mut RecordingWriter<W>,
+    progress: &mut dyn FnMut(u64),
+) -> Result<SampleRecordingOutcome, ProbeError> {
+    let program_path = resolve_program(&options.program)?;
+    let mut uprobes = Vec::new();
+    if let Some(marker) = &options.marker {
+        let program = Program::open(&program_path)?;
+        let f = program.function_named(marker)?;
+        let file_offset = program.file_offset_of_vaddr(f.address).ok_or_else(|| ProbeError::MarkerNotMapped {
+            marker: marker.clone(),
+            program: program_path.clone(),
+        })?;
+        uprobes.push(UprobeSpec { path: program_path.clone(), file_offset, is_return: false });
+    }
+    let gate = Gate::spawn(&program_path, &options.args)?;
+    let session_options = SessionOptions {
+        clock: options.clock,
+        uprobes,
+        count_instructions: options.count_instructions,
+        ..SessionOptions::default()
+    };
+    let mut session = match Session::open(gate.pid.as_raw(), &session_options) {
+        Ok(s) => s,
+        Err(e) => {
+            let pid = gate.pid;
+            drop(gate); // closing the pipe ends the child without running the program
+            let _ = waitpid(pid, None);
+            return Err(ProbeError::Perf(e));
+        }
+    };
+    let start = Instant::now();
+    let pid = gate.open();
+    let mut writer = SampleWriter { out, modules: Vec::new(), t0: None, samples: 0, markers: 0, pid };
+    let exit = loop {
+        session.wait(50);
+        writer.take(&mut session)?;
+        progress(writer.samples);
+        if interrupt::requested() {
+            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+        }
+        match waitpid(pid, Some(WaitPidFlag::WNOHANG)) {
+            Ok(WaitStatus::Exited(_, code)) => break ExitStatus::Exited(code),
+            Ok(WaitStatus::Signaled(_, sig, _)) => break ExitStatus::Killed(sig as i32),
+            Ok(_) => {}
+            Err(errno) => return Err(ProbeError::Wait { pid: pid.as_raw(), errno }),
+        }
+    };
+    writer.take(&mut session)?;
+    if let ExitStatus::Exited(127) = exit {
+        if writer.samples == 0 {
+            return Err(ProbeError::Spawn { program: program_path, reason: "exec failed (is it a program for this machine?)".into() });
+        }
+    }
+    writer.out.write(&Event::Exit(exit))?;
+    Ok(SampleRecordingOutcome {
+        program: program_path,
+        samples: writer.samples,
+        markers: writer.markers,
+        lost: session.lost,
+        exit,
+        elapsed: start.elapsed(),
+    })
+}
+
+/// Turns perf records into recording events, making sure each sample's module is
+/// recorded before the sample.
+struct SampleWriter<'a, W: Write> {
+    out: &'a mut RecordingWriter<W>,
+    modules: Vec<Module>,
+    t0: Option<u64>,
+    samples: u64,
+    markers: u64,
+    pid: Pid,
+}
+
+impl<W: Write> SampleWriter<'_, W> {
+    fn take(&mut self, session: &mut Session) -> Result<(), ProbeError> {
+        let mut records = Vec::new();
+        session.drain(&mut |r| records.push(r));
+        for r in records {
+            match r {
+                PerfRecord::Mmap(m) if m.executable && !m.path.is_empty() => {
+                    let module = Module {
+                        build_id: if m.path.starts_with('/') { Program::open(&m.path).ok().and_then(|p| p.build_id) } else { None },
+                        path: m.path,
+                        start: m.start,
+                        end: m.start + m.len,
+                        file_offset: m.file_offset,
+                    };
+                    self.add_module(module)?;
+                }
+                PerfRecord::Sample(s) => {
+                    let t0 = *self.t0.get_or_insert(s.time_ns);
+                    let time_ns = s.time_ns.saturating_sub(t0);
+                    match s.source {
+                        SampleSource::Clock => {
+                            if !self.modules.iter().any(|m| m.contains(s.ip)) {
+                                self.refresh_from_proc()?;
+                            }
+                            self.out.write(&Event::Sample(Sample { time_ns, ip: s.ip, instructions: s.instructions }))?;
+                            self.samples += 1;
+                        }
+                        SampleSource::Uprobe(_) => {
+                            self.out.write(&Event::Marker { time_ns, instructions: s.instructions })?;
+                            self.markers += 1;
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn add_module(&mut self, module: Module) -> Result<(), ProbeError> {
+        if !self.modules.iter().any(|k| k.start == module.start && k.path == module.path) {
+            self.out.write(&Event::Module(module.clone()))?;
+            self.modules.push(module);
+        }
+        Ok(())
+    }
+
+    /// Mappings made before the events were enabled (none normally) come from /proc.
+    fn refresh_from_proc(&mut self) -> Result<(), ProbeError> {
+        if let Ok(mods) = crate::procfs::ModuleReader::default().code_modules(self.pid.as_raw()) {
+            for m in mods {
+                self.add_module(m)?;
+            }
+        }
+        Ok(())
+    }
+}
