@@ -15,7 +15,7 @@ pub mod interrupt;
 pub mod perf;
 pub mod procfs;
 pub mod sampler;
-mod spawn;
+pub mod spawn;
 
 pub use exact::{trace_exact, ExactTraceOptions, StopReason, TraceOutcome};
 

@@ -8,8 +8,7 @@
 //! inheritance to new threads with per-sample counter reads).
 
 use std::io::Write;
-use std::os::fd::AsRawFd;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
@@ -19,7 +18,7 @@ use kansoku_binary::Program;
 use kansoku_core::{Event, ExitStatus, Module, RecordingWriter, Sample};
 
 use crate::perf::{PerfRecord, SampleSource, SamplingClock, Session, SessionOptions, UprobeSpec};
-use crate::spawn::resolve_program;
+use crate::spawn::{resolve_program, ExecGate};
 use crate::{interrupt, ProbeError};
 
 /// What to record.
@@ -46,43 +45,6 @@ pub struct SampleRecordingOutcome {
     pub elapsed: Duration,
 }
 
-/// A forked child that waits for [`Gate::open`] before it execs the program.
-struct Gate {
-    pid: Pid,
-    write: std::os::fd::OwnedFd,
-}
-
-impl Gate {
-    fn spawn(program: &Path, args: &[String]) -> Result<Gate, ProbeError> {
-        use std::ffi::CString;
-        let spawn_err = |reason: String| ProbeError::Spawn { program: program.to_path_buf(), reason };
-        let path = CString::new(program.as_os_str().as_encoded_bytes()).map_err(|_| spawn_err("path contains a NUL byte".into()))?;
-        let mut argv = vec![path.clone()];
-        for a in args {
-            argv.push(CString::new(a.as_bytes()).map_err(|_| spawn_err(format!("argument {a:?} contains a NUL byte")))?);
-        }
-        let (read, write) = nix::unistd::pipe().map_err(|e| spawn_err(format!("pipe: {e}")))?;
-        match unsafe { nix::unistd::fork() }.map_err(|e| spawn_err(format!("fork: {e}")))? {
-            nix::unistd::ForkResult::Child => {
-                drop(write);
-                let mut byte = [0u8; 1];
-                // EOF without a byte: the parent gave up; do not run the program.
-                if nix::unistd::read(read.as_raw_fd(), &mut byte) != Ok(1) {
-                    unsafe { libc::_exit(126) }
-                }
-                let _ = nix::unistd::execv(&path, &argv);
-                unsafe { libc::_exit(127) }
-            }
-            nix::unistd::ForkResult::Parent { child } => Ok(Gate { pid: child, write }),
-        }
-    }
-
-    fn open(self) -> Pid {
-        let _ = nix::unistd::write(&self.write, &[1]);
-        self.pid
-    }
-}
-
 /// Runs the program to its end, sampling it, and streams modules, samples and marker hits
 /// into `out`. `progress` receives the number of samples so far.
 pub fn record_samples<W: Write>(
@@ -101,7 +63,7 @@ pub fn record_samples<W: Write>(
         })?;
         uprobes.push(UprobeSpec { path: program_path.clone(), file_offset, is_return: false });
     }
-    let gate = Gate::spawn(&program_path, &options.args)?;
+    let gate = ExecGate::spawn(&program_path, &options.args)?;
     let session_options = SessionOptions {
         clock: options.clock,
         uprobes,

@@ -32,17 +32,59 @@ pub fn resolve_program(program: &Path) -> Result<PathBuf, ProbeError> {
     candidate.canonicalize().map_err(|e| spawn_err(format!("{e}")))
 }
 
-/// Forks and execs `program` with `args` under PTRACE_TRACEME, with address-space
-/// randomisation off so that runs are reproducible. Returns once the child is stopped at
-/// its first instruction (the exec stop). The child leads its own process group.
-pub fn spawn_traced(program: &Path, args: &[String]) -> Result<Pid, ProbeError> {
+/// The program path and argument vector as C strings, built before `fork` (after it the
+/// child may only make async-signal-safe calls).
+fn c_argv(program: &Path, args: &[String]) -> Result<(CString, Vec<CString>), ProbeError> {
     let spawn_err = |reason: String| ProbeError::Spawn { program: program.to_path_buf(), reason };
-    // Everything the child needs is allocated before fork: after it only async-signal-safe calls.
     let path = CString::new(program.as_os_str().as_bytes()).map_err(|_| spawn_err("path contains a NUL byte".into()))?;
     let mut argv = vec![path.clone()];
     for a in args {
         argv.push(CString::new(a.as_bytes()).map_err(|_| spawn_err(format!("argument {a:?} contains a NUL byte")))?);
     }
+    Ok((path, argv))
+}
+
+/// A forked child that waits for [`ExecGate::open`] before it execs the program, so that
+/// observers (perf events with `enable_on_exec`) can be attached to it first. Dropping
+/// the gate unopened ends the child without running the program.
+pub struct ExecGate {
+    pub pid: Pid,
+    write: std::os::fd::OwnedFd,
+}
+
+impl ExecGate {
+    pub fn spawn(program: &Path, args: &[String]) -> Result<ExecGate, ProbeError> {
+        let spawn_err = |reason: String| ProbeError::Spawn { program: program.to_path_buf(), reason };
+        let (path, argv) = c_argv(program, args)?;
+        let (read, write) = nix::unistd::pipe().map_err(|e| spawn_err(format!("pipe: {e}")))?;
+        match unsafe { fork() }.map_err(|e| spawn_err(format!("fork: {e}")))? {
+            ForkResult::Child => {
+                drop(write);
+                let mut byte = [0u8; 1];
+                // EOF without a byte: the parent gave up; do not run the program.
+                if nix::unistd::read(std::os::fd::AsRawFd::as_raw_fd(&read), &mut byte) != Ok(1) {
+                    unsafe { libc::_exit(126) }
+                }
+                let _ = execv(&path, &argv);
+                unsafe { libc::_exit(127) }
+            }
+            ForkResult::Parent { child } => Ok(ExecGate { pid: child, write }),
+        }
+    }
+
+    /// Lets the child exec the program; returns its pid.
+    pub fn open(self) -> Pid {
+        let _ = nix::unistd::write(&self.write, &[1]);
+        self.pid
+    }
+}
+
+/// Forks and execs `program` with `args` under PTRACE_TRACEME, with address-space
+/// randomisation off so that runs are reproducible. Returns once the child is stopped at
+/// its first instruction (the exec stop). The child leads its own process group.
+pub fn spawn_traced(program: &Path, args: &[String]) -> Result<Pid, ProbeError> {
+    let spawn_err = |reason: String| ProbeError::Spawn { program: program.to_path_buf(), reason };
+    let (path, argv) = c_argv(program, args)?;
     match unsafe { fork() }.map_err(|e| spawn_err(format!("fork failed: {e}")))? {
         ForkResult::Child => {
             let _ = ptrace::traceme();
