@@ -1,0 +1,294 @@
+//! One analysis of one observed run: events or Lackey lines in, a path table out.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::BufWriter;
+
+use kansoku_binary::InstructionKind;
+use kansoku_core::{Event, ExitStatus, Header, RecordingError, RecordingKind, RecordingWriter};
+
+use crate::code::{BlockId, CodeMap, Scope};
+use crate::lackey::{module_from_syms, parse_line, LackeyLine};
+use crate::normalize::{BasicBlockStream, InstructionReducer, SuperblockSplitter, VEX_MAX_INSNS};
+use crate::profile::{BackEdgeMode, CallMode, PathProfiler};
+
+/// How an analysis cuts and what it keeps.
+#[derive(Clone, Debug)]
+pub struct AnalysisOptions {
+    pub calls: CallMode,
+    pub back_edges: BackEdgeMode,
+    pub scope: Scope,
+    /// The main program's path as modules name it; by default the first module seen.
+    pub program: Option<String>,
+    /// Count block-to-block transitions too (needed for CFG pictures).
+    pub track_edges: bool,
+}
+
+impl Default for AnalysisOptions {
+    fn default() -> Self {
+        AnalysisOptions { calls: CallMode::Split, back_edges: BackEdgeMode::Address, scope: Scope::Program, program: None, track_edges: false }
+    }
+}
+
+/// What the `Block` events of a recording are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BlockKind {
+    /// Lackey superblock entries (split with our decoder).
+    Superblocks,
+    /// Basic-block entries, already split (kansoku's own block recordings).
+    Basic,
+}
+
+impl BlockKind {
+    /// The kind a recording's header declares (`parameters.blocks`), superblocks by default.
+    pub fn of_header(header: &Header) -> BlockKind {
+        match header.parameters.get("blocks").and_then(|v| v.as_str()) {
+            Some("basic") => BlockKind::Basic,
+            _ => BlockKind::Superblocks,
+        }
+    }
+}
+
+/// Counters about the input itself.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct InputStats {
+    pub lines: u64,
+    pub superblocks: u64,
+    pub instructions: u64,
+    pub block_events: u64,
+    pub modules: Vec<String>,
+    /// Lines of Lackey output that were not superblock entries nor Valgrind messages.
+    pub garbled_lines: u64,
+    /// The first few garbled lines: (line number, text).
+    pub garbled_examples: Vec<(u64, String)>,
+    /// Superblocks that ended where neither a transfer nor the VEX limit explains.
+    pub unexpected_superblock_cuts: u64,
+    /// Fatal signal of the observed program, if it crashed.
+    pub signal: Option<i32>,
+    /// Address of the faulting instruction, when Valgrind reported it.
+    pub fault_address: Option<u64>,
+    pub exit: Option<ExitStatus>,
+    pub threads: u64,
+}
+
+/// Writes the basic-block stream an analysis sees into a `.ksk` (kind `blocks`,
+/// `parameters.blocks = "basic"`), so it can be analysed again offline.
+pub struct BlockRecorder {
+    writer: RecordingWriter<BufWriter<File>>,
+    error: Option<RecordingError>,
+}
+
+impl BlockRecorder {
+    pub fn create(path: &std::path::Path, program: &str, args: Vec<String>, source: &str) -> Result<Self, RecordingError> {
+        let header = Header::new(RecordingKind::Blocks, program, args).with_parameter("blocks", "basic").with_parameter("source", source);
+        Ok(BlockRecorder { writer: RecordingWriter::create(path, &header)?, error: None })
+    }
+
+    #[inline]
+    fn write(&mut self, e: &Event) {
+        if self.error.is_none() {
+            if let Err(err) = self.writer.write(e) {
+                self.error = Some(err);
+            }
+        }
+    }
+
+    pub fn finish(self) -> Result<u64, RecordingError> {
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        self.writer.finish()
+    }
+}
+
+/// The analysis of one run.
+pub struct PathAnalysis {
+    pub code: CodeMap,
+    pub profiler: PathProfiler,
+    pub stats: InputStats,
+    pub block_kind: BlockKind,
+    recorder: Option<BlockRecorder>,
+    tid: u32,
+    splitters: HashMap<u32, SuperblockSplitter>,
+    reducers: HashMap<u32, InstructionReducer>,
+    basics: HashMap<u32, BasicBlockStream>,
+    pending_object: Option<String>,
+    awaiting_fault: bool,
+    seen_tids: std::collections::HashSet<u32>,
+}
+
+fn emit<'a>(profiler: &'a mut PathProfiler, recorder: &'a mut Option<BlockRecorder>) -> impl FnMut(&mut CodeMap, BlockId, InstructionKind) + 'a {
+    move |code: &mut CodeMap, b: BlockId, k: InstructionKind| {
+        profiler.enter(b, k, &*code);
+        if let Some(r) = recorder {
+            r.write(&Event::Block { addr: code.block(b).addr });
+        }
+    }
+}
+
+impl PathAnalysis {
+    pub fn new(options: &AnalysisOptions) -> Self {
+        let mut profiler = PathProfiler::new(options.calls, options.back_edges);
+        if options.track_edges {
+            profiler.track_edges();
+        }
+        PathAnalysis {
+            code: CodeMap::new(options.program.clone(), options.scope),
+            profiler,
+            stats: InputStats::default(),
+            block_kind: BlockKind::Superblocks,
+            recorder: None,
+            tid: 0,
+            splitters: HashMap::new(),
+            reducers: HashMap::new(),
+            basics: HashMap::new(),
+            pending_object: None,
+            awaiting_fault: false,
+            seen_tids: Default::default(),
+        }
+    }
+
+    /// Also write the basic-block stream into a recording.
+    pub fn record_into(&mut self, recorder: BlockRecorder) {
+        self.recorder = Some(recorder);
+    }
+
+    fn add_module(&mut self, m: kansoku_core::Module) {
+        self.stats.modules.push(m.path.clone());
+        if let Some(r) = &mut self.recorder {
+            r.write(&Event::Module(m.clone()));
+        }
+        self.code.add_module(m);
+    }
+
+    fn switch_thread(&mut self, tid: u32) {
+        if tid != self.tid {
+            self.tid = tid;
+            self.profiler.switch_thread(tid);
+            if let Some(r) = &mut self.recorder {
+                r.write(&Event::Thread { tid });
+            }
+        }
+    }
+
+    /// One event of a recording (or of the live exact tracer).
+    pub fn feed_event(&mut self, event: &Event) {
+        match event {
+            Event::Module(m) => self.add_module(m.clone()),
+            Event::Thread { tid } => {
+                self.seen_tids.insert(*tid);
+                self.stats.threads = self.seen_tids.len() as u64;
+                self.switch_thread(*tid)
+            }
+            Event::Instruction { addr } => {
+                self.stats.instructions += 1;
+                let r = self.reducers.entry(self.tid).or_default();
+                r.push(*addr, &mut self.code, &mut emit(&mut self.profiler, &mut self.recorder));
+            }
+            Event::Block { addr } => {
+                self.stats.block_events += 1;
+                match self.block_kind {
+                    BlockKind::Basic => {
+                        let s = self.basics.entry(self.tid).or_default();
+                        s.push(*addr, &mut self.code, &mut emit(&mut self.profiler, &mut self.recorder));
+                    }
+                    BlockKind::Superblocks => {
+                        self.stats.superblocks += 1;
+                        let s = self.splitters.entry(self.tid).or_insert_with(|| SuperblockSplitter::new(VEX_MAX_INSNS));
+                        s.push(*addr, &mut self.code, &mut emit(&mut self.profiler, &mut self.recorder));
+                    }
+                }
+            }
+            Event::Signal { signal } => {
+                self.stats.signal = Some(*signal);
+                if let Some(r) = &mut self.recorder {
+                    r.write(&Event::Signal { signal: *signal });
+                }
+            }
+            Event::Exit(status) => {
+                self.stats.exit = Some(*status);
+                if let ExitStatus::Killed(sig) = status {
+                    self.stats.signal.get_or_insert(*sig);
+                }
+            }
+            Event::Sample(_) | Event::Marker { .. } | Event::Unknown { .. } => {}
+        }
+    }
+
+    /// One line of Lackey output (without its newline).
+    #[inline]
+    pub fn feed_lackey_line(&mut self, line: &[u8]) {
+        self.stats.lines += 1;
+        match parse_line(line) {
+            LackeyLine::Superblock(addr) => {
+                self.stats.superblocks += 1;
+                let s = self.splitters.entry(0).or_insert_with(|| SuperblockSplitter::new(VEX_MAX_INSNS));
+                s.push(addr, &mut self.code, &mut emit(&mut self.profiler, &mut self.recorder));
+            }
+            LackeyLine::ObjectPath(p) => self.pending_object = Some(p.to_string()),
+            LackeyLine::ObjectAddresses { svma, avma } => {
+                if let Some(path) = self.pending_object.take() {
+                    if let Some(m) = module_from_syms(&path, svma, avma) {
+                        self.add_module(m);
+                    }
+                }
+            }
+            LackeyLine::FatalSignal(sig) => {
+                self.stats.signal = Some(sig);
+                self.awaiting_fault = true;
+            }
+            LackeyLine::At(addr) => {
+                if self.awaiting_fault {
+                    self.stats.fault_address = Some(addr);
+                    self.awaiting_fault = false;
+                }
+            }
+            LackeyLine::Message => {}
+            LackeyLine::Garbled => {
+                self.stats.garbled_lines += 1;
+                if self.stats.garbled_examples.len() < 5 {
+                    self.stats.garbled_examples.push((self.stats.lines, String::from_utf8_lossy(line).chars().take(120).collect()));
+                }
+                // A superblock may be missing here: end the one in progress and cut the paths.
+                if let Some(s) = self.splitters.get_mut(&0) {
+                    s.reset(&mut self.code, &mut emit(&mut self.profiler, &mut self.recorder));
+                }
+                self.profiler.cut_thread();
+            }
+        }
+    }
+
+    /// The input ended: flush superblocks and paths in progress; finish the recording.
+    pub fn finish(&mut self) -> Result<(), RecordingError> {
+        // The faulting instruction started executing (the exact tracer records it too).
+        let fault = self.stats.fault_address.map(|f| f + u64::from(self.code.insn(f).len.max(1)));
+        let mut tids: Vec<u32> = self.splitters.keys().copied().collect();
+        tids.sort_unstable();
+        for tid in tids {
+            self.switch_thread(tid);
+            let mut s = self.splitters.remove(&tid).unwrap();
+            s.finish(fault.filter(|_| tid == 0), &mut self.code, &mut emit(&mut self.profiler, &mut self.recorder));
+            self.stats.unexpected_superblock_cuts += s.unexpected_cuts;
+        }
+        self.profiler.finish();
+        if let Some(r) = self.recorder.take() {
+            let mut r = r;
+            if let Some(sig) = self.stats.signal {
+                r.write(&Event::Signal { signal: sig });
+            }
+            if let Some(exit) = self.stats.exit {
+                r.write(&Event::Exit(exit));
+            }
+            r.finish()?;
+        }
+        Ok(())
+    }
+
+    /// Sets the observed program's end (from the process status, for live sources).
+    pub fn set_exit(&mut self, exit: ExitStatus) {
+        self.stats.exit = Some(exit);
+        if let ExitStatus::Killed(sig) = exit {
+            self.stats.signal.get_or_insert(sig);
+        }
+    }
+}

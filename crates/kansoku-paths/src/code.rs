@@ -1,0 +1,347 @@
+//! What the path algorithm needs to know about code, decided with our own decoder:
+//! the basic block an address starts, the kind of a block's last instruction, where a
+//! Lackey superblock really ends, and whether a CFG edge is a loop back edge.
+//!
+//! Everything is computed once per distinct address and cached, so a stream of millions
+//! of blocks costs one hash lookup per block.
+
+use std::sync::Arc;
+
+use kansoku_binary::{decode::decode_one, FunctionCfg, InstructionKind, Symbolizer};
+use kansoku_core::Module;
+
+use crate::fxhash::FxHashMap;
+
+/// Interned dynamic block: index into [`CodeMap::blocks`].
+pub type BlockId = u32;
+
+/// A block start as the path profiler sees it.
+#[derive(Clone, Debug)]
+pub struct BlockInfo {
+    /// Runtime address of the block's first instruction.
+    pub addr: u64,
+    pub module: Option<usize>,
+    /// Link-time address inside the module's file.
+    pub link: Option<u64>,
+    /// Index into [`CodeMap::functions`].
+    pub function: Option<u32>,
+    /// CFG block number inside the function.
+    pub cfg_block: Option<u32>,
+    /// Instructions from `addr` into the CFG block (0 for a real block start; more for a
+    /// block entered in its middle, e.g. by an indirect jump).
+    pub offset: u32,
+    /// Instructions from `addr` to the end of the block.
+    pub instructions: u32,
+    /// Kind of the block's last instruction (`Other` when it falls through into a leader).
+    pub terminator: InstructionKind,
+    /// Does the block belong to the main program (the `--scope program` filter)?
+    pub in_program: bool,
+    /// CFG block numbers of successors that dominate this block (loop back edges).
+    pub back_targets: Vec<u32>,
+}
+
+/// A function whose blocks were seen.
+#[derive(Clone, Debug)]
+pub struct FunctionInfo {
+    pub name: String,
+    pub module: usize,
+    pub cfg: Arc<FunctionCfg>,
+    /// Runtime address of the function's entry.
+    pub base: u64,
+}
+
+/// One decoded instruction, reduced to what block splitting needs.
+#[derive(Clone, Copy, Debug)]
+pub struct InsnInfo {
+    /// Length in bytes; 0 when the bytes are unknown (no file, undecodable).
+    pub len: u8,
+    pub kind: InstructionKind,
+    /// A `rep`-prefixed string instruction: repeats itself (a new Lackey superblock and a
+    /// new single-step per element) without being a branch.
+    pub rep: bool,
+    /// Starts a basic block of our CFG.
+    pub leader: bool,
+    /// Direct branch target.
+    pub target: Option<u64>,
+}
+
+impl InsnInfo {
+    /// Ends a dynamic block: a control transfer (branch, call, return, syscall).
+    pub fn transfers(&self) -> bool {
+        self.kind != InstructionKind::Other
+    }
+}
+
+/// The straight-line run Valgrind translates from a superblock entry (with chasing off):
+/// instructions up to the first control transfer, `rep` instruction, or the VEX limit.
+#[derive(Clone, Debug)]
+pub struct Run {
+    /// Addresses of the run's instructions, the entry first.
+    pub insns: Vec<u64>,
+    /// Leaders crossed after the entry: (index into `insns`, block).
+    pub leaders: Vec<(u32, BlockId)>,
+    /// Kind of the last instruction.
+    pub last: InsnInfo,
+    /// Address after the last instruction.
+    pub end: u64,
+    /// The run stopped at the instruction limit, not at a transfer or `rep`.
+    pub limit_cut: bool,
+}
+
+/// Facts the path profiler asks about blocks; [`CodeMap`] answers them from real code,
+/// tests answer them from small tables.
+pub trait BlockFacts {
+    fn addr(&self, b: BlockId) -> u64;
+    fn function(&self, b: BlockId) -> Option<u32>;
+    fn cfg_block(&self, b: BlockId) -> Option<u32>;
+    /// Is `from -> to` a loop back edge of the CFG (target dominates source)?
+    fn is_loop_back_edge(&self, from: BlockId, to: BlockId) -> bool;
+    fn in_scope(&self, b: BlockId) -> bool;
+}
+
+/// Which blocks are kept in paths.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    /// Only blocks of the main program (libraries and the loader still decide the cuts).
+    Program,
+    /// Every block of the process.
+    All,
+}
+
+/// Decodes and interns the code of one observed process.
+pub struct CodeMap {
+    pub symbolizer: Symbolizer,
+    program_path: Option<String>,
+    pub scope: Scope,
+    blocks: Vec<BlockInfo>,
+    by_addr: FxHashMap<u64, BlockId>,
+    functions: Vec<FunctionInfo>,
+    function_index: FxHashMap<(usize, u64), u32>,
+    insns: FxHashMap<u64, InsnInfo>,
+    runs: FxHashMap<u64, Arc<Run>>,
+}
+
+impl CodeMap {
+    /// `program_path`: the main program's path as modules name it (for `Scope::Program`).
+    pub fn new(program_path: Option<String>, scope: Scope) -> Self {
+        CodeMap {
+            symbolizer: Symbolizer::new(&[]),
+            program_path,
+            scope,
+            blocks: Vec::new(),
+            by_addr: FxHashMap::default(),
+            functions: Vec::new(),
+            function_index: FxHashMap::default(),
+            insns: FxHashMap::default(),
+            runs: FxHashMap::default(),
+        }
+    }
+
+    pub fn add_module(&mut self, module: Module) {
+        if self.program_path.is_none() {
+            // A recording's first module is the program itself.
+            self.program_path = Some(module.path.clone());
+        }
+        self.symbolizer.add_module(module);
+    }
+
+    pub fn program_path(&self) -> Option<&str> {
+        self.program_path.as_deref()
+    }
+
+    pub fn blocks(&self) -> &[BlockInfo] {
+        &self.blocks
+    }
+
+    pub fn block(&self, b: BlockId) -> &BlockInfo {
+        &self.blocks[b as usize]
+    }
+
+    pub fn functions(&self) -> &[FunctionInfo] {
+        &self.functions
+    }
+
+    fn function_id(&mut self, module: usize, cfg: &Arc<FunctionCfg>, addr: u64, link: u64) -> u32 {
+        if let Some(&f) = self.function_index.get(&(module, cfg.address)) {
+            return f;
+        }
+        let id = self.functions.len() as u32;
+        self.functions.push(FunctionInfo {
+            name: kansoku_binary::program::demangle(&cfg.name),
+            module,
+            cfg: cfg.clone(),
+            base: addr - (link - cfg.address),
+        });
+        self.function_index.insert((module, cfg.address), id);
+        id
+    }
+
+    /// The instruction at a runtime address.
+    pub fn insn(&mut self, addr: u64) -> InsnInfo {
+        if let Some(i) = self.insns.get(&addr) {
+            return *i;
+        }
+        let info = self.decode_insn(addr);
+        self.insns.insert(addr, info);
+        info
+    }
+
+    fn decode_insn(&mut self, addr: u64) -> InsnInfo {
+        let unknown = InsnInfo { len: 0, kind: InstructionKind::Other, rep: false, leader: false, target: None };
+        let Some(r) = self.symbolizer.resolve(addr) else { return unknown };
+        let to_runtime = |t: u64| t.wrapping_add(addr).wrapping_sub(r.link_address);
+        if let Some(cfg) = &r.function {
+            if let Some(i) = cfg.instruction_index(r.link_address) {
+                let ins = &cfg.instructions[i];
+                return InsnInfo {
+                    len: ins.length,
+                    kind: ins.kind,
+                    rep: is_rep(&ins.raw),
+                    leader: cfg.block_starting_at(r.link_address).is_some(),
+                    target: ins.target.map(to_runtime),
+                };
+            }
+        }
+        // Outside any function symbol (PLT stubs) or misaligned with our decode: decode here.
+        let Some(program) = self.symbolizer.program(r.module) else { return unknown };
+        let Some(bytes) = program.code_at(r.link_address) else { return unknown };
+        match decode_one(bytes, r.link_address) {
+            Some(ins) => InsnInfo {
+                len: ins.length,
+                kind: ins.kind,
+                rep: is_rep(&ins.raw),
+                leader: r.function.is_none(),
+                target: ins.target.map(to_runtime),
+            },
+            None => unknown,
+        }
+    }
+
+    /// The block starting at a runtime address (interned).
+    pub fn block_at(&mut self, addr: u64) -> BlockId {
+        if let Some(&b) = self.by_addr.get(&addr) {
+            return b;
+        }
+        let info = self.describe_block(addr);
+        let id = self.blocks.len() as BlockId;
+        self.blocks.push(info);
+        self.by_addr.insert(addr, id);
+        id
+    }
+
+    fn describe_block(&mut self, addr: u64) -> BlockInfo {
+        let module = self.symbolizer.module_of(addr);
+        let in_program = match self.scope {
+            Scope::All => true,
+            Scope::Program => match (module, &self.program_path) {
+                (Some(m), Some(p)) => &self.symbolizer.modules()[m].path == p,
+                _ => false,
+            },
+        };
+        let mut info = BlockInfo {
+            addr,
+            module,
+            link: None,
+            function: None,
+            cfg_block: None,
+            offset: 0,
+            instructions: 1,
+            terminator: InstructionKind::Other,
+            in_program,
+            back_targets: Vec::new(),
+        };
+        let Some(r) = self.symbolizer.resolve(addr) else { return info };
+        info.link = Some(r.link_address);
+        if let Some(cfg) = &r.function {
+            if let Some(i) = cfg.instruction_containing(r.link_address) {
+                if let Some(b) = cfg.block_of_instruction(i) {
+                    let f = self.function_id(r.module, cfg, addr, r.link_address);
+                    info.function = Some(f);
+                    info.cfg_block = Some(b.index);
+                    info.offset = (i - b.first_instruction) as u32;
+                    info.instructions = (b.first_instruction + b.instruction_count - i) as u32;
+                    info.terminator = b.terminator;
+                    info.back_targets = b.successors.iter().copied().filter(|&s| cfg.dominates(s, b.index)).collect();
+                    return info;
+                }
+            }
+        }
+        // No CFG (PLT stubs, stripped code): walk the decoder to the first transfer.
+        let mut a = addr;
+        let mut n = 0;
+        loop {
+            let ins = self.insn(a);
+            n += 1;
+            if ins.len == 0 || ins.transfers() || n >= 256 {
+                info.terminator = ins.kind;
+                break;
+            }
+            a += ins.len as u64;
+        }
+        info.instructions = n;
+        info
+    }
+
+    /// The run Valgrind executes from superblock entry `addr` with at most `max` instructions.
+    pub fn run(&mut self, addr: u64, max: usize) -> Arc<Run> {
+        if let Some(r) = self.runs.get(&addr) {
+            return r.clone();
+        }
+        let mut insns = Vec::new();
+        let mut leaders = Vec::new();
+        let mut a = addr;
+        let mut limit_cut = false;
+        let last = loop {
+            let ins = self.insn(a);
+            if !insns.is_empty() && ins.leader {
+                let b = self.block_at(a);
+                leaders.push((insns.len() as u32, b));
+            }
+            insns.push(a);
+            if ins.len == 0 || ins.transfers() || ins.rep {
+                break ins;
+            }
+            a += ins.len as u64;
+            if insns.len() >= max {
+                limit_cut = true;
+                break ins;
+            }
+        };
+        let end = insns.last().copied().unwrap_or(addr) + last.len as u64;
+        let run = Arc::new(Run { insns, leaders, last, end, limit_cut });
+        self.runs.insert(addr, run.clone());
+        run
+    }
+}
+
+fn is_rep(raw: &iced_x86::Instruction) -> bool {
+    raw.is_string_instruction() && (raw.has_rep_prefix() || raw.has_repne_prefix())
+}
+
+impl BlockFacts for CodeMap {
+    #[inline]
+    fn addr(&self, b: BlockId) -> u64 {
+        self.blocks[b as usize].addr
+    }
+    #[inline]
+    fn function(&self, b: BlockId) -> Option<u32> {
+        self.blocks[b as usize].function
+    }
+    #[inline]
+    fn cfg_block(&self, b: BlockId) -> Option<u32> {
+        self.blocks[b as usize].cfg_block
+    }
+    #[inline]
+    fn is_loop_back_edge(&self, from: BlockId, to: BlockId) -> bool {
+        let (f, t) = (&self.blocks[from as usize], &self.blocks[to as usize]);
+        match (f.function, t.function, t.cfg_block, t.offset) {
+            (Some(a), Some(b), Some(target), 0) if a == b => f.back_targets.contains(&target),
+            _ => false,
+        }
+    }
+    #[inline]
+    fn in_scope(&self, b: BlockId) -> bool {
+        self.blocks[b as usize].in_program
+    }
+}

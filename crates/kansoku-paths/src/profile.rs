@@ -1,0 +1,228 @@
+//! The seed's path algorithm: cut the block sequence at back edges (and, by mode, at calls
+//! and returns), look each finished path up in a hash table, count it or insert it.
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use kansoku_binary::InstructionKind;
+use serde::Serialize;
+
+use crate::code::{BlockFacts, BlockId};
+use crate::fxhash::FxHashMap;
+
+/// What calls and returns do to paths.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CallMode {
+    /// The seed's first mode: cut at calls and returns; a subroutine's paths hold only its blocks.
+    Split,
+    /// The seed's second mode: calls do not cut (paths continue into the callee); returns cut.
+    Through,
+    /// One path in progress per stack frame: a call suspends the caller's path, the callee's
+    /// path ends at its return, and the caller's path resumes after the call.
+    Frames,
+}
+
+/// How back edges are recognised.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BackEdgeMode {
+    /// The seed's heuristic: a branch whose target block starts at or below the start of the
+    /// block it leaves (at, so that a one-block loop is cut too).
+    Address,
+    /// The CFG's loop back edges: the target dominates the source.
+    Loops,
+}
+
+/// Paths stored once, counted many times. Memory grows with the number of distinct paths
+/// (and their lengths), never with the length of the run.
+#[derive(Default)]
+pub struct PathTable {
+    index: FxHashMap<Rc<[BlockId]>, u32>,
+    paths: Vec<Rc<[BlockId]>>,
+    counts: Vec<u64>,
+}
+
+impl PathTable {
+    /// Counts one execution of `path`; returns its id.
+    #[inline]
+    pub fn count(&mut self, path: &[BlockId]) -> u32 {
+        if let Some(&id) = self.index.get(path) {
+            self.counts[id as usize] += 1;
+            return id;
+        }
+        let id = self.paths.len() as u32;
+        let stored: Rc<[BlockId]> = Rc::from(path);
+        self.index.insert(stored.clone(), id);
+        self.paths.push(stored);
+        self.counts.push(1);
+        id
+    }
+
+    pub fn len(&self) -> usize {
+        self.paths.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.paths.is_empty()
+    }
+
+    pub fn path(&self, id: u32) -> &[BlockId] {
+        &self.paths[id as usize]
+    }
+
+    pub fn count_of(&self, id: u32) -> u64 {
+        self.counts[id as usize]
+    }
+
+    /// (path, count) in id (first-seen) order.
+    pub fn iter(&self) -> impl Iterator<Item = (&[BlockId], u64)> {
+        self.paths.iter().map(|p| &p[..]).zip(self.counts.iter().copied())
+    }
+
+    /// Block ids stored in all paths (the memory the table holds, in block ids).
+    pub fn stored_blocks(&self) -> usize {
+        self.paths.iter().map(|p| p.len()).sum()
+    }
+}
+
+#[derive(Default)]
+struct ThreadState {
+    path: Vec<BlockId>,
+    frames: Vec<Vec<BlockId>>,
+    prev: Option<BlockId>,
+}
+
+/// Deepest call stack followed in `frames` mode; deeper frames are cut instead of kept.
+const MAX_FRAMES: usize = 1 << 16;
+
+/// The path profiler: feed it basic-block entries, read the path table.
+pub struct PathProfiler {
+    pub calls: CallMode,
+    pub back_edges: BackEdgeMode,
+    pub paths: PathTable,
+    state: ThreadState,
+    tid: u32,
+    others: HashMap<u32, ThreadState>,
+    /// Executions of each block (indexed by block id), in scope or not.
+    pub block_counts: Vec<u64>,
+    /// Block entries seen, and those kept in paths.
+    pub blocks_seen: u64,
+    pub blocks_in_scope: u64,
+    /// Transitions between consecutive blocks, when asked for (pictures).
+    pub edges: Option<FxHashMap<(BlockId, BlockId), u64>>,
+}
+
+impl PathProfiler {
+    pub fn new(calls: CallMode, back_edges: BackEdgeMode) -> Self {
+        PathProfiler {
+            calls,
+            back_edges,
+            paths: PathTable::default(),
+            state: ThreadState::default(),
+            tid: 0,
+            others: HashMap::new(),
+            block_counts: Vec::new(),
+            blocks_seen: 0,
+            blocks_in_scope: 0,
+            edges: None,
+        }
+    }
+
+    /// Also count block-to-block transitions (for the CFG picture).
+    pub fn track_edges(&mut self) {
+        self.edges = Some(FxHashMap::default());
+    }
+
+    #[inline]
+    fn cut(paths: &mut PathTable, path: &mut Vec<BlockId>) {
+        if !path.is_empty() {
+            paths.count(path);
+            path.clear();
+        }
+    }
+
+    /// Following blocks belong to thread `tid` (each thread has its own paths in progress).
+    pub fn switch_thread(&mut self, tid: u32) {
+        if tid == self.tid {
+            return;
+        }
+        let next = self.others.remove(&tid).unwrap_or_default();
+        let old = std::mem::replace(&mut self.state, next);
+        self.others.insert(self.tid, old);
+        self.tid = tid;
+    }
+
+    /// One executed basic block; `prev_end` is the kind of the previous block's last instruction.
+    #[inline]
+    pub fn enter(&mut self, b: BlockId, prev_end: InstructionKind, facts: &impl BlockFacts) {
+        self.blocks_seen += 1;
+        if self.block_counts.len() <= b as usize {
+            self.block_counts.resize(b as usize + 1, 0);
+        }
+        self.block_counts[b as usize] += 1;
+        let st = &mut self.state;
+        if let Some(p) = st.prev {
+            if let Some(edges) = &mut self.edges {
+                *edges.entry((p, b)).or_insert(0) += 1;
+            }
+            match prev_end {
+                InstructionKind::Jump | InstructionKind::ConditionalJump => {
+                    let back = match self.back_edges {
+                        BackEdgeMode::Address => facts.addr(b) <= facts.addr(p),
+                        BackEdgeMode::Loops => facts.is_loop_back_edge(p, b),
+                    };
+                    if back {
+                        Self::cut(&mut self.paths, &mut st.path);
+                    }
+                }
+                InstructionKind::Call => match self.calls {
+                    CallMode::Split => Self::cut(&mut self.paths, &mut st.path),
+                    CallMode::Through => {}
+                    CallMode::Frames => {
+                        if st.frames.len() < MAX_FRAMES {
+                            st.frames.push(std::mem::take(&mut st.path));
+                        } else {
+                            Self::cut(&mut self.paths, &mut st.path);
+                        }
+                    }
+                },
+                InstructionKind::Return => {
+                    Self::cut(&mut self.paths, &mut st.path);
+                    if self.calls == CallMode::Frames {
+                        if let Some(caller) = st.frames.pop() {
+                            st.path = caller;
+                        }
+                    }
+                }
+                InstructionKind::Other | InstructionKind::Interrupt => {}
+            }
+        }
+        if facts.in_scope(b) {
+            self.blocks_in_scope += 1;
+            st.path.push(b);
+        }
+        st.prev = Some(b);
+    }
+
+    /// Cuts every path in progress (the current thread's, or all at the end of the stream):
+    /// the seed writes the paths in progress at exit too.
+    pub fn cut_thread(&mut self) {
+        let st = &mut self.state;
+        Self::cut(&mut self.paths, &mut st.path);
+        while let Some(mut f) = st.frames.pop() {
+            Self::cut(&mut self.paths, &mut f);
+        }
+        st.prev = None;
+    }
+
+    /// Ends the stream: every thread's paths in progress are counted.
+    pub fn finish(&mut self) {
+        self.cut_thread();
+        let tids: Vec<u32> = self.others.keys().copied().collect();
+        for t in tids {
+            self.switch_thread(t);
+            self.cut_thread();
+        }
+    }
+}

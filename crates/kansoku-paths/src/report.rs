@@ -1,0 +1,273 @@
+//! The path table as data: symbolised paths, Ball–Larus ids, per-function coverage.
+//! Field names are the documented JSON of `kansoku paths --json`.
+
+use std::collections::{BTreeSet, HashMap};
+
+use serde::Serialize;
+
+use crate::analysis::{InputStats, PathAnalysis};
+use crate::ballarus::BallLarus;
+use crate::code::{BlockId, Scope};
+use crate::profile::{BackEdgeMode, CallMode};
+
+/// One block of a path, symbolised.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct BlockRef {
+    /// Function name, or `module+0xoffset` / `0xaddress` outside known functions.
+    pub function: String,
+    /// Basic-block number in the function's CFG (`kansoku inspect --function`).
+    pub block: Option<u32>,
+    /// Instructions into the block when it was entered in its middle.
+    pub offset: u32,
+    /// Link-time address (as in the file), hex.
+    pub address: String,
+    /// `file:line` when the program has DWARF.
+    pub line: Option<String>,
+}
+
+impl BlockRef {
+    fn short(&self) -> String {
+        match self.block {
+            Some(b) if self.offset == 0 => format!("BB{b}"),
+            Some(b) => format!("BB{b}+{}", self.offset),
+            None => self.address.clone(),
+        }
+    }
+}
+
+/// One distinct path.
+#[derive(Clone, Debug, Serialize)]
+pub struct PathRow {
+    pub rank: usize,
+    pub count: u64,
+    /// `function: BB0 BB1 BB3`, functions separated by ` | `.
+    pub text: String,
+    pub blocks: Vec<BlockRef>,
+    /// Instructions executed along the path once.
+    pub instructions: u64,
+    /// Share of all executed (in-scope) blocks that this path's executions account for.
+    pub share: f64,
+    /// Ball–Larus id in its function's DAG, when the path lies in one function and follows its edges.
+    pub ball_larus: Option<u64>,
+}
+
+/// Per-function coverage.
+#[derive(Clone, Debug, Serialize)]
+pub struct FunctionRow {
+    pub function: String,
+    pub module: String,
+    pub blocks: usize,
+    pub blocks_executed: usize,
+    pub block_executions: u64,
+    /// Distinct observed paths lying in this function.
+    pub paths_observed: usize,
+    /// Ball–Larus paths of the function's acyclic CFG (null when over 2^64).
+    pub possible_paths: Option<u64>,
+    /// Distinct Ball–Larus ids among the observed paths.
+    pub possible_paths_run: usize,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Summary {
+    pub distinct_paths: usize,
+    pub paths_executed: u64,
+    /// Block entries kept in paths (in scope).
+    pub blocks_executed: u64,
+    /// All block entries seen, including those outside the scope.
+    pub blocks_seen: u64,
+    pub distinct_blocks: usize,
+    pub functions_covered: usize,
+    /// Block ids held by the path table (its memory, in 4-byte units).
+    pub stored_blocks: usize,
+}
+
+/// Everything `kansoku paths` reports.
+#[derive(Clone, Debug, Serialize)]
+pub struct PathReport {
+    pub calls: CallMode,
+    pub back_edges: BackEdgeMode,
+    pub scope: Scope,
+    pub program: Option<String>,
+    pub summary: Summary,
+    pub input: InputStats,
+    pub paths: Vec<PathRow>,
+    pub functions: Vec<FunctionRow>,
+    pub warnings: Vec<String>,
+}
+
+impl PathAnalysis {
+    fn block_ref(&mut self, b: BlockId) -> BlockRef {
+        let info = self.code.block(b).clone();
+        let function = match info.function {
+            Some(f) => self.code.functions()[f as usize].name.clone(),
+            None => match info.module {
+                Some(m) => format!("{}+0x{:x}", self.code.symbolizer.modules()[m].short_name(), info.link.unwrap_or(0)),
+                None => format!("0x{:x}", info.addr),
+            },
+        };
+        let line = self.code.symbolizer.source_line(info.addr).map(|l| l.to_string());
+        BlockRef { function, block: info.cfg_block, offset: info.offset, address: format!("0x{:x}", info.link.unwrap_or(info.addr)), line }
+    }
+
+    /// Text form of a path: blocks grouped by function.
+    pub fn path_text(blocks: &[BlockRef]) -> String {
+        let mut out = String::new();
+        let mut current: Option<&str> = None;
+        for b in blocks {
+            if current != Some(b.function.as_str()) {
+                if current.is_some() {
+                    out.push_str(" | ");
+                }
+                out.push_str(&b.function);
+                out.push(':');
+                current = Some(&b.function);
+            }
+            out.push(' ');
+            out.push_str(&b.short());
+        }
+        out
+    }
+
+    /// The Ball–Larus numbering of a function (cached by the caller).
+    fn ball_larus_of<'c>(&self, f: u32, cache: &'c mut HashMap<u32, BallLarus>) -> &'c BallLarus {
+        cache.entry(f).or_insert_with(|| BallLarus::new(&self.code.functions()[f as usize].cfg, self.profiler.back_edges))
+    }
+
+    /// The function a path lies in, and its CFG block numbers, if it lies in one function
+    /// and every block is a real block start.
+    fn path_in_function(&self, path: &[BlockId]) -> Option<(u32, Vec<u32>)> {
+        let first = self.code.block(*path.first()?).function?;
+        let mut cfg_blocks = Vec::with_capacity(path.len());
+        for &b in path {
+            let info = self.code.block(b);
+            if info.function != Some(first) || info.offset != 0 {
+                return None;
+            }
+            cfg_blocks.push(info.cfg_block?);
+        }
+        Some((first, cfg_blocks))
+    }
+
+    /// The report: the `top` most frequent paths (all when `None`), optionally only those
+    /// lying entirely in `function`.
+    pub fn report(&mut self, top: Option<usize>, function: Option<&str>) -> PathReport {
+        let mut order: Vec<u32> = (0..self.profiler.paths.len() as u32).collect();
+        order.sort_by(|&a, &b| self.profiler.paths.count_of(b).cmp(&self.profiler.paths.count_of(a)).then(a.cmp(&b)));
+        let mut bl_cache: HashMap<u32, BallLarus> = HashMap::new();
+        // Per function: distinct observed paths and distinct BL ids.
+        let mut per_function: HashMap<u32, (usize, BTreeSet<u128>)> = HashMap::new();
+        let mut bl_ids: Vec<Option<u128>> = vec![None; order.len()];
+        for id in 0..self.profiler.paths.len() as u32 {
+            let path = self.profiler.paths.path(id).to_vec();
+            if let Some((f, cfg_blocks)) = self.path_in_function(&path) {
+                let bl = self.ball_larus_of(f, &mut bl_cache).path_id(&cfg_blocks);
+                bl_ids[id as usize] = bl;
+                let e = per_function.entry(f).or_default();
+                e.0 += 1;
+                if let Some(x) = bl {
+                    e.1.insert(x);
+                }
+            }
+        }
+        let scope_blocks = self.profiler.blocks_in_scope.max(1) as f64;
+        let mut rows = Vec::new();
+        for &id in &order {
+            let path = self.profiler.paths.path(id).to_vec();
+            if let Some(name) = function {
+                let inside = path.iter().all(|&b| self.code.block(b).function.map(|f| self.code.functions()[f as usize].name == name).unwrap_or(false));
+                if !inside {
+                    continue;
+                }
+            }
+            if top.is_some_and(|t| rows.len() >= t) {
+                break;
+            }
+            let count = self.profiler.paths.count_of(id);
+            let blocks: Vec<BlockRef> = path.iter().map(|&b| self.block_ref(b)).collect();
+            let instructions = path.iter().map(|&b| u64::from(self.code.block(b).instructions)).sum();
+            rows.push(PathRow {
+                rank: rows.len() + 1,
+                count,
+                text: Self::path_text(&blocks),
+                blocks,
+                instructions,
+                share: count as f64 * path.len() as f64 / scope_blocks,
+                ball_larus: bl_ids[id as usize].and_then(|x| u64::try_from(x).ok()),
+            });
+        }
+        // Functions with executed in-scope blocks.
+        let mut fstats: HashMap<u32, (BTreeSet<u32>, u64)> = HashMap::new();
+        for (b, info) in self.code.blocks().iter().enumerate() {
+            let c = self.profiler.block_counts.get(b).copied().unwrap_or(0);
+            if c == 0 || !info.in_program {
+                continue;
+            }
+            if let (Some(f), Some(cb)) = (info.function, info.cfg_block) {
+                let e = fstats.entry(f).or_default();
+                e.0.insert(cb);
+                e.1 += c;
+            }
+        }
+        let mut functions: Vec<FunctionRow> = Vec::new();
+        let mut fids: Vec<u32> = fstats.keys().copied().collect();
+        fids.sort_by_key(|f| std::cmp::Reverse(fstats[f].1));
+        for f in fids {
+            let (blocks_set, execs) = &fstats[&f];
+            let fi = &self.code.functions()[f as usize];
+            let (observed, ids) = per_function.get(&f).cloned().unwrap_or_default();
+            let possible = self.ball_larus_of(f, &mut bl_cache).num_paths.and_then(|n| u64::try_from(n).ok());
+            let fi = fi.clone();
+            functions.push(FunctionRow {
+                function: fi.name.clone(),
+                module: self.code.symbolizer.modules()[fi.module].short_name().to_string(),
+                blocks: fi.cfg.blocks.len(),
+                blocks_executed: blocks_set.len(),
+                block_executions: *execs,
+                paths_observed: observed,
+                possible_paths: possible,
+                possible_paths_run: ids.len(),
+            });
+        }
+        let distinct_blocks = self
+            .code
+            .blocks()
+            .iter()
+            .enumerate()
+            .filter(|(b, info)| info.in_program && self.profiler.block_counts.get(*b).copied().unwrap_or(0) > 0)
+            .count();
+        let mut warnings = self.code.symbolizer.warnings.clone();
+        if self.stats.garbled_lines > 0 {
+            let ex: Vec<String> = self.stats.garbled_examples.iter().map(|(n, l)| format!("line {n}: {l:?}")).collect();
+            warnings.push(format!(
+                "{} line(s) of the Lackey output were not superblock entries and were skipped (the paths in progress were cut there): {}",
+                self.stats.garbled_lines,
+                ex.join("; ")
+            ));
+        }
+        if self.stats.unexpected_superblock_cuts > 1 {
+            warnings.push(format!(
+                "{} superblocks ended at an instruction that is not a branch, call or return (treated as continuations)",
+                self.stats.unexpected_superblock_cuts
+            ));
+        }
+        PathReport {
+            calls: self.profiler.calls,
+            back_edges: self.profiler.back_edges,
+            scope: self.code.scope,
+            program: self.code.program_path().map(str::to_string),
+            summary: Summary {
+                distinct_paths: self.profiler.paths.len(),
+                paths_executed: self.profiler.paths.iter().map(|(_, c)| c).sum(),
+                blocks_executed: self.profiler.blocks_in_scope,
+                blocks_seen: self.profiler.blocks_seen,
+                distinct_blocks,
+                functions_covered: functions.len(),
+                stored_blocks: self.profiler.paths.stored_blocks(),
+            },
+            input: self.stats.clone(),
+            paths: rows,
+            functions,
+            warnings,
+        }
+    }
+}
