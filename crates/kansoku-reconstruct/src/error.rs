@@ -1,0 +1,28 @@
+use std::path::PathBuf;
+
+/// Why a reconstruction could not be done; each says what the user can do.
+#[derive(Debug, thiserror::Error)]
+pub enum ReconstructError {
+    #[error("the recording holds no samples; record longer or with a smaller period")]
+    NoSamples,
+    #[error("--split marker: the recording holds no marker events; record with --marker FUNC, or split with --split count:T (T = instructions per iteration) or --split function:NAME")]
+    NoMarkers,
+    #[error("--split marker: only one marker event, so no iteration is complete; record more iterations")]
+    OneMarker,
+    #[error("--split function:{0}: no sample lies in function {0}; pick a function that runs near the start of every iteration (see kansoku show)")]
+    FunctionNeverSampled(String),
+    #[error("{0}")]
+    BadSplit(String),
+    #[error("the sampling period must be at least 1 (got 0)")]
+    ZeroPeriod,
+    #[error("--split count:T needs the sampling period, but the recording does not name one; use --split marker or --split function:NAME")]
+    NoPeriod,
+    #[error("no partial sequence holds a sample; record more iterations or a smaller period")]
+    NoSequences,
+    #[error("--solver phase does not apply: {0}")]
+    PhaseNotApplicable(String),
+    #[error("--solver exact: {0}")]
+    TooLarge(String),
+    #[error("score file {path}: {what}")]
+    Scores { path: PathBuf, what: String },
+}

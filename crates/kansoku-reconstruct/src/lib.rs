@@ -1,0 +1,177 @@
+//! # kansoku-reconstruct — seed 000: instruction traces from sparse samples
+//!
+//! Single-stepping a program slows it 1000×; sampling the instruction pointer every P
+//! instructions (or T ns) barely disturbs it. If a region (one call of `func_M`) executes
+//! the same instructions every time, the samples of many iterations, put together in the
+//! right order, are one iteration's full trace. The model, in the seed's words:
+//!
+//! 1. **Instruction information** ([`info`]): each sample becomes (function, offset) or
+//!    (function, basic block, offset in block), offsets counted in instructions.
+//! 2. **Partial sequences** ([`split`]): one per iteration — cut at marker hits, every
+//!    T/P samples, or where a known function starts.
+//! 3. **Scores** ([`scores`]): similarity of two sequences (compared from the head, highest
+//!    when offsets differ by 1: neighbours) and likelihood of a pattern (consecutive
+//!    instructions, highest when the offset rises by exactly 1).
+//! 4. **Solvers**: [`patent`] — the seed's greedy loop, with the best combination pattern
+//!    of two groups found exactly by dynamic programming ([`merge`]); [`exact`] — a global
+//!    order maximising total likelihood; [`phase`] — exact placement by instruction count
+//!    since the marker, when the recording has counts.
+//! 5. **Metrics** ([`metrics`]): position accuracy, LCS ratio, edit distance against the
+//!    exact trace.
+//!
+//! Analyses take data and return data: the CLI symbolises the recording
+//! ([`Observation`]s) and prints the result.
+
+pub mod error;
+pub mod exact;
+pub mod info;
+pub mod merge;
+pub mod metrics;
+pub mod patent;
+pub mod phase;
+pub mod sampling;
+pub mod scores;
+pub mod split;
+
+pub use error::ReconstructError;
+pub use info::{Granularity, Info, Names, Observation, Weighting};
+pub use metrics::{compare, Comparison};
+pub use scores::Scores;
+pub use split::{PartialSequence, Split, SplitReport, Splitting};
+
+use serde::Serialize;
+
+/// `--solver`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Solver {
+    Patent,
+    Exact,
+    Phase,
+}
+
+impl std::str::FromStr for Solver {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "patent" => Ok(Solver::Patent),
+            "exact" => Ok(Solver::Exact),
+            "phase" => Ok(Solver::Phase),
+            _ => Err(format!("unknown solver '{s}' (use patent, exact or phase)")),
+        }
+    }
+}
+
+/// Everything a reconstruction is asked to do.
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub split: Split,
+    pub solver: Solver,
+    pub scores: Scores,
+    /// Sampling period in instructions, when the recording was made by instruction count.
+    pub period: Option<u64>,
+    /// `--top-k` for the patent solver.
+    pub top_k: usize,
+    /// Use at most this many partial sequences (default: as many as cover one iteration
+    /// once when its length is known, else all).
+    pub sequences: Option<usize>,
+}
+
+/// A reconstructed trace and how it was made.
+#[derive(Clone, Debug, Serialize)]
+pub struct Reconstruction {
+    #[serde(skip)]
+    pub trace: Vec<Info>,
+    pub length: usize,
+    pub requested: Solver,
+    pub solver: Solver,
+    /// Why the requested solver was replaced, if it was.
+    pub fallback: Option<String>,
+    pub split: SplitReport,
+    pub sequences_used: usize,
+    pub samples_used: usize,
+    /// Total likelihood of the final pattern (patent, exact).
+    pub likelihood: Option<i64>,
+    /// `exact`: whether proven optimal, the upper bound and the relative gap.
+    pub optimal: Option<bool>,
+    pub upper_bound: Option<i64>,
+    pub optimality_gap: Option<f64>,
+    /// `phase`: positions covered of the iteration, and disagreeing samples.
+    pub covered_positions: Option<u64>,
+    pub conflicts: Option<u64>,
+    pub seconds: f64,
+}
+
+/// Cuts, selects and solves.
+pub fn reconstruct(observations: &[Observation], names: &Names, options: &Options, progress: &mut dyn FnMut(usize, usize)) -> Result<Reconstruction, ReconstructError> {
+    let started = std::time::Instant::now();
+    let splitting = split::split(observations, &options.split, options.period, names)?;
+    let mut rec = Reconstruction {
+        trace: vec![],
+        length: 0,
+        requested: options.solver,
+        solver: options.solver,
+        fallback: None,
+        split: SplitReport::from(&splitting),
+        sequences_used: 0,
+        samples_used: 0,
+        likelihood: None,
+        optimal: None,
+        upper_bound: None,
+        optimality_gap: None,
+        covered_positions: None,
+        conflicts: None,
+        seconds: 0.0,
+    };
+    if options.solver == Solver::Phase {
+        match phase::solve_phase(&splitting) {
+            Ok(p) => {
+                rec.trace = p.trace;
+                rec.sequences_used = splitting.non_empty();
+                rec.samples_used = p.samples as usize;
+                rec.covered_positions = Some(p.covered);
+                rec.conflicts = Some(p.conflicts);
+                return Ok(finish(rec, started));
+            }
+            Err(e) => {
+                rec.fallback = Some(format!("{e}; using --solver patent instead"));
+                rec.solver = Solver::Patent;
+            }
+        }
+    }
+    let budget = match options.scores.weighting {
+        Weighting::Count => splitting.iteration_length,
+        Weighting::Time => None,
+    };
+    let chosen = split::select(&splitting, if options.sequences.is_some() { None } else { budget }, options.sequences);
+    let sequences: Vec<Vec<Info>> = chosen.into_iter().map(|s| s.samples).collect();
+    rec.sequences_used = sequences.len();
+    rec.samples_used = sequences.iter().map(Vec::len).sum();
+    match rec.solver {
+        Solver::Patent | Solver::Phase => {
+            let r = patent::solve_patent(&options.scores, &sequences, options.top_k, progress);
+            rec.trace = r.trace;
+            rec.likelihood = Some(r.likelihood);
+        }
+        Solver::Exact => {
+            let start = if sequences.len() > exact::EXACT_LIMIT {
+                Some(patent::solve_patent(&options.scores, &sequences, options.top_k, progress).order)
+            } else {
+                None
+            };
+            let r = exact::solve_exact(&options.scores, &sequences, start.as_deref())?;
+            rec.trace = r.trace;
+            rec.likelihood = Some(r.likelihood);
+            rec.optimal = Some(r.optimal);
+            rec.upper_bound = Some(r.upper_bound);
+            rec.optimality_gap = Some(r.gap);
+        }
+    }
+    Ok(finish(rec, started))
+}
+
+fn finish(mut rec: Reconstruction, started: std::time::Instant) -> Reconstruction {
+    rec.length = rec.trace.len();
+    rec.seconds = started.elapsed().as_secs_f64();
+    rec
+}

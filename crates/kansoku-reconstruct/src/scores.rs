@@ -1,0 +1,270 @@
+//! Similarity and likelihood score tables (the seed's figures 9, 10, 17 and 18).
+//!
+//! A table scores one pair of instruction informations:
+//!
+//! * different functions: `function_mismatch`;
+//! * same function, `--by function`: `function_match + offset[d]`, d = offset difference;
+//! * same function, `--by block`: `function_match`, plus `block_match + block_offset[d]`
+//!   when the blocks are equal (d = difference of offsets in the block), else
+//!   `block_diff[d]` (d = difference of block numbers).
+//!
+//! Similarity compares sequence `x[k]` with `y[k]`; its table is looked up with |d| (the
+//! seed: "the absolute difference closest to 1 scores highest"). Likelihood compares a
+//! pattern's consecutive instructions, `d = later − earlier`, signed (the seed: "positive
+//! and closest to 1 scores highest"). Time-weighted recordings use tables peaking at 0.
+//!
+//! Files (`--scores FILE`, TOML or JSON) override any subset of the defaults:
+//!
+//! ```toml
+//! [similarity]
+//! function_match = 10
+//! function_mismatch = 0
+//! offset = { "0" = 5, "1" = 10, "2" = 6 }   # keys: differences; others score offset_default
+//! offset_default = 0
+//! [likelihood]
+//! offset = { "1" = 10, "2" = 6, "-1" = 0 }
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::ReconstructError;
+use crate::info::{Granularity, Info, Weighting};
+
+const DENSE: i32 = 64;
+
+/// Scores by difference: a dense array for −64..=64 and a default outside it and for
+/// differences the table does not name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DiffScores {
+    dense: Vec<i64>,
+    named: BTreeMap<i32, i64>,
+    default: i64,
+}
+
+impl DiffScores {
+    pub fn new(named: &[(i32, i64)], default: i64) -> DiffScores {
+        let named: BTreeMap<i32, i64> = named.iter().copied().collect();
+        let dense = (-DENSE..=DENSE).map(|d| named.get(&d).copied().unwrap_or(default)).collect();
+        DiffScores { dense, named, default }
+    }
+
+    /// Same scores for d and −d.
+    pub fn symmetric(named: &[(i32, i64)], default: i64) -> DiffScores {
+        let mut all: Vec<(i32, i64)> = named.to_vec();
+        all.extend(named.iter().map(|&(d, s)| (-d, s)));
+        DiffScores::new(&all, default)
+    }
+
+    #[inline]
+    pub fn get(&self, d: i32) -> i64 {
+        if (-DENSE..=DENSE).contains(&d) {
+            self.dense[(d + DENSE) as usize]
+        } else {
+            self.named.get(&d).copied().unwrap_or(self.default)
+        }
+    }
+
+    pub fn named(&self) -> &BTreeMap<i32, i64> {
+        &self.named
+    }
+
+    pub fn default_score(&self) -> i64 {
+        self.default
+    }
+}
+
+/// One score table (similarity or likelihood).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScoreTable {
+    pub function_match: i64,
+    pub function_mismatch: i64,
+    /// `--by function`: by offset difference.
+    pub offset: DiffScores,
+    /// `--by block`: added when the block numbers are equal.
+    pub block_match: i64,
+    /// `--by block`: by block-number difference when the blocks differ.
+    pub block_diff: DiffScores,
+    /// `--by block`: by in-block offset difference when the blocks are equal.
+    pub block_offset: DiffScores,
+}
+
+/// Both tables, the instruction information they compare, and the weighting.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Scores {
+    pub by: Granularity,
+    pub weighting: Weighting,
+    pub similarity: ScoreTable,
+    pub likelihood: ScoreTable,
+}
+
+impl Scores {
+    /// The defaults, following the seed: function match 10 / mismatch 0 (5 / 0 by block),
+    /// similarity highest at |d| = 1 and likelihood at d = +1 for instruction-count
+    /// sampling; both highest at d = 0 for time sampling.
+    pub fn defaults(by: Granularity, weighting: Weighting) -> Scores {
+        let (fm, bm) = match by {
+            Granularity::Function => (10, 5),
+            Granularity::Block => (5, 5),
+        };
+        let block_diff = DiffScores::symmetric(&[(1, 3), (2, 2), (3, 1)], 0);
+        let (sim_offset, like_offset) = match weighting {
+            Weighting::Count => (
+                DiffScores::symmetric(&[(0, 5), (1, 10), (2, 6), (3, 3), (4, 1)], 0),
+                DiffScores::new(&[(1, 10), (2, 6), (3, 4), (4, 2), (5, 1), (6, 1), (7, 1), (8, 1)], 0),
+            ),
+            Weighting::Time => (
+                DiffScores::symmetric(&[(0, 10), (1, 8), (2, 5), (3, 3), (4, 1)], 0),
+                DiffScores::new(&[(0, 10), (1, 8), (2, 5), (3, 3), (4, 1)], 0),
+            ),
+        };
+        let table = |offset: DiffScores| ScoreTable {
+            function_match: fm,
+            function_mismatch: 0,
+            offset: offset.clone(),
+            block_match: bm,
+            block_diff: block_diff.clone(),
+            block_offset: offset,
+        };
+        Scores { by, weighting, similarity: table(sim_offset), likelihood: table(like_offset) }
+    }
+
+    /// Defaults overridden by a TOML (`.toml`) or JSON file.
+    pub fn from_file(path: &Path, by: Granularity, weighting: Weighting) -> Result<Scores, ReconstructError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ReconstructError::Scores { path: path.to_path_buf(), what: e.to_string() })?;
+        let bad = |what: String| ReconstructError::Scores { path: path.to_path_buf(), what };
+        let file: ScoresFile = if path.extension().is_some_and(|e| e == "json") {
+            serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?
+        } else {
+            toml::from_str(&text).map_err(|e| bad(e.to_string()))?
+        };
+        let mut scores = Scores::defaults(by, weighting);
+        if let Some(t) = file.similarity {
+            t.apply(&mut scores.similarity).map_err(bad)?;
+        }
+        if let Some(t) = file.likelihood {
+            t.apply(&mut scores.likelihood).map_err(bad)?;
+        }
+        Ok(scores)
+    }
+
+    /// Similarity of two instructions at the same index of two sequences (|d|).
+    #[inline]
+    pub fn similarity(&self, a: &Info, b: &Info) -> i64 {
+        score(&self.similarity, self.by, a, b, true)
+    }
+
+    /// Likelihood that `b` directly follows `a` (d = b − a).
+    #[inline]
+    pub fn likelihood(&self, a: &Info, b: &Info) -> i64 {
+        score(&self.likelihood, self.by, a, b, false)
+    }
+
+    /// The tables as documented JSON (for `--json` and for writing a starting file).
+    pub fn to_file(&self) -> ScoresFile {
+        ScoresFile { similarity: Some(TableFile::from(&self.similarity)), likelihood: Some(TableFile::from(&self.likelihood)) }
+    }
+}
+
+#[inline]
+fn score(t: &ScoreTable, by: Granularity, a: &Info, b: &Info, absolute: bool) -> i64 {
+    if a.function != b.function {
+        return t.function_mismatch;
+    }
+    let d = |x: i32, y: i32| if absolute { (y - x).abs() } else { y - x };
+    match by {
+        Granularity::Block if a.block >= 0 && b.block >= 0 => {
+            if a.block == b.block {
+                t.function_match + t.block_match + t.block_offset.get(d(a.block_offset, b.block_offset))
+            } else {
+                t.function_match + t.block_diff.get(d(a.block, b.block))
+            }
+        }
+        _ => t.function_match + t.offset.get(d(a.offset, b.offset)),
+    }
+}
+
+/// The file form of both tables; every field optional.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScoresFile {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub similarity: Option<TableFile>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub likelihood: Option<TableFile>,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TableFile {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub function_match: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub function_mismatch: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset: Option<BTreeMap<String, i64>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset_default: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block_match: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block_diff: Option<BTreeMap<String, i64>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block_diff_default: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block_offset: Option<BTreeMap<String, i64>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block_offset_default: Option<i64>,
+}
+
+fn parse_diffs(map: &Option<BTreeMap<String, i64>>, default: Option<i64>, old: &DiffScores, field: &str) -> Result<DiffScores, String> {
+    let default = default.unwrap_or(old.default_score());
+    let named: Vec<(i32, i64)> = match map {
+        Some(m) => m
+            .iter()
+            .map(|(k, v)| {
+                k.trim().parse::<i32>().map(|d| (d, *v)).map_err(|_| format!("{field}: key '{k}' is not an integer difference"))
+            })
+            .collect::<Result<_, _>>()?,
+        None => old.named().iter().map(|(k, v)| (*k, *v)).collect(),
+    };
+    Ok(DiffScores::new(&named, default))
+}
+
+impl TableFile {
+    fn apply(&self, t: &mut ScoreTable) -> Result<(), String> {
+        if let Some(v) = self.function_match {
+            t.function_match = v;
+        }
+        if let Some(v) = self.function_mismatch {
+            t.function_mismatch = v;
+        }
+        if let Some(v) = self.block_match {
+            t.block_match = v;
+        }
+        t.offset = parse_diffs(&self.offset, self.offset_default, &t.offset, "offset")?;
+        t.block_diff = parse_diffs(&self.block_diff, self.block_diff_default, &t.block_diff, "block_diff")?;
+        t.block_offset = parse_diffs(&self.block_offset, self.block_offset_default, &t.block_offset, "block_offset")?;
+        Ok(())
+    }
+}
+
+impl From<&ScoreTable> for TableFile {
+    fn from(t: &ScoreTable) -> TableFile {
+        let m = |d: &DiffScores| Some(d.named().iter().map(|(k, v)| (k.to_string(), *v)).collect());
+        TableFile {
+            function_match: Some(t.function_match),
+            function_mismatch: Some(t.function_mismatch),
+            offset: m(&t.offset),
+            offset_default: Some(t.offset.default_score()),
+            block_match: Some(t.block_match),
+            block_diff: m(&t.block_diff),
+            block_diff_default: Some(t.block_diff.default_score()),
+            block_offset: m(&t.block_offset),
+            block_offset_default: Some(t.block_offset.default_score()),
+        }
+    }
+}

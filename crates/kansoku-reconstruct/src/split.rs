@@ -1,0 +1,231 @@
+//! Cutting the samples into partial sequences, one per iteration of the region (the
+//! seed's three ways: marker events, every T/P samples, a function known to start it).
+
+use serde::Serialize;
+
+use crate::error::ReconstructError;
+use crate::info::{Info, Names, Observation};
+
+/// How to cut (`--split marker|count:T|function:NAME`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Split {
+    /// A new sequence at every marker event; samples before the first marker and after
+    /// the last one (an iteration that may not have completed) are left out.
+    Marker,
+    /// Every T/P samples, T = instructions per iteration, P = the sampling period.
+    Count { instructions: u64 },
+    /// A new sequence at every sample in this function whose previous sample was not.
+    Function(String),
+}
+
+impl std::str::FromStr for Split {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        if s == "marker" {
+            return Ok(Split::Marker);
+        }
+        if let Some(t) = s.strip_prefix("count:") {
+            let n: u64 = t.parse().map_err(|_| format!("--split count:T: '{t}' is not a number of instructions"))?;
+            if n == 0 {
+                return Err("--split count:T: T (instructions per iteration) must be at least 1".into());
+            }
+            return Ok(Split::Count { instructions: n });
+        }
+        if let Some(f) = s.strip_prefix("function:") {
+            if f.is_empty() {
+                return Err("--split function:NAME needs a function name".into());
+            }
+            return Ok(Split::Function(f.to_string()));
+        }
+        Err(format!("unknown split '{s}' (use marker, count:T or function:NAME)"))
+    }
+}
+
+/// The samples of one iteration, in order.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PartialSequence {
+    /// Index of the iteration (0 = first complete iteration seen).
+    pub iteration: usize,
+    pub samples: Vec<Info>,
+    /// Per sample: instructions since the iteration's marker, when both counts are known.
+    pub positions: Vec<Option<u64>>,
+    /// Per sample: nanoseconds since the iteration's start.
+    pub times: Vec<u64>,
+}
+
+/// The partial sequences and what the cut learned about the iterations.
+#[derive(Clone, Debug, Default)]
+pub struct Splitting {
+    /// One per iteration, empty iterations included (their index still counts).
+    pub sequences: Vec<PartialSequence>,
+    /// Instructions per iteration when known (marker counts agree, or `count:T`).
+    pub iteration_length: Option<u64>,
+    /// Distinct iteration lengths seen between markers (1 when reproducible).
+    pub distinct_lengths: usize,
+    /// Samples not assigned to any sequence (before the first cut, after the last marker).
+    pub dropped: usize,
+    pub samples: usize,
+    pub markers: usize,
+}
+
+impl Splitting {
+    pub fn non_empty(&self) -> usize {
+        self.sequences.iter().filter(|s| !s.samples.is_empty()).count()
+    }
+}
+
+/// Cuts the observations. `period` is the sampling period in instructions, if known.
+pub fn split(observations: &[Observation], how: &Split, period: Option<u64>, names: &Names) -> Result<Splitting, ReconstructError> {
+    if period == Some(0) {
+        return Err(ReconstructError::ZeroPeriod);
+    }
+    let samples = observations.iter().filter(|o| matches!(o, Observation::Sample { .. })).count();
+    let markers = observations.iter().filter(|o| matches!(o, Observation::Marker { .. })).count();
+    if samples == 0 {
+        return Err(ReconstructError::NoSamples);
+    }
+    let mut out = Splitting { samples, markers, ..Default::default() };
+    match how {
+        Split::Marker => {
+            if markers == 0 {
+                return Err(ReconstructError::NoMarkers);
+            }
+            if markers == 1 {
+                return Err(ReconstructError::OneMarker);
+            }
+            let mut current: Option<PartialSequence> = None;
+            let mut start: (u64, Option<u64>) = (0, None);
+            let mut lengths: Vec<u64> = Vec::new();
+            for o in observations {
+                match *o {
+                    Observation::Marker { time_ns, instructions } => {
+                        if let Some(seq) = current.take() {
+                            if let (Some(a), Some(b)) = (start.1, instructions) {
+                                lengths.push(b.saturating_sub(a));
+                            }
+                            out.sequences.push(seq);
+                        }
+                        current = Some(PartialSequence { iteration: out.sequences.len(), ..Default::default() });
+                        start = (time_ns, instructions);
+                    }
+                    Observation::Sample { info, time_ns, instructions } => match current.as_mut() {
+                        Some(seq) => {
+                            seq.samples.push(info);
+                            seq.positions.push(match (start.1, instructions) {
+                                (Some(m), Some(c)) => Some(c.saturating_sub(m)),
+                                _ => None,
+                            });
+                            seq.times.push(time_ns.saturating_sub(start.0));
+                        }
+                        None => out.dropped += 1,
+                    },
+                }
+            }
+            if let Some(last) = current {
+                out.dropped += last.samples.len();
+            }
+            lengths.sort_unstable();
+            let mut distinct = lengths.clone();
+            distinct.dedup();
+            out.distinct_lengths = distinct.len();
+            out.iteration_length = (!lengths.is_empty()).then(|| lengths[lengths.len() / 2]);
+        }
+        Split::Count { instructions } => {
+            let p = period.ok_or(ReconstructError::NoPeriod)?;
+            out.iteration_length = Some(*instructions);
+            out.distinct_lengths = 1;
+            let mut index: u64 = 0;
+            for o in observations {
+                if let Observation::Sample { info, time_ns, .. } = *o {
+                    // Sample j lies about j*P instructions after the first: iteration j*P/T.
+                    let iteration = (index * p / instructions) as usize;
+                    while out.sequences.len() <= iteration {
+                        let n = out.sequences.len();
+                        out.sequences.push(PartialSequence { iteration: n, ..Default::default() });
+                    }
+                    let seq = &mut out.sequences[iteration];
+                    seq.samples.push(info);
+                    seq.positions.push(None);
+                    seq.times.push(time_ns);
+                    index += 1;
+                }
+            }
+        }
+        Split::Function(name) => {
+            let target = names.get(name);
+            let mut previous_in = false;
+            let mut seen = false;
+            for o in observations {
+                if let Observation::Sample { info, time_ns, .. } = *o {
+                    let inside = Some(info.function) == target;
+                    if inside && !previous_in {
+                        seen = true;
+                        let n = out.sequences.len();
+                        out.sequences.push(PartialSequence { iteration: n, ..Default::default() });
+                    }
+                    previous_in = inside;
+                    match out.sequences.last_mut() {
+                        Some(seq) => {
+                            seq.samples.push(info);
+                            seq.positions.push(None);
+                            seq.times.push(time_ns);
+                        }
+                        None => out.dropped += 1,
+                    }
+                }
+            }
+            if !seen {
+                return Err(ReconstructError::FunctionNeverSampled(name.clone()));
+            }
+        }
+    }
+    if out.non_empty() == 0 {
+        return Err(ReconstructError::NoSequences);
+    }
+    Ok(out)
+}
+
+/// The sequences to merge: the first non-empty ones until they hold at least `budget`
+/// samples (with period P coprime to the iteration length T, P consecutive iterations
+/// hold exactly T samples, one per position), or all of them without a budget.
+pub fn select(splitting: &Splitting, budget: Option<u64>, limit: Option<usize>) -> Vec<PartialSequence> {
+    let mut chosen = Vec::new();
+    let mut total = 0u64;
+    for s in &splitting.sequences {
+        if s.samples.is_empty() {
+            continue;
+        }
+        if budget.is_some_and(|b| total >= b) || limit.is_some_and(|l| chosen.len() >= l) {
+            break;
+        }
+        total += s.samples.len() as u64;
+        chosen.push(s.clone());
+    }
+    chosen
+}
+
+/// What the cut found, for reports.
+#[derive(Clone, Debug, Serialize)]
+pub struct SplitReport {
+    pub samples: usize,
+    pub markers: usize,
+    pub iterations: usize,
+    pub non_empty: usize,
+    pub dropped: usize,
+    pub iteration_length: Option<u64>,
+    pub distinct_lengths: usize,
+}
+
+impl From<&Splitting> for SplitReport {
+    fn from(s: &Splitting) -> SplitReport {
+        SplitReport {
+            samples: s.samples,
+            markers: s.markers,
+            iterations: s.sequences.len(),
+            non_empty: s.non_empty(),
+            dropped: s.dropped,
+            iteration_length: s.iteration_length,
+            distinct_lengths: s.distinct_lengths,
+        }
+    }
+}
