@@ -1,0 +1,351 @@
+//! The event method: measurement points, their hits, and routine execution times.
+//!
+//! A [`Point`] is an address that was armed (a uprobe or a trap); a [`Hit`] is one time
+//! it fired, on one thread. A routine has entry points and exit points. Per thread, an
+//! entry pushes an activation and an exit pops back to the innermost activation of the
+//! same routine, so recursion and nesting are paired correctly; activations left open
+//! at an exit of an outer routine (a `longjmp`, an exit point that was missed) are
+//! dropped and counted as `abandoned`.
+//!
+//! **Overhead.** Every hit costs the program some time that falls between the time stamps
+//! (the trap, the kernel, the tracer). The seed measured it by planting two points on
+//! consecutive instructions: the time between their hits is one hit's cost, `c`. An
+//! activation whose entry and exit enclose `k` other hits of the same thread contains
+//! `(k + 1)·c` of probe time, which [`analyse`] subtracts when given `c`. Exclusive time
+//! subtracts the (corrected) inclusive time of directly nested measured activations, as
+//! the seed corrected a routine for the routines it calls.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+/// What a point means.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub enum PointRole {
+    /// Entry of routine number `.0`.
+    Entry(usize),
+    /// An exit of routine number `.0`.
+    Exit(usize),
+    /// A single point: hits and frequency only.
+    Single,
+}
+
+/// One armed measurement point.
+#[derive(Clone, Debug, Serialize)]
+pub struct Point {
+    pub name: String,
+    /// Runtime address (for a uretprobe: the function's entry, where it was planted).
+    pub address: u64,
+    pub role: PointRole,
+}
+
+/// One hit of point `point` on thread `tid` at `time_ns` (any monotonic clock).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Hit {
+    pub point: u32,
+    pub tid: u32,
+    pub time_ns: u64,
+}
+
+/// Per point figures.
+#[derive(Clone, Debug, Serialize)]
+pub struct PointStats {
+    pub name: String,
+    pub address: u64,
+    pub hits: u64,
+    /// Hits per second of the measured time.
+    pub per_second: f64,
+}
+
+/// Per routine figures. Times in ns; `mean_ns` etc. are inclusive times per call after
+/// the overhead correction (if any).
+#[derive(Clone, Debug, Serialize)]
+pub struct RoutineStats {
+    pub name: String,
+    /// Completed activations (entry and exit both seen).
+    pub calls: u64,
+    /// Entries never closed by the end of the measurement.
+    pub unfinished: u64,
+    /// Activations dropped because an outer routine exited first.
+    pub abandoned: u64,
+    /// Exits with no open activation of this routine on that thread.
+    pub unmatched_exits: u64,
+    /// Calls per second of the measured time.
+    pub per_second: f64,
+    pub mean_ns: f64,
+    pub min_ns: f64,
+    pub p50_ns: f64,
+    pub p99_ns: f64,
+    pub max_ns: f64,
+    /// Mean before the overhead correction.
+    pub raw_mean_ns: f64,
+    /// Mean exclusive time per call (nested measured routines subtracted).
+    pub exclusive_mean_ns: f64,
+    /// Sum of exclusive times: the routine's own share of the run.
+    pub exclusive_total_ns: f64,
+    /// `(low_ns, high_ns, calls)`, 20 equal bins from min to max.
+    pub histogram: Vec<(f64, f64, u64)>,
+}
+
+/// Everything the event method reports.
+#[derive(Clone, Debug, Serialize)]
+pub struct EventReport {
+    pub measured_ns: u64,
+    pub hits: u64,
+    pub overhead_ns: Option<f64>,
+    pub points: Vec<PointStats>,
+    pub routines: Vec<RoutineStats>,
+}
+
+struct Activation {
+    routine: usize,
+    entry_ns: u64,
+    /// Hits of this thread since the entry.
+    inner_hits: u64,
+    /// Corrected inclusive time of directly nested completed activations.
+    nested_ns: f64,
+}
+
+/// Pairs entries and exits per thread and computes the figures. `hits` must be in time
+/// order per thread (a merged, time-sorted stream is fine). `overhead_ns` is the per-hit
+/// cost to subtract (from [`calibrate`]); `measured_ns` the length of the run for rates.
+pub fn analyse(points: &[Point], routines: &[String], hits: &[Hit], overhead_ns: Option<f64>, measured_ns: u64) -> EventReport {
+    let c = overhead_ns.unwrap_or(0.0).max(0.0);
+    let secs = (measured_ns as f64 / 1e9).max(1e-12);
+    let mut point_hits = vec![0u64; points.len()];
+    let mut stacks: HashMap<u32, Vec<Activation>> = HashMap::new();
+    let mut inclusive: Vec<Vec<f64>> = vec![Vec::new(); routines.len()];
+    let mut raw: Vec<f64> = vec![0.0; routines.len()];
+    let mut exclusive: Vec<f64> = vec![0.0; routines.len()];
+    let mut abandoned = vec![0u64; routines.len()];
+    let mut unmatched = vec![0u64; routines.len()];
+    for h in hits {
+        let Some(p) = points.get(h.point as usize) else { continue };
+        point_hits[h.point as usize] += 1;
+        let stack = stacks.entry(h.tid).or_default();
+        match p.role {
+            PointRole::Entry(r) => {
+                for a in stack.iter_mut() {
+                    a.inner_hits += 1;
+                }
+                stack.push(Activation { routine: r, entry_ns: h.time_ns, inner_hits: 0, nested_ns: 0.0 });
+            }
+            PointRole::Exit(r) => {
+                let Some(pos) = stack.iter().rposition(|a| a.routine == r) else {
+                    unmatched[r] += 1;
+                    for a in stack.iter_mut() {
+                        a.inner_hits += 1;
+                    }
+                    continue;
+                };
+                for dropped in stack.drain(pos + 1..) {
+                    abandoned[dropped.routine] += 1;
+                }
+                let a = stack.pop().expect("position found above");
+                let raw_ns = h.time_ns.saturating_sub(a.entry_ns) as f64;
+                let corrected = (raw_ns - c * (a.inner_hits + 1) as f64).max(0.0);
+                inclusive[r].push(corrected);
+                raw[r] += raw_ns;
+                exclusive[r] += (corrected - a.nested_ns).max(0.0);
+                if let Some(parent) = stack.last_mut() {
+                    parent.nested_ns += corrected;
+                }
+                // This exit is itself a hit inside every enclosing activation.
+                for outer in stack.iter_mut() {
+                    outer.inner_hits += 1;
+                }
+            }
+            PointRole::Single => {
+                for a in stack.iter_mut() {
+                    a.inner_hits += 1;
+                }
+            }
+        }
+    }
+    let mut unfinished = vec![0u64; routines.len()];
+    for stack in stacks.values() {
+        for a in stack {
+            unfinished[a.routine] += 1;
+        }
+    }
+    let point_stats = points
+        .iter()
+        .zip(&point_hits)
+        .map(|(p, &n)| PointStats { name: p.name.clone(), address: p.address, hits: n, per_second: n as f64 / secs })
+        .collect();
+    let routine_stats = routines
+        .iter()
+        .enumerate()
+        .map(|(r, name)| {
+            let mut v = std::mem::take(&mut inclusive[r]);
+            v.sort_by(|a, b| a.total_cmp(b));
+            let n = v.len();
+            let mean = if n > 0 { v.iter().sum::<f64>() / n as f64 } else { 0.0 };
+            RoutineStats {
+                name: name.clone(),
+                calls: n as u64,
+                unfinished: unfinished[r],
+                abandoned: abandoned[r],
+                unmatched_exits: unmatched[r],
+                per_second: n as f64 / secs,
+                mean_ns: mean,
+                min_ns: v.first().copied().unwrap_or(0.0),
+                p50_ns: percentile(&v, 0.50),
+                p99_ns: percentile(&v, 0.99),
+                max_ns: v.last().copied().unwrap_or(0.0),
+                raw_mean_ns: if n > 0 { raw[r] / n as f64 } else { 0.0 },
+                exclusive_mean_ns: if n > 0 { exclusive[r] / n as f64 } else { 0.0 },
+                exclusive_total_ns: exclusive[r],
+                histogram: histogram(&v, 20),
+            }
+        })
+        .collect();
+    EventReport { measured_ns, hits: hits.len() as u64, overhead_ns, points: point_stats, routines: routine_stats }
+}
+
+/// Nearest-rank percentile of sorted values.
+pub fn percentile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let rank = (q * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// `bins` equal bins from the smallest to the largest value.
+pub fn histogram(sorted: &[f64], bins: usize) -> Vec<(f64, f64, u64)> {
+    let (Some(&lo), Some(&hi)) = (sorted.first(), sorted.last()) else { return Vec::new() };
+    let width = if hi > lo { (hi - lo) / bins as f64 } else { 1.0 };
+    let mut counts = vec![0u64; bins];
+    for &v in sorted {
+        let i = (((v - lo) / width) as usize).min(bins - 1);
+        counts[i] += 1;
+    }
+    counts.into_iter().enumerate().map(|(i, n)| (lo + i as f64 * width, lo + (i + 1) as f64 * width, n)).collect()
+}
+
+/// The seed's calibration: two points on consecutive instructions. Each hit of `first`
+/// followed on the same thread by a hit of `second` (with no other hit of that thread
+/// between) gives one difference: one hit's overhead. Returns the differences (ns).
+pub fn calibration_differences(hits: &[Hit], first: u32, second: u32) -> Vec<f64> {
+    let mut last: HashMap<u32, Hit> = HashMap::new();
+    let mut out = Vec::new();
+    for h in hits {
+        if h.point == second {
+            if let Some(prev) = last.get(&h.tid) {
+                if prev.point == first {
+                    out.push(h.time_ns.saturating_sub(prev.time_ns) as f64);
+                }
+            }
+        }
+        last.insert(h.tid, *h);
+    }
+    out
+}
+
+/// The per-hit overhead from calibration differences: the median (robust against the
+/// occasional preemption on a loaded machine), with mean and count for the report.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Calibration {
+    pub samples: usize,
+    pub median_ns: f64,
+    pub mean_ns: f64,
+    pub p99_ns: f64,
+}
+
+pub fn calibrate(differences: &[f64]) -> Option<Calibration> {
+    if differences.is_empty() {
+        return None;
+    }
+    let mut v = differences.to_vec();
+    v.sort_by(|a, b| a.total_cmp(b));
+    Some(Calibration { samples: v.len(), median_ns: percentile(&v, 0.5), mean_ns: v.iter().sum::<f64>() / v.len() as f64, p99_ns: percentile(&v, 0.99) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pts() -> (Vec<Point>, Vec<String>) {
+        let p = |name: &str, role| Point { name: name.into(), address: 0, role };
+        (
+            vec![
+                p("f:entry", PointRole::Entry(0)),
+                p("f:exit", PointRole::Exit(0)),
+                p("g:entry", PointRole::Entry(1)),
+                p("g:exit", PointRole::Exit(1)),
+                p("x", PointRole::Single),
+            ],
+            vec!["f".into(), "g".into()],
+        )
+    }
+    fn hit(point: u32, tid: u32, time_ns: u64) -> Hit {
+        Hit { point, tid, time_ns }
+    }
+
+    #[test]
+    fn recursion_pairs_innermost_first() {
+        let (p, r) = pts();
+        // f(0) { f(10) { } 30 } 100 on thread 1; thread 2 interleaved with g.
+        let hits = [hit(0, 1, 0), hit(2, 2, 5), hit(0, 1, 10), hit(1, 1, 30), hit(3, 2, 45), hit(1, 1, 100)];
+        let rep = analyse(&p, &r, &hits, None, 1_000_000_000);
+        let f = &rep.routines[0];
+        assert_eq!(f.calls, 2);
+        assert_eq!((f.min_ns, f.max_ns), (20.0, 100.0));
+        assert_eq!(f.mean_ns, 60.0);
+        // Exclusive: inner 20, outer 100 - 20 = 80.
+        assert_eq!(f.exclusive_total_ns, 100.0);
+        assert_eq!(rep.routines[1].calls, 1);
+        assert_eq!(rep.routines[1].mean_ns, 40.0);
+        assert_eq!(rep.points[0].hits, 2);
+        assert_eq!(rep.points[0].per_second, 2.0);
+    }
+
+    #[test]
+    fn overhead_is_subtracted_per_enclosed_hit() {
+        let (p, r) = pts();
+        // f { g { x } } with every hit costing 10 ns of probe time between stamps:
+        // true times f = 100 (own) + g, g = 50 (own); stamps chosen so that each hit
+        // adds 10 ns between its stamp and the next one.
+        let hits = [hit(0, 1, 0), hit(2, 1, 10), hit(4, 1, 20), hit(3, 1, 80), hit(1, 1, 190)];
+        let rep = analyse(&p, &r, &hits, Some(10.0), 1);
+        let (f, g) = (&rep.routines[0], &rep.routines[1]);
+        // g: raw 70, encloses 1 hit: 70 - 2*10 = 50.
+        assert_eq!(g.mean_ns, 50.0);
+        // f: raw 190, encloses 3 hits (g.entry, x, g.exit): 190 - 4*10 = 150 = 100 + 50.
+        assert_eq!(f.mean_ns, 150.0);
+        assert_eq!(f.exclusive_mean_ns, 100.0);
+        assert_eq!(f.raw_mean_ns, 190.0);
+    }
+
+    #[test]
+    fn unmatched_and_abandoned_are_counted() {
+        let (p, r) = pts();
+        let hits = [hit(1, 1, 0), hit(0, 1, 5), hit(2, 1, 6), hit(1, 1, 9), hit(0, 1, 20)];
+        let rep = analyse(&p, &r, &hits, None, 1);
+        assert_eq!(rep.routines[0].unmatched_exits, 1);
+        assert_eq!(rep.routines[1].abandoned, 1);
+        assert_eq!(rep.routines[0].calls, 1);
+        assert_eq!(rep.routines[0].unfinished, 1);
+    }
+
+    #[test]
+    fn calibration_pairs_consecutive_points() {
+        let hits = [hit(0, 1, 0), hit(1, 1, 7), hit(0, 2, 3), hit(1, 2, 12), hit(0, 1, 50), hit(4, 1, 51), hit(1, 1, 60)];
+        let d = calibration_differences(&hits, 0, 1);
+        assert_eq!(d, vec![7.0, 9.0]);
+        let c = calibrate(&d).unwrap();
+        assert_eq!(c.samples, 2);
+        assert_eq!(c.median_ns, 7.0);
+    }
+
+    #[test]
+    fn percentiles_and_histogram() {
+        let v: Vec<f64> = (1..=100).map(f64::from).collect();
+        assert_eq!(percentile(&v, 0.5), 50.0);
+        assert_eq!(percentile(&v, 0.99), 99.0);
+        let h = histogram(&v, 20);
+        assert_eq!(h.len(), 20);
+        assert_eq!(h.iter().map(|b| b.2).sum::<u64>(), 100);
+    }
+}

@@ -1,0 +1,298 @@
+//! The program waveform and its spectrum.
+//!
+//! A waveform is a series of [`WavePoint`]s: the address of the instruction about to run
+//! and the data addresses it references, at a time (or instruction count). The seed
+//! plotted these (a loop shows as a saw wave) and proposed autocorrelation and power
+//! spectra as the next step; [`analyse_signal`] does that for one address signal and
+//! reports the dominant period, [`repeating_functions`] which functions recur at it.
+//!
+//! **Period detection.** The signal (addresses, mean removed) is autocorrelated through
+//! an FFT (zero-padded, so the correlation is linear, not circular) and normalised by the
+//! overlap length. Local maxima of the autocorrelation are candidate periods; the
+//! dominant period is the *shortest* lag whose peak reaches 90% of the highest peak (a
+//! periodic signal also peaks at every multiple of its period). It is refined by finding
+//! the peaks near its multiples and dividing the farthest strong one's lag by its order,
+//! with parabolic interpolation, so a period that is not a whole number of samples is
+//! still found to a fraction of a sample. The power spectrum's strongest non-zero
+//! frequency is reported beside it.
+
+use rustfft::{num_complex::Complex, FftPlanner};
+use serde::Serialize;
+
+/// One observation of the waveform.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct WavePoint {
+    /// Time since the first point, ns (0 in single-step mode, where `instructions` counts).
+    pub time_ns: u64,
+    /// Instructions retired before this point, when known (exact mode; hardware counter).
+    pub instructions: Option<u64>,
+    pub code: u64,
+    /// Effective addresses of the memory operands of the instruction at `code`.
+    pub data: Vec<u64>,
+}
+
+/// What an address range is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum RegionKind {
+    Function,
+    Section,
+    Heap,
+    Stack,
+    Library,
+    Other,
+}
+
+/// A labelled address range `[low, high)`.
+#[derive(Clone, Debug, Serialize)]
+pub struct Region {
+    pub label: String,
+    pub low: u64,
+    pub high: u64,
+    pub kind: RegionKind,
+}
+
+/// The label of the region holding `address`; the narrowest wins (a function inside
+/// `.text`, a variable's section inside the module).
+pub fn region_of(regions: &[Region], address: u64) -> Option<usize> {
+    regions
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| address >= r.low && address < r.high)
+        .min_by_key(|(_, r)| r.high - r.low)
+        .map(|(i, _)| i)
+}
+
+/// The dominant period of a signal.
+#[derive(Clone, Debug, Serialize)]
+pub struct Period {
+    /// In samples (points of the series), refined to a fraction of a sample.
+    pub samples: f64,
+    /// Autocorrelation at that lag (1 = perfectly periodic).
+    pub autocorrelation: f64,
+    /// How many multiples of the period were found as peaks and used to refine it.
+    pub multiples: usize,
+}
+
+/// Autocorrelation, spectrum and period of one signal.
+#[derive(Clone, Debug, Serialize)]
+pub struct SignalAnalysis {
+    pub length: usize,
+    pub period: Option<Period>,
+    /// The strongest non-DC frequency of the power spectrum, as a period in samples.
+    pub spectrum_peak_period_samples: Option<f64>,
+    /// Normalised autocorrelation for lags 0..length/2.
+    #[serde(skip)]
+    pub autocorrelation: Vec<f64>,
+    /// Power per frequency bin k (period length/k), for k in 0..=length/2.
+    #[serde(skip)]
+    pub power: Vec<f64>,
+}
+
+/// Normalised autocorrelation r(l) for l in 0..=n/2, via FFT with zero padding.
+/// r(l) = Σ x(i)x(i+l) / (n−l) divided by the variance; r(0) = 1.
+pub fn autocorrelation(signal: &[f64]) -> Vec<f64> {
+    let n = signal.len();
+    if n < 2 {
+        return vec![1.0; n];
+    }
+    let mean = signal.iter().sum::<f64>() / n as f64;
+    let size = (2 * n).next_power_of_two();
+    let mut buf: Vec<Complex<f64>> = signal.iter().map(|&x| Complex::new(x - mean, 0.0)).collect();
+    buf.resize(size, Complex::new(0.0, 0.0));
+    let mut planner = FftPlanner::new();
+    planner.plan_fft_forward(size).process(&mut buf);
+    for c in buf.iter_mut() {
+        *c = Complex::new(c.norm_sqr(), 0.0);
+    }
+    planner.plan_fft_inverse(size).process(&mut buf);
+    let var = buf[0].re / n as f64;
+    (0..=n / 2)
+        .map(|l| if var > 0.0 { buf[l].re / (n - l) as f64 / var } else { 0.0 })
+        .collect()
+}
+
+/// Power spectrum |X(k)|² of the mean-removed signal for k in 0..=n/2.
+pub fn power_spectrum(signal: &[f64]) -> Vec<f64> {
+    let n = signal.len();
+    if n == 0 {
+        return Vec::new();
+    }
+    let mean = signal.iter().sum::<f64>() / n as f64;
+    let mut buf: Vec<Complex<f64>> = signal.iter().map(|&x| Complex::new(x - mean, 0.0)).collect();
+    FftPlanner::new().plan_fft_forward(n).process(&mut buf);
+    buf[..=n / 2].iter().map(|c| c.norm_sqr() / n as f64).collect()
+}
+
+/// Parabolic interpolation of a peak at index i of `v`.
+fn refine(v: &[f64], i: usize) -> f64 {
+    if i == 0 || i + 1 >= v.len() {
+        return i as f64;
+    }
+    let (a, b, c) = (v[i - 1], v[i], v[i + 1]);
+    let d = a - 2.0 * b + c;
+    if d.abs() < 1e-15 {
+        i as f64
+    } else {
+        i as f64 + 0.5 * (a - c) / d
+    }
+}
+
+/// Local maxima of the autocorrelation with lag ≥ `min_lag` (plateaus: first index).
+fn peaks(r: &[f64], min_lag: usize) -> Vec<usize> {
+    (min_lag.max(1)..r.len().saturating_sub(1)).filter(|&l| r[l] > r[l - 1] && r[l] >= r[l + 1]).collect()
+}
+
+/// The dominant period (see the module notes). `min_lag` excludes trivially short lags.
+pub fn dominant_period(r: &[f64], min_lag: usize) -> Option<Period> {
+    let ps = peaks(r, min_lag);
+    let best = ps.iter().map(|&l| r[l]).fold(f64::NEG_INFINITY, f64::max);
+    if !best.is_finite() || best <= 0.0 {
+        return None;
+    }
+    let p0 = *ps.iter().find(|&&l| r[l] >= 0.9 * best)?;
+    let base = refine(r, p0);
+    // Farthest strong multiple.
+    let mut estimate = base;
+    let mut multiples = 1;
+    let mut m = 2;
+    loop {
+        let centre = base * m as f64;
+        let half = (base / 4.0).max(1.0);
+        let lo = (centre - half).floor().max(1.0) as usize;
+        let hi = (centre + half).ceil() as usize;
+        if hi + 1 >= r.len() {
+            break;
+        }
+        let Some(&l) = ps.iter().filter(|&&l| l >= lo && l <= hi).max_by(|&&a, &&b| r[a].total_cmp(&r[b])) else { break };
+        if r[l] < 0.8 * r[p0] {
+            break;
+        }
+        // The integer lag of the m-th peak, divided by m: within 1/(2m) of a sample.
+        estimate = l as f64 / m as f64;
+        multiples = m;
+        m += 1;
+    }
+    Some(Period { samples: estimate, autocorrelation: r[p0], multiples })
+}
+
+/// Autocorrelation, spectrum and period of one signal.
+pub fn analyse_signal(signal: &[f64], min_lag: usize) -> SignalAnalysis {
+    let r = autocorrelation(signal);
+    let power = power_spectrum(signal);
+    let spectrum_peak_period_samples = power
+        .iter()
+        .enumerate()
+        .skip(1)
+        .max_by(|a, b| a.1.total_cmp(b.1))
+        .filter(|(_, p)| **p > 0.0)
+        .map(|(k, _)| signal.len() as f64 / k as f64);
+    SignalAnalysis { length: signal.len(), period: dominant_period(&r, min_lag), spectrum_peak_period_samples, autocorrelation: r, power }
+}
+
+/// A function (or region) and how it recurs at a period.
+#[derive(Clone, Debug, Serialize)]
+pub struct Recurrence {
+    pub label: String,
+    /// Share of all points, percent.
+    pub share: f64,
+    /// Of the points in this label, the percent whose point one period later is in the same label.
+    pub recurrence: f64,
+}
+
+/// For each label (index into `names`, `None` = unlabelled), how much of the series it
+/// takes and how often it recurs exactly one `period` (in points) later.
+pub fn repeating_functions(labels: &[Option<usize>], names: &[String], period: usize) -> Vec<Recurrence> {
+    let n = labels.len();
+    let mut count = vec![0u64; names.len()];
+    let mut pairs = vec![0u64; names.len()];
+    let mut same = vec![0u64; names.len()];
+    for (i, l) in labels.iter().enumerate() {
+        let Some(l) = *l else { continue };
+        count[l] += 1;
+        if period > 0 && i + period < n {
+            pairs[l] += 1;
+            if labels[i + period] == Some(l) {
+                same[l] += 1;
+            }
+        }
+    }
+    let mut out: Vec<Recurrence> = names
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| count[*i] > 0)
+        .map(|(i, name)| Recurrence {
+            label: name.clone(),
+            share: count[i] as f64 * 100.0 / n.max(1) as f64,
+            recurrence: if pairs[i] > 0 { same[i] as f64 * 100.0 / pairs[i] as f64 } else { 0.0 },
+        })
+        .collect();
+    out.sort_by(|a, b| b.share.total_cmp(&a.share));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sawtooth_period_is_found_exactly() {
+        // A loop of 44 instructions: addresses climb, jump back.
+        let signal: Vec<f64> = (0..5000).map(|i| (0x1000 + (i % 44) * 4) as f64).collect();
+        let a = analyse_signal(&signal, 2);
+        let p = a.period.unwrap();
+        assert!((p.samples - 44.0).abs() < 1e-6, "{p:?}");
+        assert!(p.autocorrelation > 0.99);
+        assert!((a.spectrum_peak_period_samples.unwrap() - 44.0).abs() / 44.0 < 0.02);
+    }
+
+    #[test]
+    fn non_integer_period_refines_within_one_percent() {
+        // Period 37.3 samples, sampled: a phase signal with noise-free sawtooth.
+        let period = 37.3;
+        let signal: Vec<f64> = (0..20000).map(|i| ((i as f64 / period).fract() * 100.0).floor()).collect();
+        let p = dominant_period(&autocorrelation(&signal), 2).unwrap();
+        assert!((p.samples - period).abs() / period < 0.01, "{p:?}");
+        assert!(p.multiples > 1);
+    }
+
+    #[test]
+    fn autocorrelation_matches_brute_force() {
+        let signal: Vec<f64> = (0..200).map(|i| ((i * 7919) % 101) as f64).collect();
+        let r = autocorrelation(&signal);
+        let n = signal.len();
+        let mean = signal.iter().sum::<f64>() / n as f64;
+        let var = signal.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n as f64;
+        for l in [0usize, 1, 5, 50, 100] {
+            let brute = (0..n - l).map(|i| (signal[i] - mean) * (signal[i + l] - mean)).sum::<f64>() / (n - l) as f64 / var;
+            assert!((r[l] - brute).abs() < 1e-9, "lag {l}: {} vs {brute}", r[l]);
+        }
+    }
+
+    #[test]
+    fn constant_signal_has_no_period() {
+        assert!(analyse_signal(&[5.0; 100], 2).period.is_none());
+    }
+
+    #[test]
+    fn recurrence_of_labels() {
+        let labels: Vec<Option<usize>> = (0..100).map(|i| Some(if i % 10 < 3 { 0 } else { 1 })).collect();
+        let r = repeating_functions(&labels, &["a".into(), "b".into(), "unused".into()], 10);
+        assert_eq!(r.len(), 2);
+        assert_eq!(r[0].label, "b");
+        assert_eq!(r[0].share, 70.0);
+        assert_eq!(r[0].recurrence, 100.0);
+        let r = repeating_functions(&labels, &["a".into(), "b".into()], 5);
+        assert!(r[1].recurrence < 1.0);
+    }
+
+    #[test]
+    fn narrowest_region_wins() {
+        let regions = vec![
+            Region { label: ".text".into(), low: 0, high: 100, kind: RegionKind::Section },
+            Region { label: "f".into(), low: 10, high: 20, kind: RegionKind::Function },
+        ];
+        assert_eq!(region_of(&regions, 15), Some(1));
+        assert_eq!(region_of(&regions, 50), Some(0));
+        assert_eq!(region_of(&regions, 100), None);
+    }
+}

@@ -1,0 +1,359 @@
+//! # kansoku-plot — small SVG charts, written by hand
+//!
+//! Every chart is a function from data to a complete, self-contained SVG document
+//! (`String`): no fonts to embed, no scripts, only `<line>`, `<polyline>`, `<polygon>`,
+//! `<rect>`, `<circle>` and `<text>`. Charts:
+//!
+//! * [`kiviat`] — a radar ("Kiviat") graph of percentages, the seed-001 figure 4 picture.
+//! * [`time_series`] — several named series over a common x axis.
+//! * [`waveform`] — points (x, address) in several classes (code, data) over horizontal
+//!   labelled address bands (functions, sections, heap, stack).
+//! * [`histogram`] — bars over bins.
+//!
+//! Text is escaped; non-finite values are skipped, so a chart never becomes invalid XML.
+
+use std::fmt::Write;
+
+/// A colour palette readable on white, used in order.
+pub const PALETTE: &[&str] = &["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"];
+
+/// Escapes text for SVG.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            c if (c as u32) < 0x20 && c != '\n' && c != '\t' => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+struct Doc {
+    s: String,
+}
+
+impl Doc {
+    fn new(width: f64, height: f64, title: &str) -> Doc {
+        let mut s = String::new();
+        let _ = write!(
+            s,
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" viewBox=\"0 0 {width} {height}\" font-family=\"sans-serif\" font-size=\"12\">\n<rect x=\"0\" y=\"0\" width=\"{width}\" height=\"{height}\" fill=\"white\"/>\n<text x=\"{}\" y=\"20\" text-anchor=\"middle\" font-size=\"15\" font-weight=\"bold\">{}</text>\n",
+            width / 2.0,
+            escape(title)
+        );
+        Doc { s }
+    }
+    fn line(&mut self, x1: f64, y1: f64, x2: f64, y2: f64, stroke: &str, width: f64) {
+        let _ = writeln!(self.s, "<line x1=\"{x1:.2}\" y1=\"{y1:.2}\" x2=\"{x2:.2}\" y2=\"{y2:.2}\" stroke=\"{stroke}\" stroke-width=\"{width}\"/>");
+    }
+    fn text(&mut self, x: f64, y: f64, anchor: &str, size: f64, fill: &str, text: &str) {
+        let _ = writeln!(self.s, "<text x=\"{x:.2}\" y=\"{y:.2}\" text-anchor=\"{anchor}\" font-size=\"{size}\" fill=\"{fill}\">{}</text>", escape(text));
+    }
+    fn rect(&mut self, x: f64, y: f64, w: f64, h: f64, fill: &str, opacity: f64) {
+        let _ = writeln!(self.s, "<rect x=\"{x:.2}\" y=\"{y:.2}\" width=\"{:.2}\" height=\"{:.2}\" fill=\"{fill}\" fill-opacity=\"{opacity}\"/>", w.max(0.0), h.max(0.0));
+    }
+    fn finish(mut self) -> String {
+        self.s.push_str("</svg>\n");
+        self.s
+    }
+}
+
+/// Axis bounds that include all finite values; a degenerate range is widened.
+fn bounds(values: impl Iterator<Item = f64>) -> (f64, f64) {
+    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+    for v in values.filter(|v| v.is_finite()) {
+        lo = lo.min(v);
+        hi = hi.max(v);
+    }
+    if !lo.is_finite() {
+        return (0.0, 1.0);
+    }
+    if hi - lo < 1e-12 {
+        return (lo - 0.5, hi + 0.5);
+    }
+    (lo, hi)
+}
+
+/// Formats a tick value compactly.
+pub fn tick_label(v: f64) -> String {
+    let a = v.abs();
+    if a == 0.0 {
+        "0".into()
+    } else if a >= 1e6 || a < 1e-3 {
+        format!("{v:.3e}")
+    } else if a >= 100.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.3}").trim_end_matches('0').trim_end_matches('.').to_string()
+    }
+}
+
+/// A plotting frame: data → pixel transforms, axes with ticks and labels.
+struct Frame {
+    left: f64,
+    top: f64,
+    width: f64,
+    height: f64,
+    x: (f64, f64),
+    y: (f64, f64),
+}
+
+impl Frame {
+    fn px(&self, x: f64) -> f64 {
+        self.left + (x - self.x.0) / (self.x.1 - self.x.0) * self.width
+    }
+    fn py(&self, y: f64) -> f64 {
+        self.top + self.height - (y - self.y.0) / (self.y.1 - self.y.0) * self.height
+    }
+    fn axes(&self, doc: &mut Doc, x_label: &str, y_label: &str, y_ticks: bool) {
+        doc.line(self.left, self.top + self.height, self.left + self.width, self.top + self.height, "black", 1.0);
+        doc.line(self.left, self.top, self.left, self.top + self.height, "black", 1.0);
+        for i in 0..=5 {
+            let f = i as f64 / 5.0;
+            let xv = self.x.0 + f * (self.x.1 - self.x.0);
+            let x = self.px(xv);
+            doc.line(x, self.top + self.height, x, self.top + self.height + 4.0, "black", 1.0);
+            doc.text(x, self.top + self.height + 16.0, "middle", 10.0, "black", &tick_label(xv));
+            if y_ticks {
+                let yv = self.y.0 + f * (self.y.1 - self.y.0);
+                let y = self.py(yv);
+                doc.line(self.left - 4.0, y, self.left, y, "black", 1.0);
+                doc.line(self.left, y, self.left + self.width, y, "#e0e0e0", 0.5);
+                doc.text(self.left - 6.0, y + 3.0, "end", 10.0, "black", &tick_label(yv));
+            }
+        }
+        doc.text(self.left + self.width / 2.0, self.top + self.height + 32.0, "middle", 12.0, "black", x_label);
+        let _ = writeln!(
+            doc.s,
+            "<text x=\"14\" y=\"{:.2}\" text-anchor=\"middle\" transform=\"rotate(-90 14 {:.2})\">{}</text>",
+            self.top + self.height / 2.0,
+            self.top + self.height / 2.0,
+            escape(y_label)
+        );
+    }
+}
+
+/// A Kiviat (radar) graph: one axis per `(label, percent)`, 0 at the centre and 100 at
+/// the rim, the polygon of values filled. Seed 001 draws its eight items this way: odd
+/// items (activity) large and even items (waiting) small make a cross.
+pub fn kiviat(title: &str, axes: &[(&str, f64)]) -> String {
+    let (w, h) = (560.0, 520.0);
+    let (cx, cy, r) = (w / 2.0, h / 2.0 + 15.0, 180.0);
+    let mut doc = Doc::new(w, h, title);
+    let n = axes.len().max(3);
+    let angle = |i: usize| -std::f64::consts::FRAC_PI_2 + i as f64 * std::f64::consts::TAU / n as f64;
+    for ring in [25.0, 50.0, 75.0, 100.0] {
+        let pts: Vec<String> = (0..n).map(|i| format!("{:.2},{:.2}", cx + r * ring / 100.0 * angle(i).cos(), cy + r * ring / 100.0 * angle(i).sin())).collect();
+        let _ = writeln!(doc.s, "<polygon points=\"{}\" fill=\"none\" stroke=\"#c0c0c0\" stroke-width=\"0.8\"/>", pts.join(" "));
+        doc.text(cx + 3.0, cy - r * ring / 100.0 + 11.0, "start", 9.0, "#808080", &format!("{ring:.0}%"));
+    }
+    let mut pts = Vec::new();
+    for (i, (label, value)) in axes.iter().enumerate() {
+        let a = angle(i);
+        doc.line(cx, cy, cx + r * a.cos(), cy + r * a.sin(), "#808080", 0.8);
+        let v = if value.is_finite() { value.clamp(0.0, 100.0) } else { 0.0 };
+        pts.push(format!("{:.2},{:.2}", cx + r * v / 100.0 * a.cos(), cy + r * v / 100.0 * a.sin()));
+        let (lx, ly) = (cx + (r + 18.0) * a.cos(), cy + (r + 18.0) * a.sin());
+        let anchor = if a.cos() > 0.2 { "start" } else if a.cos() < -0.2 { "end" } else { "middle" };
+        doc.text(lx, ly, anchor, 12.0, "black", &format!("{} {}", label, if value.is_finite() { format!("{value:.1}%") } else { "n/a".into() }));
+    }
+    if !axes.is_empty() {
+        let _ = writeln!(doc.s, "<polygon points=\"{}\" fill=\"#1f77b4\" fill-opacity=\"0.35\" stroke=\"#1f77b4\" stroke-width=\"2\"/>", pts.join(" "));
+    }
+    doc.finish()
+}
+
+/// One named series of `(x, y)` points.
+pub struct Series<'a> {
+    pub name: &'a str,
+    pub points: &'a [(f64, f64)],
+}
+
+/// Lines over a common x axis, with a legend. `y_range` fixes the y axis (e.g. 0..100 %).
+pub fn time_series(title: &str, x_label: &str, y_label: &str, series: &[Series], y_range: Option<(f64, f64)>) -> String {
+    let (w, h) = (820.0, 420.0);
+    let mut doc = Doc::new(w, h, title);
+    let x = bounds(series.iter().flat_map(|s| s.points.iter().map(|p| p.0)));
+    let y = y_range.unwrap_or_else(|| bounds(series.iter().flat_map(|s| s.points.iter().map(|p| p.1))));
+    let frame = Frame { left: 70.0, top: 40.0, width: 560.0, height: 310.0, x, y };
+    frame.axes(&mut doc, x_label, y_label, true);
+    for (i, s) in series.iter().enumerate() {
+        let colour = PALETTE[i % PALETTE.len()];
+        let pts: Vec<String> = s.points.iter().filter(|p| p.0.is_finite() && p.1.is_finite()).map(|p| format!("{:.2},{:.2}", frame.px(p.0), frame.py(p.1))).collect();
+        if !pts.is_empty() {
+            let _ = writeln!(doc.s, "<polyline points=\"{}\" fill=\"none\" stroke=\"{colour}\" stroke-width=\"1.5\"/>", pts.join(" "));
+        }
+        let ly = 50.0 + 18.0 * i as f64;
+        doc.line(645.0, ly, 665.0, ly, colour, 3.0);
+        doc.text(670.0, ly + 4.0, "start", 11.0, "black", s.name);
+    }
+    doc.finish()
+}
+
+/// A class of waveform points (e.g. code addresses, data addresses).
+pub struct PointClass<'a> {
+    pub name: &'a str,
+    pub points: &'a [(f64, f64)],
+}
+
+/// A labelled address range drawn as a horizontal band behind the points.
+pub struct Band {
+    pub label: String,
+    pub low: f64,
+    pub high: f64,
+}
+
+/// The program waveform: address (y) against time or sample number (x), one colour per
+/// class, labelled address bands. Addresses far apart make a linear y axis useless
+/// (code near 0x5555_5555_0000, stack near 0x7fff_ffff_0000), so the y axis is *broken*:
+/// each band and each cluster of points gets its own stretch of the axis, in address
+/// order, with a gap between stretches.
+pub fn waveform(title: &str, x_label: &str, classes: &[PointClass], bands: &[Band]) -> String {
+    let (w, h) = (900.0, 560.0);
+    let mut doc = Doc::new(w, h, title);
+    let x = bounds(classes.iter().flat_map(|c| c.points.iter().map(|p| p.0)));
+    // Segments of the broken axis: bands that hold points, plus clusters of unbanded points.
+    let mut ranges: Vec<(f64, f64)> = Vec::new();
+    let in_band = |a: f64| bands.iter().any(|b| a >= b.low && a < b.high);
+    for b in bands {
+        if classes.iter().any(|c| c.points.iter().any(|p| p.1 >= b.low && p.1 < b.high)) {
+            ranges.push((b.low, b.high));
+        }
+    }
+    let mut loose: Vec<f64> = classes.iter().flat_map(|c| c.points.iter().map(|p| p.1)).filter(|a| a.is_finite() && !in_band(*a)).collect();
+    loose.sort_by(|a, b| a.total_cmp(b));
+    let mut i = 0;
+    while i < loose.len() {
+        let start = loose[i];
+        let mut end = start;
+        while i < loose.len() && loose[i] - end <= 65536.0 {
+            end = loose[i];
+            i += 1;
+        }
+        ranges.push((start - 8.0, end + 8.0));
+    }
+    ranges.sort_by(|a, b| a.0.total_cmp(&b.0));
+    // Merge overlapping ranges.
+    let mut merged: Vec<(f64, f64)> = Vec::new();
+    for r in ranges {
+        match merged.last_mut() {
+            Some(last) if r.0 <= last.1 => last.1 = last.1.max(r.1),
+            _ => merged.push(r),
+        }
+    }
+    if merged.is_empty() {
+        merged.push((0.0, 1.0));
+    }
+    let (left, top, width, height) = (150.0, 40.0, 600.0, 460.0);
+    let gap = 8.0;
+    let seg_h = (height - gap * (merged.len() as f64 - 1.0)).max(10.0) / merged.len() as f64;
+    // Segment k occupies [bottom - (k+1) seg_h - k gap, bottom - k (seg_h + gap)].
+    let map_y = |a: f64| -> Option<f64> {
+        let k = merged.iter().position(|r| a >= r.0 && a <= r.1)?;
+        let r = merged[k];
+        let frac = if r.1 > r.0 { (a - r.0) / (r.1 - r.0) } else { 0.5 };
+        Some(top + height - k as f64 * (seg_h + gap) - frac * seg_h)
+    };
+    let frame = Frame { left, top, width, height, x, y: (0.0, 1.0) };
+    // Bands.
+    for (j, b) in bands.iter().enumerate() {
+        let (Some(y0), Some(y1)) = (map_y(b.low), map_y(b.high.min(merged.iter().find(|r| b.low >= r.0 && b.low <= r.1).map_or(b.high, |r| r.1)))) else { continue };
+        let fill = if j % 2 == 0 { "#f0f0f0" } else { "#e4e4f4" };
+        doc.rect(left, y1, width, y0 - y1, fill, 1.0);
+        doc.text(left - 6.0, (y0 + y1) / 2.0 + 4.0, "end", 10.0, "#303030", &b.label);
+    }
+    for (k, r) in merged.iter().enumerate() {
+        let y_low = top + height - k as f64 * (seg_h + gap);
+        doc.text(w - 4.0, y_low - 2.0, "end", 9.0, "#606060", &format!("0x{:x}", r.0 as u64));
+        doc.text(w - 4.0, y_low - seg_h + 9.0, "end", 9.0, "#606060", &format!("0x{:x}", r.1 as u64));
+        if k > 0 {
+            let yb = y_low + gap / 2.0;
+            doc.line(left - 8.0, yb + 2.0, left + 8.0, yb - 2.0, "black", 1.0);
+        }
+    }
+    frame.axes(&mut doc, x_label, "address (broken axis, ranges labelled)", false);
+    for (i, c) in classes.iter().enumerate() {
+        let colour = PALETTE[i % PALETTE.len()];
+        let radius = if c.points.len() > 5000 { 0.8 } else { 1.6 };
+        for p in c.points {
+            if let (true, Some(y)) = (p.0.is_finite(), map_y(p.1)) {
+                let _ = writeln!(doc.s, "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"{radius}\" fill=\"{colour}\"/>", frame.px(p.0), y);
+            }
+        }
+        let ly = 50.0 + 18.0 * i as f64;
+        let _ = writeln!(doc.s, "<circle cx=\"{}\" cy=\"{ly}\" r=\"4\" fill=\"{colour}\"/>", left + width + 20.0);
+        doc.text(left + width + 30.0, ly + 4.0, "start", 11.0, "black", &format!("{} ({})", c.name, c.points.len()));
+    }
+    doc.finish()
+}
+
+/// Bars: `bins` are `(low, high, count)`.
+pub fn histogram(title: &str, x_label: &str, bins: &[(f64, f64, u64)]) -> String {
+    let (w, h) = (720.0, 400.0);
+    let mut doc = Doc::new(w, h, title);
+    let x = bounds(bins.iter().flat_map(|b| [b.0, b.1]));
+    let ymax = bins.iter().map(|b| b.2).max().unwrap_or(1).max(1) as f64;
+    let frame = Frame { left: 70.0, top: 40.0, width: 610.0, height: 290.0, x, y: (0.0, ymax) };
+    frame.axes(&mut doc, x_label, "count", true);
+    for b in bins {
+        let (x0, x1) = (frame.px(b.0), frame.px(b.1));
+        let y = frame.py(b.2 as f64);
+        doc.rect(x0, y, (x1 - x0 - 1.0).max(0.5), frame.py(0.0) - y, PALETTE[0], 0.8);
+    }
+    doc.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn well_formed(svg: &str) {
+        assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
+        assert!(svg.trim_end().ends_with("</svg>"));
+        assert!(!svg.contains("NaN") && !svg.contains("inf"), "non-finite coordinate in {svg}");
+        // Every element opened is closed: count '<' tags vs self-closing / closing.
+        let opens = svg.matches("<text").count() + svg.matches("<svg").count();
+        let closes = svg.matches("</text>").count() + svg.matches("</svg>").count();
+        assert_eq!(opens, closes);
+    }
+
+    #[test]
+    fn kiviat_places_values_on_axes() {
+        let svg = kiviat("eight items", &[("CPU active", 100.0), ("CPU only", 0.0), ("x", 50.0), ("y", f64::NAN)]);
+        well_formed(&svg);
+        // The first axis points up: value 100 lands on the rim straight above the centre.
+        assert!(svg.contains("280.00,95.00"), "{svg}");
+        assert!(svg.contains("y n/a"));
+    }
+
+    #[test]
+    fn text_is_escaped() {
+        let svg = time_series("a<b & \"c\"", "t", "y", &[Series { name: "<x>", points: &[(0.0, 1.0), (1.0, f64::INFINITY)] }], None);
+        well_formed(&svg);
+        assert!(svg.contains("a&lt;b &amp; &quot;c&quot;") && svg.contains("&lt;x&gt;"));
+    }
+
+    #[test]
+    fn waveform_breaks_the_axis_between_far_ranges() {
+        let code = [(0.0, 0x5555_0000_1000u64 as f64), (1.0, 0x5555_0000_1040u64 as f64)];
+        let data = [(0.0, 0x7fff_ffff_e000u64 as f64)];
+        let bands = vec![Band { label: "main".into(), low: 0x5555_0000_1000u64 as f64, high: 0x5555_0000_1100u64 as f64 }];
+        let svg = waveform("w", "sample", &[PointClass { name: "code", points: &code }, PointClass { name: "data", points: &data }], &bands);
+        well_formed(&svg);
+        assert_eq!(svg.matches("<circle").count(), 3 + 2, "3 points and 2 legend marks");
+        assert!(svg.contains(">main</text>"));
+    }
+
+    #[test]
+    fn histogram_bar_heights_follow_counts() {
+        let svg = histogram("h", "ns", &[(0.0, 1.0, 10), (1.0, 2.0, 5)]);
+        well_formed(&svg);
+        assert!(svg.contains("height=\"290.00\"") && svg.contains("height=\"145.00\""), "{svg}");
+    }
+}
