@@ -8,6 +8,7 @@
 //! * [`perf`] — perf_event sampling (instructions or cpu-clock), uprobes, ring buffer.
 //! * [`sampler`] — a program's instruction-pointer samples and marker hits into a `.ksk`.
 //! * [`procfs`] — readers of `/proc` (memory maps as modules).
+//! * [`valgrind`] — Valgrind's Lackey with its superblock trace streamed through a pipe (seed 003).
 //! * [`interrupt`] — Ctrl-C as a request to stop observing and keep what was recorded.
 
 pub mod exact;
@@ -16,6 +17,7 @@ pub mod perf;
 pub mod procfs;
 pub mod sampler;
 pub mod spawn;
+pub mod valgrind;
 
 pub use exact::{trace_exact, ExactTraceOptions, StopReason, TraceOutcome};
 
