@@ -1,0 +1,184 @@
+//! Real programs, real Valgrind, real single-stepping: the figure-2 paths, and identical
+//! path tables from both sources.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+
+use kansoku_core::{Header, RecordingKind, RecordingReader, RecordingWriter};
+use kansoku_examples::{build, test_build_dir};
+use kansoku_paths::{AnalysisOptions, BackEdgeMode, CallMode, PathAnalysis, Scope};
+use kansoku_probe::valgrind::{spawn_lackey, LackeyOptions};
+use kansoku_probe::{trace_exact, ExactTraceOptions};
+
+fn opts(calls: CallMode, program: &Path) -> AnalysisOptions {
+    AnalysisOptions { calls, back_edges: BackEdgeMode::Address, scope: Scope::Program, program: Some(program.to_string_lossy().into()), track_edges: false }
+}
+
+fn via_valgrind(program: &Path, args: &[&str], calls: &[CallMode]) -> Vec<PathAnalysis> {
+    let mut run = spawn_lackey(&LackeyOptions {
+        valgrind: "valgrind".into(),
+        program: program.to_path_buf(),
+        args: args.iter().map(|s| s.to_string()).collect(),
+    })
+    .expect("valgrind starts");
+    let resolved = run.program.clone();
+    let mut analyses: Vec<PathAnalysis> = calls.iter().map(|&c| PathAnalysis::new(&opts(c, &resolved))).collect();
+    let mut reader = BufReader::new(&run.output);
+    let mut line = Vec::new();
+    while reader.read_until(b'\n', &mut line).unwrap() > 0 {
+        let l = line.strip_suffix(b"\n").unwrap_or(&line);
+        for a in &mut analyses {
+            a.feed_lackey_line(l);
+        }
+        line.clear();
+    }
+    let exit = run.wait().unwrap();
+    for a in &mut analyses {
+        a.set_exit(exit);
+        a.finish().unwrap();
+    }
+    analyses
+}
+
+fn via_step(program: &Path, args: &[&str], calls: &[CallMode]) -> Vec<PathAnalysis> {
+    let dir = tempfile::tempdir().unwrap();
+    let ksk = dir.path().join("t.ksk");
+    let resolved = kansoku_probe::exact::resolve(program).unwrap();
+    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    let header = Header::new(RecordingKind::ExactTrace, resolved.to_string_lossy(), args.clone());
+    let mut w = RecordingWriter::create(&ksk, &header).unwrap();
+    let o = ExactTraceOptions { program: resolved.clone(), args, ..Default::default() };
+    trace_exact(&o, &mut w, &mut |_| {}).expect("traced");
+    w.finish().unwrap();
+    calls
+        .iter()
+        .map(|&c| {
+            let mut a = PathAnalysis::new(&opts(c, &resolved));
+            let mut r = RecordingReader::open(&ksk).unwrap();
+            while let Some(e) = r.next_event().unwrap() {
+                a.feed_event(&e);
+            }
+            a.finish().unwrap();
+            a
+        })
+        .collect()
+}
+
+fn table(a: &mut PathAnalysis) -> BTreeMap<String, u64> {
+    a.report(None, None).paths.into_iter().map(|p| (p.text, p.count)).collect()
+}
+
+/// What walk(data + r%2, n) runs, computed from the data the program builds.
+fn figure_two_expected(n: u64, repeat: u64) -> BTreeMap<String, u64> {
+    let mut m = BTreeMap::new();
+    for r in 0..repeat {
+        for i in 0..n {
+            let v = i + r % 2;
+            let b = if v & 1 == 1 { "BB1" } else { "BB2" };
+            let last = i == n - 1;
+            let text = if last { format!("walk: BB0 {b} BB3 BB4") } else { format!("walk: BB0 {b} BB3") };
+            *m.entry(text).or_insert(0) += 1;
+        }
+    }
+    m
+}
+
+#[test]
+fn figure_two_paths_from_both_sources() {
+    let p = build("paths", &test_build_dir()).unwrap();
+    let (n, repeat) = (7u64, 3u64);
+    let args = ["7", "3"];
+    let want = figure_two_expected(n, repeat);
+    assert_eq!(want.len(), 4, "the inputs exercise ABDE, ACDE, ABD and ACD");
+    for (name, mut a) in [("valgrind", via_valgrind(&p, &args, &[CallMode::Split]).remove(0)), ("step", via_step(&p, &args, &[CallMode::Split]).remove(0))] {
+        let got: BTreeMap<String, u64> = table(&mut a).into_iter().filter(|(t, _)| t.starts_with("walk:")).collect();
+        assert_eq!(got, want, "{name}");
+        let r = a.report(None, Some("walk"));
+        let walk = r.functions.iter().find(|f| f.function == "walk").unwrap();
+        assert_eq!((walk.possible_paths, walk.possible_paths_run), (Some(4), 4), "{name}: all four Ball-Larus paths ran");
+        let ids: std::collections::BTreeSet<u64> = r.paths.iter().map(|p| p.ball_larus.unwrap()).collect();
+        assert_eq!(ids, (0..4).collect(), "{name}");
+        // ABD: 3 blocks; its instruction count is the sum of A, B and D
+        let abd = r.paths.iter().find(|p| p.text == "walk: BB0 BB1 BB3").unwrap();
+        assert_eq!(abd.blocks[2].line.as_deref().map(|l| l.starts_with("paths.c:")), Some(true));
+    }
+}
+
+#[test]
+fn both_sources_agree_on_the_examples() {
+    let modes = [CallMode::Split, CallMode::Through, CallMode::Frames];
+    for (name, args) in [("seed000", vec!["3"]), ("recursion", vec![]), ("sorting", vec![]), ("matrix", vec![]), ("crash", vec![])] {
+        let p = build(name, &test_build_dir()).unwrap();
+        let mut v = via_valgrind(&p, &args, &modes);
+        let mut s = via_step(&p, &args, &modes);
+        for (i, mode) in modes.iter().enumerate() {
+            let (tv, ts) = (table(&mut v[i]), table(&mut s[i]));
+            assert!(!tv.is_empty(), "{name} {mode:?}: no paths");
+            if tv != ts {
+                let only_v: Vec<_> = tv.iter().filter(|(k, c)| ts.get(*k) != Some(c)).take(8).collect();
+                let only_s: Vec<_> = ts.iter().filter(|(k, c)| tv.get(*k) != Some(c)).take(8).collect();
+                panic!("{name} {mode:?}: valgrind and step differ\nvalgrind only: {only_v:#?}\nstep only: {only_s:#?}");
+            }
+        }
+        if name == "crash" {
+            assert_eq!(v[0].stats.signal, Some(11), "valgrind reports the SIGSEGV");
+            assert_eq!(s[0].stats.signal, Some(11), "the tracer reports the SIGSEGV");
+        }
+    }
+}
+
+#[test]
+fn recorded_block_stream_gives_the_same_paths() {
+    let p = build("seed000", &test_build_dir()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let ksk = dir.path().join("b.ksk");
+    let mut run = spawn_lackey(&LackeyOptions { valgrind: "valgrind".into(), program: p.clone(), args: vec!["2".into()] }).unwrap();
+    let resolved = run.program.clone();
+    let mut live = PathAnalysis::new(&opts(CallMode::Frames, &resolved));
+    live.record_into(kansoku_paths::BlockRecorder::create(&ksk, &resolved.to_string_lossy(), vec!["2".into()], "valgrind").unwrap());
+    for line in BufReader::new(&run.output).split(b'\n') {
+        live.feed_lackey_line(&line.unwrap());
+    }
+    live.set_exit(run.wait().unwrap());
+    live.finish().unwrap();
+    let mut reader = RecordingReader::open(&ksk).unwrap();
+    let mut offline = PathAnalysis::new(&opts(CallMode::Frames, &resolved));
+    offline.block_kind = kansoku_paths::BlockKind::of_header(reader.header());
+    assert_eq!(offline.block_kind, kansoku_paths::BlockKind::Basic);
+    while let Some(e) = reader.next_event().unwrap() {
+        offline.feed_event(&e);
+    }
+    offline.finish().unwrap();
+    assert_eq!(table(&mut live), table(&mut offline));
+}
+
+#[test]
+fn garbled_lackey_line_is_reported_and_skipped() {
+    let p = build("paths", &test_build_dir()).unwrap();
+    let mut run = spawn_lackey(&LackeyOptions { valgrind: "valgrind".into(), program: p.clone(), args: vec!["5".into(), "1".into()] }).unwrap();
+    let mut a = PathAnalysis::new(&opts(CallMode::Split, &run.program.clone()));
+    let mut n = 0;
+    for line in BufReader::new(&run.output).split(b'\n') {
+        let line = line.unwrap();
+        n += 1;
+        if n == 2000 {
+            a.feed_lackey_line(b"SB 0x4zz!");
+        }
+        a.feed_lackey_line(&line);
+    }
+    run.wait().unwrap();
+    a.finish().unwrap();
+    let r = a.report(None, None);
+    assert_eq!(r.input.garbled_lines, 1);
+    assert!(r.warnings.iter().any(|w| w.contains("line 2000") && w.contains("SB 0x4zz!")), "{:?}", r.warnings);
+    assert!(r.paths.iter().any(|p| p.text.starts_with("walk:")), "analysis went on after the bad line");
+}
+
+#[test]
+fn missing_valgrind_is_a_clear_error() {
+    let p = build("paths", &test_build_dir()).unwrap();
+    let err = spawn_lackey(&LackeyOptions { valgrind: "/nonexistent/valgrind".into(), program: p, args: vec![] }).err().expect("fails");
+    let msg = err.to_string();
+    assert!(msg.contains("/nonexistent/valgrind") && msg.contains("install") && msg.contains("--source step"), "{msg}");
+}
