@@ -690,16 +690,23 @@ pub fn build_model(k: &Kernel, opts: &ModelOptions) -> Result<Vec<KernelFormulas
         if missing.is_empty() {
             break;
         }
-        let next = (target + target / 2).max(target + 8);
+        // Grow the sampled range by half (at least 16 sizes).
+        let next = target + ((target - opts.n_min + 1) / 2).max(16);
         // Estimate the cost of the next sizes from the last one (degree <= max bound).
         let last: u64 = samples[0].last().map(|s| s.iter().map(|x| x.accesses).sum()).unwrap_or(0) * ncache as u64;
         let growth = ((next as f64) / (target as f64)).powi(*degs.iter().max().unwrap_or(&1) as i32);
         let est = (last as f64 * growth * (next - target) as f64) as u64;
         if next > opts.max_n || spent + est > opts.access_budget {
             return Err(CacheError::Model(format!(
-                "no exact quasi-polynomial found up to {} = {n_hi} for {} (period > {} or irregular beyond the budget); raise the budget or use a smaller cache/period",
-                opts.family.varying.join("="),
+                "no exact quasi-polynomial confirmed for {} after simulating {} = {}..={n_hi} ({spent} cache accesses; the next sizes would exceed the budget of {} or the limit {}); \
+                 the last piece must be confirmed past the horizon {} (grows with the cache capacity in elements) with periods up to {}. \
+                 Derive the formulas for large sizes only (a larger --from), or use a smaller cache",
                 missing.join(", "),
+                opts.family.varying.join("="),
+                opts.n_min,
+                opts.access_budget,
+                opts.max_n,
+                horizons.iter().max().unwrap_or(&0),
                 opts.max_period
             )));
         }

@@ -95,6 +95,10 @@ pub struct ModelArgs {
     /// Parameters held fixed while deriving, e.g. `T=2`.
     #[arg(long)]
     pub fix: Option<String>,
+    /// Smallest size the formulas are derived for (default 1). With large caches the formulas need sizes past
+    /// the cache capacity in elements; deriving them only from there on is much cheaper.
+    #[arg(long, default_value_t = 1)]
+    pub from: i64,
     /// Also evaluate the formulas at these values, e.g. `X=10,Y=10,Z=10`.
     #[arg(long)]
     pub param: Option<String>,
@@ -283,6 +287,10 @@ fn model(a: ModelArgs) -> Result<()> {
     let cache = a.cache.cache()?;
     let mut opts = ModelOptions::new(family, a.cache.layout()?, vec![cache]);
     opts.breakdown = a.explain;
+    if a.from < 0 {
+        bail!("--from {} is negative; sizes start at 0 or 1", a.from);
+    }
+    opts.n_min = a.from;
     let mut f = build_model(&k, &opts).with_context(|| format!("deriving formulas for {}", k.file))?.pop().unwrap();
     if let Some(sel) = &a.reference {
         let r = find_ref(&k, sel)?;
