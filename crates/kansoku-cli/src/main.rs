@@ -30,6 +30,8 @@ enum Command {
     /// Trace-call optimiser for WebAssembly modules (seed 002): optimize, run, decode, check.
     #[command(subcommand)]
     Tp(commands::tp::TpCommand),
+    /// Path profile (seed 003): paths between back edges and calls, counted, from Valgrind/Lackey, the exact tracer or a file.
+    Paths(commands::paths::Args),
     /// Build the bundled examples, run every stage, write kansoku-demo/.
     Demo(commands::demo::Args),
 }
@@ -42,6 +44,7 @@ fn main() {
         Command::Show(args) => commands::show::run(args),
         Command::Cache(cmd) => commands::cache::run(cmd),
         Command::Tp(cmd) => commands::tp::run(cmd),
+        Command::Paths(args) => commands::paths::run(args),
         Command::Demo(args) => commands::demo::run(args),
     };
     if let Err(err) = result {

@@ -21,6 +21,7 @@ const STAGES: &[Stage] = &[
     ("exact trace (foundation)", exact_trace_stage),
     ("trace-call optimiser (seed 002)", super::tp::demo_stage),
     ("cache-miss formulas (seed 004)", super::cache::demo_stage),
+    ("path profiling (seed 003)", super::paths::demo_stage),
 ];
 
 pub fn run(args: Args) -> Result<()> {

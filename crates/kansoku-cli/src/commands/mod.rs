@@ -3,6 +3,7 @@
 pub mod cache;
 pub mod demo;
 pub mod inspect;
+pub mod paths;
 pub mod show;
 pub mod tp;
 pub mod trace;

@@ -1,0 +1,112 @@
+//! `kansoku paths` as a user runs it: both live sources, a recording, exports, the CFG
+//! picture, and bad input.
+
+use std::process::{Command, Output};
+
+use kansoku_examples::{build, test_build_dir};
+
+fn kansoku(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kansoku")).args(args).output().expect("kansoku runs")
+}
+
+fn json(o: &Output) -> serde_json::Value {
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+fn walk_paths(v: &serde_json::Value) -> Vec<(String, u64)> {
+    let mut p: Vec<(String, u64)> =
+        v["paths"].as_array().unwrap().iter().map(|p| (p["text"].as_str().unwrap().to_string(), p["count"].as_u64().unwrap())).collect();
+    p.sort();
+    p
+}
+
+#[test]
+fn figure_two_from_both_sources_and_a_recording() {
+    let p = build("paths", &test_build_dir()).unwrap();
+    let prog = p.to_str().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let ksk = dir.path().join("blocks.ksk");
+    // 6 walks of 9 elements: even walks see 0..8 (last even: ACDE), odd ones 1..9 (last odd: ABDE)
+    let want = vec![
+        ("walk: BB0 BB1 BB3".to_string(), 24),      // ABD: 4 odd of 0..7 + 4 odd of 1..8, x3
+        ("walk: BB0 BB1 BB3 BB4".to_string(), 3),   // ABDE
+        ("walk: BB0 BB2 BB3".to_string(), 24),      // ACD
+        ("walk: BB0 BB2 BB3 BB4".to_string(), 3),   // ACDE
+    ];
+    let rec = ksk.to_str().unwrap();
+    let v = json(&kansoku(&["paths", "--function", "walk", "--json", "--record", rec, "--", prog, "9", "6"]));
+    assert_eq!(walk_paths(&v), want, "valgrind");
+    assert_eq!(v["source"], "valgrind");
+    let s = json(&kansoku(&["paths", "--source", "step", "--function", "walk", "--json", "--", prog, "9", "6"]));
+    assert_eq!(walk_paths(&s), want, "step");
+    let r = json(&kansoku(&["paths", "--source", rec, "--function", "walk", "--json"]));
+    assert_eq!(walk_paths(&r), want, "recording");
+    let walk = v["functions"].as_array().unwrap().iter().find(|f| f["function"] == "walk").unwrap();
+    assert_eq!((walk["possible_paths"].as_u64(), walk["possible_paths_run"].as_u64()), (Some(4), Some(4)));
+}
+
+#[test]
+fn exports_and_cfg_picture() {
+    let p = build("paths", &test_build_dir()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (csv, svg) = (dir.path().join("p.csv"), dir.path().join("walk.svg"));
+    let o = kansoku(&["paths", "--source", "step", "-o", csv.to_str().unwrap(), "--cfg", "walk", "--svg", svg.to_str().unwrap(), "--", p.to_str().unwrap(), "5", "2"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("walk: BB0 BB1 BB3") && out.contains("distinct paths"), "{out}");
+    let csv = std::fs::read_to_string(csv).unwrap();
+    assert!(csv.starts_with("rank,count,share,instructions,ball_larus,path,lines\n"), "{csv}");
+    assert!(csv.contains("\"walk: BB0 BB2 BB3 BB4\""), "{csv}");
+    let svg = std::fs::read_to_string(svg).unwrap();
+    assert!(svg.contains("<svg") && svg.contains("BB3") && svg.contains("path #1"), "picture has blocks and hot paths");
+    let o = kansoku(&["paths", "--source", "step", "--cfg", "no_such_fn", "--dot", "/dev/null", "--", p.to_str().unwrap(), "2", "1"]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("function 'no_such_fn' did not run"));
+}
+
+#[test]
+fn crash_reports_paths_so_far_and_the_signal() {
+    let p = build("crash", &test_build_dir()).unwrap();
+    for source in ["valgrind", "step"] {
+        let o = kansoku(&["paths", "--source", source, "--", p.to_str().unwrap()]);
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(o.status.success(), "{source}: {}", String::from_utf8_lossy(&o.stderr));
+        assert!(out.contains("killed by SIGSEGV (11)") && out.contains("paths up to there"), "{source}: {out}");
+        assert!(out.contains("main:"), "{source}: paths before the crash are listed\n{out}");
+    }
+}
+
+#[test]
+fn bad_input_is_explained() {
+    let p = build("paths", &test_build_dir()).unwrap();
+    let o = kansoku(&["paths", "--valgrind", "/nonexistent/valgrind", "--", p.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains("/nonexistent/valgrind") && err.contains("--source step"), "{err}");
+
+    // A Lackey log with a garbled line in the middle.
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("lackey.log");
+    let vg = Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "valgrind --tool=lackey --trace-superblocks=yes --basic-counts=no --vex-guest-chase=no --vex-iropt-unroll-thresh=0 -v -v --log-fd=9 {} 5 1 9>{}",
+            p.display(),
+            log.display()
+        ))
+        .status()
+        .unwrap();
+    assert!(vg.success());
+    let mut text = std::fs::read_to_string(&log).unwrap();
+    let at = text.match_indices("\nSB ").nth(3000).unwrap().0;
+    text.insert_str(at, "\nSB 12345zz6");
+    std::fs::write(&log, text).unwrap();
+    let o = kansoku(&["paths", "--source", log.to_str().unwrap(), "--function", "walk"]);
+    let (out, err) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("not superblock entries") && err.contains("SB 12345zz6"), "{err}");
+    assert!(out.contains("walk: BB0 BB2 BB3 BB4"), "{out}");
+
+    let o = kansoku(&["paths", "--source", p.to_str().unwrap()]);
+    assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("no Lackey superblock lines"));
+}
