@@ -62,7 +62,8 @@ impl PathAnalysis {
                 hot_paths.push((count, cbs));
             }
         }
-        hot_paths.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        // stable: equal counts keep first-seen order, as in the report
+        hot_paths.sort_by(|a, b| b.0.cmp(&a.0));
         hot_paths.truncate(hot.min(PATH_COLOURS.len()));
 
         let mut dot = String::new();
