@@ -63,6 +63,24 @@ pub const EXAMPLES: &[Example] = &[
         purpose: "two threads running the same loop",
         libs: &["-pthread"],
     },
+    Example {
+        name: "workload",
+        source: include_str!("../c/workload.c"),
+        purpose: "seed 001: a CPU-bound job (cpu SECONDS WORKERS) and an I/O-bound job (io SECONDS FILE)",
+        libs: &[],
+    },
+    Example {
+        name: "events",
+        source: include_str!("../c/events.c"),
+        purpose: "seed 001 event mode: spin(ns) timing itself, leaf x3, recurse(4), 1000 functions p0..p999 per round",
+        libs: &[],
+    },
+    Example {
+        name: "wave",
+        source: include_str!("../c/wave.c"),
+        purpose: "seed 001 waveform: a 51-instruction loop (wave loop N) and a two-phase job (wave phases N)",
+        libs: &[],
+    },
 ];
 
 /// Flags every example is compiled with: debug lines for `file:line`, no inlining and no

@@ -10,12 +10,18 @@
 //! * [`procfs`] — readers of `/proc` (memory maps as modules).
 //! * [`valgrind`] — Valgrind's Lackey with its superblock trace streamed through a pipe (seed 003).
 //! * [`interrupt`] — Ctrl-C as a request to stop observing and keep what was recorded.
+//! * [`sysstat`] — `/proc/stat`, `/proc/diskstats`, a process's CPU time, threads and children (seed 001 sampling).
+//! * [`events`] — seed 001's event method: measurement points as uprobes or as ptrace traps (restore, step, re-arm).
+//! * [`wave`] — seed 001's program waveform: sampled (or single-stepped) code and data addresses.
 
 pub mod exact;
 pub mod interrupt;
 pub mod perf;
 pub mod procfs;
 pub mod sampler;
+pub mod sysstat;
+pub mod events;
+pub mod wave;
 pub mod spawn;
 pub mod valgrind;
 
@@ -38,6 +44,10 @@ pub enum ProbeError {
     MarkerNotMapped { marker: String, program: PathBuf },
     #[error(transparent)]
     Perf(#[from] perf::PerfError),
+    #[error(transparent)]
+    Spec(#[from] events::SpecError),
+    #[error("process {pid} does not exist (or has already exited)")]
+    NoSuchProcess { pid: i32 },
     #[error(transparent)]
     Binary(#[from] kansoku_binary::BinaryError),
     #[error(transparent)]

@@ -1,0 +1,405 @@
+//! Seed 001's program waveform: the address of the next instruction and the data
+//! addresses it will reference, observed very often.
+//!
+//! * **Sampled** ([`WaveMode::Sampled`]): perf `cpu-clock` samples of the program with its
+//!   user registers (`PERF_SAMPLE_REGS_USER`). The sampled IP is the instruction about to
+//!   run and the registers are its inputs, so decoding it and evaluating its memory
+//!   operands (base + index·scale + displacement, segment bases, implicit stack accesses of
+//!   push/pop/call/ret, through iced-x86's used-memory list) gives exactly the data
+//!   addresses it references — the seed combined "the next instruction" with its index,
+//!   address and relocation registers the same way.
+//! * **Exact** ([`WaveMode::Exact`]): ptrace single-stepping of the main thread from the
+//!   first entry of a marker function, every instruction with its registers.
+//!
+//! Only the main thread is observed. The memory map is read while the program runs (and
+//! at the end, in exact mode) to label heap, stack and file mappings.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use iced_x86::{InstructionInfoFactory, Register};
+use nix::errno::Errno;
+use nix::sys::ptrace::{self, Options};
+use nix::sys::signal::Signal;
+use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+use nix::unistd::Pid;
+
+use kansoku_binary::maps::Mapping;
+use kansoku_binary::{Program, Symbolizer};
+use kansoku_core::{ExitStatus, Module};
+use kansoku_monitor::wave::WavePoint;
+
+use crate::perf::{self, PerfRecord, SampleSource, SamplingClock, Session, SessionOptions, X86_REGS_ALL};
+use crate::spawn::{resolve_program, spawn_traced, ExecGate};
+use crate::{interrupt, ProbeError, PTRACE_HINT};
+
+/// How the waveform is observed.
+#[derive(Clone, Debug)]
+pub enum WaveMode {
+    /// cpu-clock samples every `period_ns` of the program's CPU time.
+    Sampled { period_ns: u64 },
+    /// Hardware instruction-count samples every `period` instructions (needs a PMU).
+    SampledInstructions { period: u64 },
+    /// Every instruction from the first entry of `marker` (default `main`), at most `max_instructions`.
+    Exact { marker: Option<String>, max_instructions: u64 },
+}
+
+#[derive(Clone, Debug)]
+pub struct WaveOptions {
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    pub mode: WaveMode,
+}
+
+/// What came out: points in order, the code modules and the last memory map seen.
+#[derive(Clone, Debug)]
+pub struct WaveOutcome {
+    pub program: PathBuf,
+    pub points: Vec<WavePoint>,
+    /// Function name per point (symbolised code address), `None` when unknown.
+    pub functions: Vec<Option<String>>,
+    pub modules: Vec<Module>,
+    pub maps: Vec<Mapping>,
+    pub exit: Option<ExitStatus>,
+    pub interrupted: bool,
+    pub lost: u64,
+    /// Points whose instruction could not be read or decoded (no data addresses for them).
+    pub undecoded: u64,
+    pub clock: String,
+}
+
+/// Turns sampled instructions into data addresses: decodes through the symbolizer's
+/// programs (cached per address) and evaluates memory operands with the given registers.
+struct DataAddresses {
+    symbolizer: Symbolizer,
+    cache: HashMap<u64, Option<iced_x86::Instruction>>,
+    factory: InstructionInfoFactory,
+}
+
+impl DataAddresses {
+    fn new(modules: &[Module]) -> Self {
+        DataAddresses { symbolizer: Symbolizer::new(modules), cache: HashMap::new(), factory: InstructionInfoFactory::new() }
+    }
+
+    fn instruction(&mut self, ip: u64) -> Option<iced_x86::Instruction> {
+        if let Some(i) = self.cache.get(&ip) {
+            return *i;
+        }
+        let decoded = (|| {
+            let r = self.symbolizer.resolve(ip)?;
+            let program = self.symbolizer.program(r.module)?;
+            let bytes = program.code_at(r.link_address)?;
+            // Decode at the runtime address, so RIP-relative operands come out absolute.
+            kansoku_binary::decode::decode_one(bytes, ip).map(|d| d.raw)
+        })();
+        self.cache.insert(ip, decoded);
+        decoded
+    }
+
+    fn function(&mut self, ip: u64) -> Option<String> {
+        self.symbolizer.resolve(ip).and_then(|r| r.function.map(|f| f.name.clone()))
+    }
+
+    /// The data addresses the instruction at `ip` references, given `reg` (a 64-bit
+    /// register's value; segment bases for FS/GS).
+    fn addresses(&mut self, ip: u64, reg: &dyn Fn(Register) -> Option<u64>) -> Option<Vec<u64>> {
+        let instr = self.instruction(ip)?;
+        let info = self.factory.info(&instr);
+        let mut out = Vec::new();
+        for m in info.used_memory() {
+            let v = m.virtual_address(0, |r, _, _| match r {
+                Register::CS | Register::DS | Register::ES | Register::SS => Some(0),
+                r if r.is_gpr64() || r == Register::RIP || r == Register::FS || r == Register::GS => reg(r),
+                r if r.is_gpr32() => reg(r.full_register()).map(|v| v & 0xffff_ffff),
+                _ => None,
+            });
+            if let Some(a) = v {
+                if !out.contains(&a) {
+                    out.push(a);
+                }
+            }
+        }
+        Some(out)
+    }
+}
+
+fn perf_reg(r: Register) -> Option<u32> {
+    use perf::regs::*;
+    Some(match r {
+        Register::RAX => AX,
+        Register::RBX => BX,
+        Register::RCX => CX,
+        Register::RDX => DX,
+        Register::RSI => SI,
+        Register::RDI => DI,
+        Register::RBP => BP,
+        Register::RSP => SP,
+        Register::RIP => IP,
+        r if (Register::R8 as u32..=Register::R15 as u32).contains(&(r as u32)) => R8 + (r as u32 - Register::R8 as u32),
+        _ => return None,
+    })
+}
+
+fn ptrace_reg(regs: &libc::user_regs_struct, r: Register) -> Option<u64> {
+    Some(match r {
+        Register::RAX => regs.rax,
+        Register::RBX => regs.rbx,
+        Register::RCX => regs.rcx,
+        Register::RDX => regs.rdx,
+        Register::RSI => regs.rsi,
+        Register::RDI => regs.rdi,
+        Register::RBP => regs.rbp,
+        Register::RSP => regs.rsp,
+        Register::RIP => regs.rip,
+        Register::R8 => regs.r8,
+        Register::R9 => regs.r9,
+        Register::R10 => regs.r10,
+        Register::R11 => regs.r11,
+        Register::R12 => regs.r12,
+        Register::R13 => regs.r13,
+        Register::R14 => regs.r14,
+        Register::R15 => regs.r15,
+        Register::FS => regs.fs_base,
+        Register::GS => regs.gs_base,
+        _ => return None,
+    })
+}
+
+/// Runs the program and observes its waveform.
+pub fn record_wave(options: &WaveOptions, progress: &mut dyn FnMut(u64)) -> Result<WaveOutcome, ProbeError> {
+    let program = resolve_program(&options.program)?;
+    match &options.mode {
+        WaveMode::Sampled { period_ns } => sampled(&program, &options.args, SamplingClock::CpuClock { period_ns: *period_ns }, progress),
+        WaveMode::SampledInstructions { period } => sampled(&program, &options.args, SamplingClock::Instructions { period: *period }, progress),
+        WaveMode::Exact { marker, max_instructions } => exact(&program, &options.args, marker.as_deref().unwrap_or("main"), *max_instructions, progress),
+    }
+}
+
+fn sampled(program: &std::path::Path, args: &[String], clock: SamplingClock, progress: &mut dyn FnMut(u64)) -> Result<WaveOutcome, ProbeError> {
+    let count_instructions = perf::hardware_counters().is_ok();
+    let gate = ExecGate::spawn(program, args)?;
+    let o = SessionOptions { clock, user_regs: X86_REGS_ALL, count_instructions, buffer_pages: 1024, enable_on_exec: true, ..SessionOptions::default() };
+    let mut session = match Session::open(gate.pid.as_raw(), &o) {
+        Ok(s) => s,
+        Err(e) => {
+            let pid = gate.pid;
+            drop(gate);
+            let _ = waitpid(pid, None);
+            return Err(ProbeError::Perf(e));
+        }
+    };
+    let pid = gate.open();
+    let mut raw = Vec::new();
+    let mut modules: Vec<Module> = Vec::new();
+    let mut maps = Vec::new();
+    let mut interrupted = false;
+    let take = |session: &mut Session, raw: &mut Vec<perf::PerfSample>, modules: &mut Vec<Module>| {
+        session.drain(&mut |r| match r {
+            PerfRecord::Sample(s) if s.source == SampleSource::Clock && s.pid == pid.as_raw() as u32 && s.tid == pid.as_raw() as u32 => raw.push(s),
+            PerfRecord::Mmap(m) if m.executable && !m.path.is_empty() => {
+                if !modules.iter().any(|k| k.start == m.start && k.path == m.path) {
+                    modules.push(Module { path: m.path, build_id: None, start: m.start, end: m.start + m.len, file_offset: m.file_offset });
+                }
+            }
+            _ => {}
+        });
+    };
+    let start = Instant::now();
+    let exit = loop {
+        session.wait(20);
+        take(&mut session, &mut raw, &mut modules);
+        progress(raw.len() as u64);
+        if let Ok(m) = crate::procfs::read_maps(pid.as_raw()) {
+            if !m.is_empty() {
+                maps = m;
+            }
+        }
+        if interrupt::requested() && !interrupted {
+            interrupted = true;
+            let _ = nix::sys::signal::kill(pid, Signal::SIGKILL);
+        }
+        match waitpid(pid, Some(WaitPidFlag::WNOHANG)) {
+            Ok(WaitStatus::Exited(_, code)) => break ExitStatus::Exited(code),
+            Ok(WaitStatus::Signaled(_, sig, _)) => break ExitStatus::Killed(sig as i32),
+            Ok(_) | Err(Errno::EINTR) => {}
+            Err(errno) => return Err(ProbeError::Wait { pid: pid.as_raw(), errno }),
+        }
+    };
+    let _ = start;
+    take(&mut session, &mut raw, &mut modules);
+    if exit == ExitStatus::Exited(127) && raw.is_empty() {
+        return Err(ProbeError::Spawn { program: program.to_path_buf(), reason: "exec failed (is it a program for this machine?)".into() });
+    }
+    // Modules from the memory map too (mappings made before exec-enable are not in the ring).
+    for m in kansoku_binary::maps::code_modules(&maps, |_| None) {
+        if !modules.iter().any(|k| k.start == m.start && k.path == m.path) {
+            modules.push(m);
+        }
+    }
+    let mut data = DataAddresses::new(&modules);
+    let t0 = raw.first().map_or(0, |s| s.time_ns);
+    let mut points = Vec::with_capacity(raw.len());
+    let mut functions = Vec::with_capacity(raw.len());
+    let mut undecoded = 0;
+    for s in &raw {
+        let regs = s.regs.clone().unwrap_or_default();
+        let addrs = data.addresses(s.ip, &|r| perf_reg(r).and_then(|p| perf::register(&regs, X86_REGS_ALL, p)));
+        if addrs.is_none() {
+            undecoded += 1;
+        }
+        functions.push(data.function(s.ip));
+        points.push(WavePoint { time_ns: s.time_ns - t0, instructions: s.instructions, code: s.ip, data: addrs.unwrap_or_default() });
+    }
+    Ok(WaveOutcome {
+        program: program.to_path_buf(),
+        points,
+        functions,
+        modules,
+        maps,
+        exit: Some(exit),
+        interrupted,
+        lost: session.lost,
+        undecoded,
+        clock: format!("{clock}{}", if count_instructions { " (with instruction counts)" } else { " (no hardware counter: no instruction counts)" }),
+    })
+}
+
+fn ptrace_err(operation: &'static str, pid: Pid) -> impl Fn(Errno) -> ProbeError {
+    move |errno| ProbeError::Ptrace { operation, pid: pid.as_raw(), errno, hint: if errno == Errno::EPERM { PTRACE_HINT } else { "" } }
+}
+
+fn exact(program_path: &std::path::Path, args: &[String], marker: &str, max: u64, progress: &mut dyn FnMut(u64)) -> Result<WaveOutcome, ProbeError> {
+    let program = Program::open(program_path)?;
+    let marker_vaddr = program.function_named(marker)?.address;
+    let pid = spawn_traced(program_path, args)?;
+    let group = Pid::from_raw(-pid.as_raw());
+    let finish = |pid: Pid| {
+        let _ = nix::sys::signal::kill(Pid::from_raw(-pid.as_raw()), Signal::SIGKILL);
+        while let Ok(s) = waitpid(Pid::from_raw(-pid.as_raw()), Some(WaitPidFlag::__WALL)) {
+            if matches!(s, WaitStatus::Exited(p, _) | WaitStatus::Signaled(p, _, _) if p == pid) {
+                break;
+            }
+        }
+    };
+    if let Err(e) = ptrace::setoptions(pid, Options::PTRACE_O_EXITKILL) {
+        finish(pid);
+        return Err(ptrace_err("SETOPTIONS", pid)(e));
+    }
+    let modules = crate::procfs::ModuleReader::default().code_modules(pid.as_raw())?;
+    let path = program_path.to_string_lossy().into_owned();
+    let addr = kansoku_binary::maps::runtime_address(&modules, &program, &path, marker_vaddr)
+        .ok_or_else(|| ProbeError::MarkerNotMapped { marker: marker.into(), program: program_path.to_path_buf() })?;
+    // Run to the marker (one-shot int3).
+    let word = ptrace::read(pid, addr as ptrace::AddressType).map_err(ptrace_err("PEEKDATA", pid))?;
+    ptrace::write(pid, addr as ptrace::AddressType, (word & !0xff) | 0xcc).map_err(ptrace_err("POKEDATA", pid))?;
+    let mut sig = None;
+    loop {
+        ptrace::cont(pid, sig).map_err(ptrace_err("CONT", pid))?;
+        match waitpid(pid, None) {
+            Ok(WaitStatus::Stopped(_, Signal::SIGTRAP)) => {
+                let mut regs = ptrace::getregs(pid).map_err(ptrace_err("GETREGS", pid))?;
+                if regs.rip == addr + 1 {
+                    ptrace::write(pid, addr as ptrace::AddressType, word).map_err(ptrace_err("POKEDATA", pid))?;
+                    regs.rip = addr;
+                    ptrace::setregs(pid, regs).map_err(ptrace_err("SETREGS", pid))?;
+                    break;
+                }
+                sig = Some(Signal::SIGTRAP);
+            }
+            Ok(WaitStatus::Stopped(_, s)) => sig = Some(s),
+            Ok(WaitStatus::Exited(_, code)) => {
+                return Ok(empty_outcome(program_path, modules, Some(ExitStatus::Exited(code))));
+            }
+            Ok(WaitStatus::Signaled(_, s, _)) => return Ok(empty_outcome(program_path, modules, Some(ExitStatus::Killed(s as i32)))),
+            Ok(_) => sig = None,
+            Err(Errno::EINTR) => sig = None,
+            Err(errno) => return Err(ProbeError::Wait { pid: pid.as_raw(), errno }),
+        }
+    }
+    let mut data = DataAddresses::new(&modules);
+    let mut points = Vec::new();
+    let mut functions = Vec::new();
+    let mut undecoded = 0;
+    let mut exit = None;
+    let mut interrupted = false;
+    let mut maps = crate::procfs::read_maps(pid.as_raw()).unwrap_or_default();
+    let start = Instant::now();
+    while (points.len() as u64) < max {
+        if interrupt::requested() {
+            interrupted = true;
+            break;
+        }
+        let regs = ptrace::getregs(pid).map_err(ptrace_err("GETREGS", pid))?;
+        let addrs = data.addresses(regs.rip, &|r| ptrace_reg(&regs, r));
+        if addrs.is_none() {
+            undecoded += 1;
+        }
+        functions.push(data.function(regs.rip));
+        points.push(WavePoint {
+            time_ns: start.elapsed().as_nanos() as u64,
+            instructions: Some(points.len() as u64),
+            code: regs.rip,
+            data: addrs.unwrap_or_default(),
+        });
+        if points.len() % 65536 == 0 {
+            progress(points.len() as u64);
+            if let Ok(m) = crate::procfs::read_maps(pid.as_raw()) {
+                maps = m;
+            }
+        }
+        ptrace::step(pid, None).map_err(ptrace_err("SINGLESTEP", pid))?;
+        match waitpid(pid, None) {
+            Ok(WaitStatus::Stopped(_, Signal::SIGTRAP)) => {}
+            Ok(WaitStatus::Stopped(_, s)) => {
+                // Deliver the program's own signal on the next step.
+                let _ = ptrace::step(pid, Some(s));
+                let _ = waitpid(pid, None);
+            }
+            Ok(WaitStatus::Exited(_, code)) => {
+                exit = Some(ExitStatus::Exited(code));
+                break;
+            }
+            Ok(WaitStatus::Signaled(_, s, _)) => {
+                exit = Some(ExitStatus::Killed(s as i32));
+                break;
+            }
+            Ok(_) | Err(Errno::EINTR) => {}
+            Err(errno) => return Err(ProbeError::Wait { pid: pid.as_raw(), errno }),
+        }
+    }
+    if exit.is_none() {
+        if let Ok(m) = crate::procfs::read_maps(pid.as_raw()) {
+            maps = m;
+        }
+        finish(pid);
+    }
+    let _ = group;
+    Ok(WaveOutcome {
+        program: program_path.to_path_buf(),
+        points,
+        functions,
+        modules,
+        maps,
+        exit,
+        interrupted,
+        lost: 0,
+        undecoded,
+        clock: format!("single-step from the first entry of {marker}"),
+    })
+}
+
+fn empty_outcome(program: &std::path::Path, modules: Vec<Module>, exit: Option<ExitStatus>) -> WaveOutcome {
+    WaveOutcome {
+        program: program.to_path_buf(),
+        points: Vec::new(),
+        functions: Vec::new(),
+        modules,
+        maps: Vec::new(),
+        exit,
+        interrupted: false,
+        lost: 0,
+        undecoded: 0,
+        clock: "single-step (marker never reached)".into(),
+    }
+}
