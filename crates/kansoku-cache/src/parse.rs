@@ -116,7 +116,7 @@ impl Lexer<'_> {
                 if float {
                     out.push(Token { tok: Tok::Float(text.to_string()), pos, start: s });
                 } else {
-                    let v: i64 = text.parse().map_err(|_| self.err(pos, format!("bad integer literal '{text}'")))?;
+                    let v: i64 = text.parse().ok().filter(|v: &i64| *v <= 1 << 40).ok_or_else(|| self.err(pos, format!("bad integer literal '{text}' (integers up to 2^40)")))?;
                     out.push(Token { tok: Tok::Int(v), pos, start: s });
                 }
             } else {
@@ -490,6 +490,15 @@ impl Parser<'_> {
     /// Converts an expression to an affine form over parameters (and enclosing loop
     /// variables when `loops` is true), or explains why it is not affine.
     fn affine(&self, e: &Expr, what: &str, loops: bool) -> Result<Affine> {
+        let a = self.affine_unchecked(e, what, loops)?;
+        const LIMIT: i64 = 1 << 40;
+        if a.constant.abs() > LIMIT || a.coeffs.values().any(|c| c.abs() > LIMIT) {
+            return Err(self.err_at(self.expr_pos(e), format!("{what}: constants above 2^40 are not supported")));
+        }
+        Ok(a)
+    }
+
+    fn affine_unchecked(&self, e: &Expr, what: &str, loops: bool) -> Result<Affine> {
         match e {
             Expr::Num => Err(self.err_at(self.expr_pos(e), format!("{what}: only integer constants are allowed"))),
             Expr::Var(name, pos) => {
@@ -518,6 +527,13 @@ impl Parser<'_> {
             Expr::Neg(a, _) => Ok(self.affine(a, what, loops)?.scale(-1)),
             Expr::Bin(op, a, b, pos) => {
                 let (x, y) = (self.affine(a, what, loops)?, self.affine(b, what, loops)?);
+                if *op == "*" && (x.is_constant() || y.is_constant()) {
+                    let (k, other) = if x.is_constant() { (x.constant, &y) } else { (y.constant, &x) };
+                    let too_big = |c: i64| (k as i128 * c as i128).abs() > 1i128 << 40;
+                    if too_big(other.constant) || other.coeffs.values().any(|&c| too_big(c)) {
+                        return Err(self.err_at(*pos, format!("{what}: constants above 2^40 are not supported")));
+                    }
+                }
                 match *op {
                     "+" => Ok(x.add(&y)),
                     "-" => Ok(x.sub(&y)),

@@ -104,3 +104,11 @@ fn errors_come_in_source_order() {
     let e = CacheConfig::parse("32KiB,8-way,48B").unwrap_err().to_string();
     assert!(e.contains("line size 48 is not a power of two"), "{e}");
 }
+
+#[test]
+fn huge_constants_are_refused_not_overflowed() {
+    let e = err("param N;\ndouble A[N];\nfor (i = 0; i < 2000000 * 2000000 * N; i++)\n  A[i] = 0;\n");
+    assert!(e.contains("constants above 2^40"), "{e}");
+    let e = err("param N;\ndouble A[99999999999999999999];\n");
+    assert!(e.starts_with("k.k:2:10:") && e.contains("bad integer literal"), "{e}");
+}
