@@ -32,6 +32,10 @@ enum Command {
     Tp(commands::tp::TpCommand),
     /// Path profile (seed 003): paths between back edges and calls, counted, from Valgrind/Lackey, the exact tracer or a file.
     Paths(commands::paths::Args),
+    /// Software monitor (seed 001): CPU/device utilisation as eight items, per program and function; `monitor events` for measurement points.
+    Monitor(commands::monitor::Args),
+    /// Program waveform (seed 001): code and data addresses over time, autocorrelation, spectrum, dominant period.
+    Wave(commands::wave::Args),
     /// Build the bundled examples, run every stage, write kansoku-demo/.
     Demo(commands::demo::Args),
 }
@@ -45,6 +49,8 @@ fn main() {
         Command::Cache(cmd) => commands::cache::run(cmd),
         Command::Tp(cmd) => commands::tp::run(cmd),
         Command::Paths(args) => commands::paths::run(args),
+        Command::Monitor(args) => commands::monitor::run(args),
+        Command::Wave(args) => commands::wave::run(args),
         Command::Demo(args) => commands::demo::run(args),
     };
     if let Err(err) = result {

@@ -143,7 +143,7 @@ impl Frame {
 /// the rim, the polygon of values filled. Seed 001 draws its eight items this way: odd
 /// items (activity) large and even items (waiting) small make a cross.
 pub fn kiviat(title: &str, axes: &[(&str, f64)]) -> String {
-    let (w, h) = (560.0, 520.0);
+    let (w, h) = (760.0, 520.0);
     let (cx, cy, r) = (w / 2.0, h / 2.0 + 15.0, 180.0);
     let mut doc = Doc::new(w, h, title);
     let n = axes.len().max(3);
@@ -328,7 +328,7 @@ mod tests {
         let svg = kiviat("eight items", &[("CPU active", 100.0), ("CPU only", 0.0), ("x", 50.0), ("y", f64::NAN)]);
         well_formed(&svg);
         // The first axis points up: value 100 lands on the rim straight above the centre.
-        assert!(svg.contains("280.00,95.00"), "{svg}");
+        assert!(svg.contains("380.00,95.00"), "{svg}");
         assert!(svg.contains("y n/a"));
     }
 

@@ -22,6 +22,9 @@ const STAGES: &[Stage] = &[
     ("trace-call optimiser (seed 002)", super::tp::demo_stage),
     ("cache-miss formulas (seed 004)", super::cache::demo_stage),
     ("path profiling (seed 003)", super::paths::demo_stage),
+    ("software monitor, sampling (seed 001)", super::monitor::demo_stage),
+    ("software monitor, event timing (seed 001)", super::monitor::events_demo_stage),
+    ("program waveform of seed000 (seed 001)", super::wave::demo_stage),
 ];
 
 pub fn run(args: Args) -> Result<()> {

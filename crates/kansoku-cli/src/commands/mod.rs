@@ -3,7 +3,9 @@
 pub mod cache;
 pub mod demo;
 pub mod inspect;
+pub mod monitor;
 pub mod paths;
 pub mod show;
 pub mod tp;
 pub mod trace;
+pub mod wave;

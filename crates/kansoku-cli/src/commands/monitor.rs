@@ -1,0 +1,468 @@
+//! `kansoku monitor` (seed 001's sampling method) and `kansoku monitor events` (its event
+//! method). Observing is `kansoku-probe`'s, the figures are `kansoku-monitor`'s, the
+//! pictures `kansoku-plot`'s; this module runs the loop, prints and saves.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+use serde::Serialize;
+
+use kansoku_monitor::events::{analyse, calibrate, calibration_differences, Calibration, EventReport};
+use kansoku_monitor::sampling::{summarise, Observation, Summary, SummaryOptions};
+use kansoku_probe::events::{record_events, EventOptions, Mechanism};
+use kansoku_probe::spawn::{resolve_program, ExecGate};
+use kansoku_probe::sysstat::{Monitor, TargetStart};
+
+use crate::output::{print_json, Table};
+
+#[derive(clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct Args {
+    #[command(subcommand)]
+    pub events: Option<MonitorCommand>,
+    #[command(flatten)]
+    pub sampling: SamplingArgs,
+}
+
+#[derive(clap::Subcommand)]
+pub enum MonitorCommand {
+    /// Event method: measurement points (uprobes or ptrace traps) with hits, call counts and execution times.
+    Events(EventArgs),
+}
+
+#[derive(clap::Args)]
+pub struct SamplingArgs {
+    /// Observation interval in milliseconds (1 and up).
+    #[arg(long, default_value_t = 100)]
+    pub interval: u64,
+    /// Stop after this many seconds (default: when the program ends, or Ctrl-C).
+    #[arg(long)]
+    pub duration: Option<f64>,
+    /// Observe this running process (and the whole system).
+    #[arg(long, conflicts_with = "program")]
+    pub pid: Option<i32>,
+    /// Print JSON instead of tables.
+    #[arg(long)]
+    pub json: bool,
+    /// Write kiviat.svg, timeseries.svg, observations.json and summary.json into this directory.
+    #[arg(long)]
+    pub svg: Option<PathBuf>,
+    /// The program to run and observe, after `--`.
+    #[arg(last = true)]
+    pub program: Vec<String>,
+}
+
+#[derive(clap::Args)]
+pub struct EventArgs {
+    /// A point: FUNC (entry and exit: a routine), FUNC:entry, FUNC:exit, FUNC+OFF or 0xADDR. Repeatable.
+    #[arg(long = "probe", required = true)]
+    pub probes: Vec<String>,
+    /// How points are planted.
+    #[arg(long, value_enum, default_value_t = MechanismArg::Uprobe)]
+    pub mechanism: MechanismArg,
+    /// Plant two points on consecutive instructions to measure the per-hit overhead, and subtract it.
+    #[arg(long)]
+    pub calibrate: bool,
+    #[arg(long)]
+    pub json: bool,
+    /// Write a histogram SVG per routine into this directory.
+    #[arg(long)]
+    pub svg: Option<PathBuf>,
+    /// Show at most this many points in the table.
+    #[arg(long, default_value_t = 20)]
+    pub limit: usize,
+    #[arg(last = true, required = true)]
+    pub program: Vec<String>,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum MechanismArg {
+    Uprobe,
+    Trap,
+}
+
+pub fn run(args: Args) -> Result<()> {
+    match args.events {
+        Some(MonitorCommand::Events(e)) => run_events(e).map(|_| ()),
+        None => run_sampling(args.sampling).map(|_| ()),
+    }
+}
+
+/// What `kansoku monitor --json` prints and saves.
+#[derive(Serialize)]
+pub struct MonitorReport {
+    pub interval_ms: u64,
+    pub target: Option<i32>,
+    /// Why the measurement ended.
+    pub ended: String,
+    pub warnings: Vec<String>,
+    pub summary: Summary,
+}
+
+pub fn run_sampling(args: SamplingArgs) -> Result<MonitorReport> {
+    measure_sampling(args, true)
+}
+
+fn measure_sampling(args: SamplingArgs, print: bool) -> Result<MonitorReport> {
+    if args.interval == 0 {
+        bail!("--interval must be at least 1 ms");
+    }
+    kansoku_probe::interrupt::install();
+    let interval = Duration::from_millis(args.interval);
+    // Sample functions ~10 times per interval, at least every 1 ms... at most every 100 µs.
+    let period_ns = (args.interval * 1_000_000 / 10).clamp(100_000, 10_000_000);
+    let mut child = None;
+    let (monitor, target) = if let Some(pid) = args.pid {
+        let m = Monitor::new(Some((pid, TargetStart::Attach)), Some(period_ns)).with_context(|| format!("cannot observe process {pid}"))?;
+        (m, Some(pid))
+    } else if let Some((program, rest)) = args.program.split_first() {
+        let path = resolve_program(Path::new(program))?;
+        // With --json, stdout is kansoku's: the program's own output goes to stderr.
+        let gate = program_stdout_to_stderr(args.json, || ExecGate::spawn(&path, rest))?;
+        let pid = gate.pid.as_raw();
+        let m = Monitor::new(Some((pid, TargetStart::AtExec)), Some(period_ns))?;
+        child = Some(gate.open());
+        (m, Some(pid))
+    } else {
+        (Monitor::new(None, None)?, None)
+    };
+    let mut monitor = monitor;
+    let mut warnings = Vec::new();
+    if let Some(p) = &monitor.function_sampling_problem {
+        eprintln!("kansoku: warning: {p}; CPU, device and thread figures are still taken from /proc");
+        warnings.push(p.clone());
+    }
+    if args.duration.is_none() && target.is_none() {
+        eprintln!("kansoku monitor: observing the system until Ctrl-C (or use --duration S)");
+    }
+    let start = Instant::now();
+    let mut observations: Vec<Observation> = vec![monitor.observe()?];
+    let mut next = start + interval;
+    let ended = loop {
+        let now = Instant::now();
+        if next > now {
+            std::thread::sleep(next - now);
+        }
+        next += interval;
+        let o = monitor.observe()?;
+        let gone = target.is_some() && o.target.is_none();
+        observations.push(o);
+        if let Some(c) = child {
+            match waitpid(c, Some(WaitPidFlag::WNOHANG)) {
+                Ok(WaitStatus::Exited(_, code)) => break format!("the program exited with status {code}"),
+                Ok(WaitStatus::Signaled(_, sig, _)) => break format!("the program was killed by {sig}"),
+                _ => {}
+            }
+        }
+        if gone {
+            let pid = target.unwrap_or_default();
+            let msg = format!("process {pid} exited after {:.2} s; reporting the {} observations taken so far", start.elapsed().as_secs_f64(), observations.len());
+            eprintln!("kansoku: {msg}");
+            break msg;
+        }
+        if kansoku_probe::interrupt::requested() {
+            if let Some(c) = child {
+                let _ = nix::sys::signal::kill(c, nix::sys::signal::Signal::SIGKILL);
+                let _ = waitpid(c, None);
+            }
+            break "interrupted (Ctrl-C); everything observed so far is reported".into();
+        }
+        if args.duration.is_some_and(|d| start.elapsed().as_secs_f64() >= d) {
+            break format!("{} s elapsed", args.duration.unwrap_or_default());
+        }
+    };
+    if monitor.lost_samples > 0 {
+        warnings.push(format!("{} function samples were lost (buffer full)", monitor.lost_samples));
+    }
+    let summary = summarise(&observations, &SummaryOptions::default());
+    let report = MonitorReport { interval_ms: args.interval, target, ended, warnings, summary };
+    if let Some(dir) = &args.svg {
+        save_sampling(dir, &report, &observations)?;
+    }
+    if !print {
+    } else if args.json {
+        print_json(&report)?;
+    } else {
+        print!("{}", sampling_text(&report));
+        if let Some(dir) = &args.svg {
+            println!("\nwrote {0}/kiviat.svg, {0}/timeseries.svg, {0}/summary.json, {0}/observations.json", dir.display());
+        }
+    }
+    Ok(report)
+}
+
+fn save_sampling(dir: &Path, report: &MonitorReport, observations: &[Observation]) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let s = &report.summary;
+    let kiviat = kansoku_plot::kiviat(&format!("Eight items over {:.1} s (seed 001 figure 4)", s.measured_s), &s.eight.labelled());
+    write(&dir.join("kiviat.svg"), &kiviat)?;
+    let col = |f: &dyn Fn(&kansoku_monitor::sampling::IntervalFigures) -> f64| s.series.iter().map(|x| (x.t_s, f(x))).collect::<Vec<_>>();
+    let cpu = col(&|x| x.cpu_active);
+    let user = col(&|x| x.user_state);
+    let kernel = col(&|x| x.kernel_state);
+    let iowait = col(&|x| x.iowait);
+    let io = col(&|x| x.io_busy);
+    let mut series = vec![
+        kansoku_plot::Series { name: "CPU active", points: &cpu },
+        kansoku_plot::Series { name: "user", points: &user },
+        kansoku_plot::Series { name: "kernel", points: &kernel },
+        kansoku_plot::Series { name: "iowait", points: &iowait },
+        kansoku_plot::Series { name: "I-O busy (max device)", points: &io },
+    ];
+    let per_device: Vec<(String, Vec<(f64, f64)>)> = s
+        .devices
+        .iter()
+        .enumerate()
+        .filter(|(_, d)| d.ios > 0)
+        .map(|(k, d)| (format!("{} busy", d.name), s.series.iter().map(|x| (x.t_s, x.devices.get(k).copied().unwrap_or(0.0))).collect()))
+        .collect();
+    for (name, pts) in &per_device {
+        series.push(kansoku_plot::Series { name, points: pts });
+    }
+    let ts = kansoku_plot::time_series("CPU and device busy per interval", "seconds", "percent", &series, Some((0.0, 100.0)));
+    write(&dir.join("timeseries.svg"), &ts)?;
+    write(&dir.join("summary.json"), &serde_json::to_string_pretty(report)?)?;
+    write(&dir.join("observations.json"), &serde_json::to_string(observations)?)?;
+    Ok(())
+}
+
+/// Runs `f` (which starts the program) with file descriptor 1 pointing at stderr when
+/// `redirect`, so a program started meanwhile writes its output there and kansoku's JSON
+/// stays alone on stdout.
+pub fn program_stdout_to_stderr<T>(redirect: bool, f: impl FnOnce() -> T) -> T {
+    if !redirect {
+        return f();
+    }
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    let saved = unsafe { libc::dup(1) };
+    if saved < 0 {
+        return f();
+    }
+    unsafe { libc::dup2(2, 1) };
+    let r = f();
+    unsafe {
+        libc::dup2(saved, 1);
+        libc::close(saved);
+    }
+    r
+}
+
+fn write(path: &Path, text: &str) -> Result<()> {
+    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+}
+
+pub fn sampling_text(r: &MonitorReport) -> String {
+    let s = &r.summary;
+    let mut out = format!(
+        "measured {:.2} s in {} observations every {} ms ({})\n",
+        s.measured_s, s.observations, r.interval_ms, r.ended
+    );
+    for w in &r.warnings {
+        out.push_str(&format!("warning: {w}\n"));
+    }
+    let mut t = Table::new(&["item (seed table 2)", "percent"]);
+    for (i, (label, v)) in s.eight.labelled().iter().enumerate() {
+        t.row(vec![format!("{} {label}", ["①", "②", "③", "④", "⑤", "⑥", "⑦", "⑧"][i]), format!("{v:.1}")]);
+    }
+    out.push_str(&t.render());
+    out.push_str(&format!("(vmstat terms: us {:.1}  sy {:.1}  id {:.1}  wa {:.1}  st {:.1})\n", s.eight.user_state, s.eight.kernel_state, s.idle, s.iowait, s.steal));
+    if !s.programs.is_empty() {
+        let mut t = Table::new(&["program (seed table 3)", "CPU %", "ticks"]);
+        for p in &s.programs {
+            t.row(vec![p.name.clone(), format!("{:.1}", p.percent), p.count.to_string()]);
+        }
+        out.push('\n');
+        out.push_str(&t.render());
+    }
+    if !s.functions.is_empty() {
+        let mut t = Table::new(&["function of the target", "% of samples", "samples"]);
+        for f in s.functions.iter().take(10) {
+            t.row(vec![f.name.clone(), format!("{:.1}", f.percent), f.count.to_string()]);
+        }
+        out.push('\n');
+        out.push_str(&t.render());
+    }
+    let active: Vec<_> = s.devices.iter().filter(|d| d.ios > 0 || d.busy_percent > 0.0).collect();
+    if !active.is_empty() {
+        let mut t = Table::new(&["device", "busy %", "share of I/Os % (table 4)", "I/Os", "sectors"]);
+        for d in active {
+            t.row(vec![d.name.clone(), format!("{:.1}", d.busy_percent), format!("{:.1}", d.io_share_percent), d.ios.to_string(), d.sectors.to_string()]);
+        }
+        out.push('\n');
+        out.push_str(&t.render());
+    }
+    if !s.thread_states.is_empty() {
+        let states: Vec<String> = s.thread_states.iter().map(|(k, v)| format!("{k}:{v}")).collect();
+        out.push_str(&format!("\ntarget thread states seen (state:count): {}\n", states.join(" ")));
+    }
+    out
+}
+
+/// What `kansoku monitor events --json` prints.
+#[derive(Serialize)]
+pub struct EventsJson {
+    pub mechanism: String,
+    pub program: String,
+    pub exit: String,
+    pub interrupted: bool,
+    pub lost: u64,
+    pub calibration: Option<Calibration>,
+    pub report: EventReport,
+}
+
+pub fn run_events(args: EventArgs) -> Result<EventsJson> {
+    kansoku_probe::interrupt::install();
+    let (program, rest) = args.program.split_first().context("no program given after --")?;
+    let mechanism = match args.mechanism {
+        MechanismArg::Uprobe => Mechanism::Uprobe,
+        MechanismArg::Trap => Mechanism::Trap,
+    };
+    if mechanism == Mechanism::Uprobe && !kansoku_probe::perf::uprobes_available() {
+        bail!("this kernel has no uprobe PMU (/sys/bus/event_source/devices/uprobe); use --mechanism trap");
+    }
+    let options = EventOptions { program: PathBuf::from(program), args: rest.to_vec(), probes: args.probes.clone(), mechanism, calibrate: args.calibrate };
+    let bar = crate::output::spinner("measuring", "hits");
+    let r = program_stdout_to_stderr(args.json, || record_events(&options, &mut |n| bar.set_position(n)))?;
+    bar.finish_and_clear();
+    let calibration = r.plan.calibration.and_then(|(a, b)| calibrate(&calibration_differences(&r.hits, a, b)));
+    if args.calibrate && calibration.is_none() {
+        eprintln!("kansoku: warning: the calibration points were never hit in sequence; no overhead subtracted");
+    }
+    let points: Vec<_> = r.plan.points.iter().map(|p| p.point.clone()).collect();
+    let report = analyse(&points, &r.plan.routines, &r.hits, calibration.map(|c| c.median_ns), r.measured_ns);
+    let exit = match r.exit {
+        kansoku_core::ExitStatus::Exited(c) => format!("exited with status {c}"),
+        kansoku_core::ExitStatus::Killed(s) => format!("killed by {}", crate::output::signal_name(s)),
+        other => format!("{other:?}"),
+    };
+    let out = EventsJson { mechanism: mechanism.to_string(), program: r.plan.program.display().to_string(), exit, interrupted: r.interrupted, lost: r.lost, calibration, report };
+    if let Some(dir) = &args.svg {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        for rt in &out.report.routines {
+            if rt.calls > 0 {
+                let svg = kansoku_plot::histogram(&format!("{}: {} calls, mean {:.0} ns", rt.name, rt.calls, rt.mean_ns), "execution time per call (ns)", &rt.histogram);
+                write(&dir.join(format!("{}-histogram.svg", rt.name)), &svg)?;
+            }
+        }
+    }
+    if args.json {
+        print_json(&out)?;
+    } else {
+        print!("{}", events_text(&out, args.limit));
+    }
+    Ok(out)
+}
+
+pub fn events_text(e: &EventsJson, limit: usize) -> String {
+    let r = &e.report;
+    let mut out = format!(
+        "{} points by {} in {} ({}), {:.3} s, {} hits{}{}\n",
+        r.points.len(),
+        e.mechanism,
+        e.program,
+        e.exit,
+        r.measured_ns as f64 / 1e9,
+        r.hits,
+        if e.lost > 0 { format!(", {} LOST", e.lost) } else { String::new() },
+        if e.interrupted { " (interrupted: what was measured so far)" } else { "" }
+    );
+    if let Some(c) = &e.calibration {
+        out.push_str(&format!(
+            "overhead per hit (two points on consecutive instructions, {} pairs): median {:.0} ns, mean {:.0} ns, p99 {:.0} ns — subtracted\n",
+            c.samples, c.median_ns, c.mean_ns, c.p99_ns
+        ));
+    }
+    if !r.routines.is_empty() {
+        let mut t = Table::new(&["routine", "calls", "calls/s", "mean ns", "p50", "p99", "max", "exclusive mean", "uncorrected mean"]);
+        for x in &r.routines {
+            t.row(vec![
+                x.name.clone(),
+                x.calls.to_string(),
+                format!("{:.1}", x.per_second),
+                format!("{:.0}", x.mean_ns),
+                format!("{:.0}", x.p50_ns),
+                format!("{:.0}", x.p99_ns),
+                format!("{:.0}", x.max_ns),
+                format!("{:.0}", x.exclusive_mean_ns),
+                format!("{:.0}", x.raw_mean_ns),
+            ]);
+            if x.unfinished + x.abandoned + x.unmatched_exits > 0 {
+                out.push_str(&format!("note: {}: {} unfinished, {} abandoned, {} unmatched exits\n", x.name, x.unfinished, x.abandoned, x.unmatched_exits));
+            }
+        }
+        out.push_str(&t.render());
+    }
+    let mut t = Table::new(&["point", "address", "hits", "hits/s"]);
+    for p in r.points.iter().take(limit) {
+        t.row(vec![p.name.clone(), crate::output::hex(p.address), p.hits.to_string(), format!("{:.1}", p.per_second)]);
+    }
+    out.push('\n');
+    out.push_str(&t.render());
+    if r.points.len() > limit {
+        out.push_str(&format!("... {} more points (--limit, or --json for all)\n", r.points.len() - limit));
+    }
+    out
+}
+
+/// Demo: a short monitor run of the CPU-bound workload.
+pub fn demo_stage(dir: &Path) -> Result<String> {
+    let program = kansoku_examples::build("workload", &dir.join("bin"))?;
+    let svg = dir.join("monitor");
+    let args = SamplingArgs {
+        interval: 50,
+        duration: None,
+        pid: None,
+        json: true,
+        svg: Some(svg.clone()),
+        program: vec![program.display().to_string(), "cpu".into(), "1".into(), "1".into()],
+    };
+    // Everything goes to the demo's files; the summary line below is the demo's output.
+    let r = measure_sampling(args, false)?;
+    let s = &r.summary;
+    Ok(format!(
+        "monitor of `workload cpu 1 1` every 50 ms: CPU active {:.1}%, CPU only {:.1}%, I-O busy {:.1}%, target {:.1}% of all CPU; top function {}\n\
+         pictures: {}/kiviat.svg, {}/timeseries.svg",
+        s.eight.cpu_active,
+        s.eight.cpu_only,
+        s.eight.io_busy,
+        s.programs.first().map_or(0.0, |p| p.percent),
+        s.functions.first().map_or("-".to_string(), |f| format!("{} ({:.0}% of samples)", f.name, f.percent)),
+        svg.display(),
+        svg.display()
+    ))
+}
+
+/// Demo: event timing of the events example's functions, both mechanisms, calibrated.
+pub fn events_demo_stage(dir: &Path) -> Result<String> {
+    let program = kansoku_examples::build("events", &dir.join("bin"))?;
+    let mut text = String::new();
+    for mechanism in [MechanismArg::Trap, MechanismArg::Uprobe] {
+        if matches!(mechanism, MechanismArg::Uprobe) && !kansoku_probe::perf::uprobes_available() {
+            text.push_str("uprobe: skipped (no uprobe PMU)\n");
+            continue;
+        }
+        let options = EventOptions {
+            program: program.clone(),
+            args: vec!["50".into(), "200000".into()],
+            probes: vec!["spin".into(), "leaf".into(), "recurse".into()],
+            mechanism: if matches!(mechanism, MechanismArg::Trap) { Mechanism::Trap } else { Mechanism::Uprobe },
+            calibrate: true,
+        };
+        let r = record_events(&options, &mut |_| {})?;
+        let cal = r.plan.calibration.and_then(|(a, b)| calibrate(&calibration_differences(&r.hits, a, b)));
+        let points: Vec<_> = r.plan.points.iter().map(|p| p.point.clone()).collect();
+        let rep = analyse(&points, &r.plan.routines, &r.hits, cal.map(|c| c.median_ns), r.measured_ns);
+        let m = options.mechanism.to_string();
+        for rt in &rep.routines {
+            text.push_str(&format!("{m}: {} calls={} p50 {:.0} ns mean {:.0} ns (uncorrected {:.0})\n", rt.name, rt.calls, rt.p50_ns, rt.mean_ns, rt.raw_mean_ns));
+        }
+        if let Some(c) = cal {
+            text.push_str(&format!("{m}: overhead per hit {:.0} ns (median of {})\n", c.median_ns, c.samples));
+        }
+    }
+    text.push_str("expected: spin 50 calls of 200000 ns (its own clock), leaf 150, recurse 250\n");
+    Ok(text)
+}

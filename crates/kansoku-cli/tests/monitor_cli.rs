@@ -1,0 +1,127 @@
+//! `kansoku monitor`, `kansoku monitor events` and `kansoku wave` end to end, with the
+//! bundled examples, including bad input.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn kansoku() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_kansoku"))
+}
+
+fn example(name: &str) -> PathBuf {
+    static BUILD: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _g = BUILD.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = std::env::temp_dir().join(format!("kansoku-monitor-cli-{}", std::env::var("USER").unwrap_or_default()));
+    kansoku_examples::build(name, &dir).unwrap()
+}
+
+fn render(svg: &std::path::Path) {
+    // Valid SVG: it must render. rsvg-convert comes with scripts/setup (librsvg2-bin).
+    let Ok(out) = Command::new("rsvg-convert").arg(svg).arg("-o").arg(svg.with_extension("png")).output() else {
+        eprintln!("skipped rendering {}: rsvg-convert not installed (scripts/setup installs librsvg2-bin)", svg.display());
+        return;
+    };
+    assert!(out.status.success(), "{} does not render: {}", svg.display(), String::from_utf8_lossy(&out.stderr));
+    assert!(std::fs::metadata(svg.with_extension("png")).unwrap().len() > 1000);
+}
+
+#[test]
+fn monitor_runs_a_program_and_saves_pictures() {
+    let program = example("workload");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("io.dat");
+    let out = kansoku()
+        .args(["monitor", "--interval", "50", "--json", "--svg"])
+        .arg(dir.path())
+        .arg("--")
+        .arg(&program)
+        .args(["io", "0.5"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let s = &v["summary"];
+    assert!(s["observations"].as_u64().unwrap() >= 8, "{s}");
+    let e = &s["eight"];
+    let f = |k: &str| e[k].as_f64().unwrap();
+    assert!((f("cpu_active") + f("cpu_wait") - 100.0).abs() < 1e-6);
+    // The I/O job made its device busy and did I/Os.
+    assert!(f("io_busy") > 0.0, "{e}");
+    assert!(s["devices"].as_array().unwrap().iter().any(|d| d["ios"].as_u64().unwrap() > 0));
+    for name in ["kiviat.svg", "timeseries.svg"] {
+        render(&dir.path().join(name));
+    }
+    assert!(dir.path().join("observations.json").exists());
+}
+
+#[test]
+fn monitor_reports_a_pid_that_exits_mid_run_and_keeps_data() {
+    let program = example("workload");
+    let mut child = Command::new(&program).args(["cpu", "0.4", "1"]).stdout(std::process::Stdio::null()).spawn().unwrap();
+    let out = kansoku().args(["monitor", "--interval", "50", "--duration", "5", "--json", "--pid", &child.id().to_string()]).output().unwrap();
+    child.wait().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&format!("process {} exited after", child.id())), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["summary"]["observations"].as_u64().unwrap() >= 3);
+    assert!(v["summary"]["programs"][0]["count"].as_u64().unwrap() > 0, "the target's CPU time was kept");
+}
+
+#[test]
+fn monitor_refuses_a_missing_pid() {
+    let out = kansoku().args(["monitor", "--pid", "999999999"]).output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("process 999999999 does not exist"), "{err}");
+}
+
+#[test]
+fn events_counts_and_refuses_missing_symbols() {
+    let program = example("events");
+    let out = kansoku()
+        .args(["monitor", "events", "--mechanism", "trap", "--calibrate", "--json", "--probe", "leaf", "--probe", "recurse", "--probe", "p7:entry", "--"])
+        .arg(&program)
+        .args(["7", "1000"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let routines = v["report"]["routines"].as_array().unwrap();
+    assert_eq!(routines[0]["calls"], 21);
+    assert_eq!(routines[1]["calls"], 35);
+    assert!(v["calibration"]["median_ns"].as_f64().unwrap() > 0.0);
+    let p7 = v["report"]["points"].as_array().unwrap().iter().find(|p| p["name"] == "p7:entry").unwrap().clone();
+    assert_eq!(p7["hits"], 7);
+
+    let out = kansoku().args(["monitor", "events", "--mechanism", "trap", "--probe", "nosuch", "--"]).arg(&program).output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no function named 'nosuch'") && err.contains("kansoku inspect"), "{err}");
+}
+
+#[test]
+fn wave_exact_finds_the_loop_period() {
+    let program = example("wave");
+    let dir = tempfile::tempdir().unwrap();
+    let svg = dir.path().join("w.svg");
+    let out = kansoku()
+        .args(["wave", "--exact", "--marker", "kernel_loop", "--max-instructions", "20000", "--json", "--svg"])
+        .arg(&svg)
+        .arg("--")
+        .arg(&program)
+        .args(["loop", "100000"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let p = v["code_period"]["instructions"].as_f64().unwrap();
+    assert!((p - 51.0).abs() / 51.0 < 0.01, "{p}");
+    // 64 iterations of 51 instructions walk the 8 KiB array once.
+    let d = v["data_period"]["samples"].as_f64().unwrap();
+    assert!((d - 64.0 * 51.0).abs() / (64.0 * 51.0) < 0.01, "{d}");
+    assert_eq!(v["functions"][0]["label"], "kernel_loop");
+    render(&svg);
+    render(&dir.path().join("w-acf.svg"));
+}
