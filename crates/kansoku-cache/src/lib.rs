@@ -47,6 +47,7 @@ pub const BUNDLED_KERNELS: &[(&str, &str)] = &[
     ("jacobi2d", include_str!("../kernels/jacobi2d.k")),
     ("seidel2d", include_str!("../kernels/seidel2d.k")),
     ("trisolv", include_str!("../kernels/trisolv.k")),
+    ("gemm_rect", include_str!("../kernels/gemm_rect.k")),
 ];
 
 /// The seed's worked example: kernel source, layout (`A=0,B=800,C=1600`), cache

@@ -34,16 +34,70 @@ use std::fmt;
 /// How the kernel's parameters depend on the size variable `n`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Family {
-    /// Parameters equal to `n`.
+    /// Parameters that follow `n` (equal to `n` unless `ties` says `a·n + b`).
     pub varying: Vec<String>,
     /// Parameters held at a value.
     pub fixed: BTreeMap<String, i64>,
+    /// Optional `(a, b)` per varying parameter: the parameter is `a·n + b` (`a >= 1`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub ties: BTreeMap<String, (i64, i64)>,
 }
 
 impl Family {
     /// All parameters varying together (the default for single-size kernels).
     pub fn all_varying(k: &Kernel) -> Family {
-        Family { varying: k.params.clone(), fixed: BTreeMap::new() }
+        Family { varying: k.params.clone(), fixed: BTreeMap::new(), ties: BTreeMap::new() }
+    }
+
+    /// `(a, b)` with parameter `p = a·n + b`.
+    pub fn tie(&self, p: &str) -> (i64, i64) {
+        self.ties.get(p).copied().unwrap_or((1, 0))
+    }
+
+    /// Parses one `--vary` item: `N`, `NJ=n+10`, `NK=2n`, `NK=2*n-1`.
+    pub fn parse_vary_item(item: &str) -> Result<(String, (i64, i64))> {
+        let bad = || CacheError::Params(format!("'{item}' is not PARAM or PARAM=a*n+b (e.g. NJ=n+10, NK=2n)"));
+        let Some((name, e)) = item.split_once('=') else {
+            return Ok((item.trim().to_string(), (1, 0)));
+        };
+        let e: String = e.chars().filter(|c| !c.is_whitespace()).collect();
+        let npos = e.find('n').ok_or_else(bad)?;
+        let a_text = e[..npos].trim_end_matches('*');
+        let a: i64 = if a_text.is_empty() { 1 } else { a_text.parse().map_err(|_| bad())? };
+        let rest = &e[npos + 1..];
+        let b: i64 = if rest.is_empty() {
+            0
+        } else if let Some(r) = rest.strip_prefix('+') {
+            r.parse().map_err(|_| bad())?
+        } else if rest.starts_with('-') {
+            rest.parse().map_err(|_| bad())?
+        } else {
+            return Err(bad());
+        };
+        if a < 1 {
+            return Err(CacheError::Params(format!("'{item}': the factor of n must be at least 1")));
+        }
+        Ok((name.trim().to_string(), (a, b)))
+    }
+
+    /// `X = Y = Z = n` or `NI = n, NJ = n + 10, NK = 2n`.
+    pub fn describe(&self, var: &str) -> String {
+        if self.ties.values().all(|&t| t == (1, 0)) {
+            return format!("{} = {var}", self.varying.join(" = "));
+        }
+        self.varying
+            .iter()
+            .map(|p| {
+                let (a, b) = self.tie(p);
+                let an = if a == 1 { var.to_string() } else { format!("{a}{var}") };
+                match b {
+                    0 => format!("{p} = {an}"),
+                    b if b > 0 => format!("{p} = {an} + {b}"),
+                    b => format!("{p} = {an} - {}", -b),
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 
     /// Checks the family against the kernel: every parameter is varying or fixed.
@@ -62,6 +116,14 @@ impl Family {
                 }));
             }
         }
+        for (p, (a, _)) in &self.ties {
+            if !self.varying.contains(p) {
+                return Err(CacheError::Params(format!("'{p}' has a tie to n but is not varying")));
+            }
+            if *a < 1 {
+                return Err(CacheError::Params(format!("the factor of n for '{p}' must be at least 1")));
+            }
+        }
         for p in self.varying.iter().chain(self.fixed.keys()) {
             if !k.params.contains(p) {
                 return Err(CacheError::Params(format!("'{p}' is not a parameter of {} (its parameters: {})", k.file, k.params.join(", "))));
@@ -73,7 +135,8 @@ impl Family {
     pub fn params_at(&self, n: i64) -> ParamValues {
         let mut m = self.fixed.clone();
         for v in &self.varying {
-            m.insert(v.clone(), n);
+            let (a, b) = self.tie(v);
+            m.insert(v.clone(), a * n + b);
         }
         m
     }
@@ -96,15 +159,20 @@ impl Family {
             let Some(&x) = values.get(p) else {
                 return Err(CacheError::Params(format!("no value for varying parameter '{p}'")));
             };
+            let (a, b) = self.tie(p);
+            if (x - b).rem_euclid(a) != 0 {
+                return Err(CacheError::Params(format!(
+                    "{p}={x} is outside the range these formulas were derived for: they hold for {}",
+                    self.describe("n")
+                )));
+            }
+            let this = (x - b).div_euclid(a);
             match n {
-                None => n = Some(x),
-                Some(m) if m == x => {}
-                Some(m) => {
-                    return Err(CacheError::Params(format!(
-                        "the formulas were derived for {} all equal; got {p}={x} but {}={m}",
-                        self.varying.join(" = "),
-                        self.varying[0]
-                    )))
+                None => n = Some(this),
+                Some(m) if m == this => {}
+                Some(_) => {
+                    let what = if self.ties.is_empty() { format!("{} all equal", self.varying.join(" = ")) } else { self.describe("n") };
+                    return Err(CacheError::Params(format!("the formulas were derived for {what}; got {}", fmt_values(values))));
                 }
             }
         }
@@ -115,6 +183,10 @@ impl Family {
         }
         Ok(n.unwrap())
     }
+}
+
+fn fmt_values(v: &ParamValues) -> String {
+    v.iter().map(|(k, x)| format!("{k}={x}")).collect::<Vec<_>>().join(",")
 }
 
 /// An exact rational number (for printing polynomials in `n`).
@@ -503,7 +575,7 @@ impl KernelFormulas {
         if n < self.n_min() {
             return Err(CacheError::Params(format!(
                 "{} = {n} is outside the range these formulas were derived for ({} >= {})",
-                self.family.varying.join(" = "),
+                if self.family.ties.is_empty() { self.family.varying.join(" = ") } else { self.size_var.clone() },
                 self.size_var,
                 self.n_min()
             )));
@@ -584,6 +656,7 @@ pub fn horizon(k: &Kernel, family: &Family, layout: &LayoutSpec, caches: &[Cache
         h += *align as i64 / min_elem;
     }
     h += family.fixed.values().map(|v| v.abs()).sum::<i64>();
+    h += family.ties.values().map(|(_, b)| b.abs()).sum::<i64>();
     let konst = |a: &crate::affine::Affine| a.constant.abs();
     h += k.arrays.iter().flat_map(|a| a.dims.iter()).map(konst).max().unwrap_or(0);
     h += k.loops.iter().flat_map(|l| [konst(&l.lower), konst(&l.upper)]).max().unwrap_or(0);
@@ -720,7 +793,7 @@ pub fn build_model(k: &Kernel, opts: &ModelOptions) -> Result<Vec<KernelFormulas
         target = next;
     }
     let secs = start.elapsed().as_secs_f64();
-    let size_var = if opts.family.varying.len() == 1 { opts.family.varying[0].clone() } else { "n".to_string() };
+    let size_var = if opts.family.varying.len() == 1 && opts.family.ties.is_empty() { opts.family.varying[0].clone() } else { "n".to_string() };
     Ok(opts
         .caches
         .iter()
@@ -763,7 +836,7 @@ pub fn build_model(k: &Kernel, opts: &ModelOptions) -> Result<Vec<KernelFormulas
 impl fmt::Display for KernelFormulas {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let v = &self.size_var;
-        writeln!(f, "kernel {}  cache {}  {} = {v}{}", self.kernel, self.cache, self.family.varying.join(" = "), fixed_text(&self.family))?;
+        writeln!(f, "kernel {}  cache {}  {}{}", self.kernel, self.cache, self.family.describe(v), fixed_text(&self.family))?;
         for r in &self.refs {
             writeln!(f, "{} {} {}:{}:{}", r.reference, r.text, r.statement, r.side, r.position)?;
             for (name, q) in [("compulsory", &r.compulsory), ("conflict", &r.conflict)] {

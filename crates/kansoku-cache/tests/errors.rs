@@ -76,7 +76,7 @@ fn non_power_of_two_sets_simulate_like_the_naive_definition() {
 #[test]
 fn parameters_outside_the_derived_range_are_refused() {
     let k = load_kernel(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels/jacobi1d.k")).unwrap();
-    let fam = Family { varying: vec!["N".into()], fixed: [("T".to_string(), 2)].into() };
+    let fam = Family { varying: vec!["N".into()], fixed: [("T".to_string(), 2)].into(), ties: Default::default() };
     let m = build_model(&k, &ModelOptions::new(fam, LayoutSpec::default(), vec![CacheConfig::parse("assoc=2,line=32,sets=4").unwrap()])).unwrap().pop().unwrap();
     let e = m.eval(&parse_params("T=3,N=50").unwrap()).unwrap_err().to_string();
     assert!(e.contains("T=3 is outside the range") && e.contains("T=2"), "{e}");

@@ -87,3 +87,40 @@ fn seidel_2d() {
 fn trisolv_triangular() {
     check_kernel("trisolv", &[], 10);
 }
+
+/// A family that is not the diagonal: NI = n, NJ = 2n + 1, NK = 7 (rectangular gemm).
+#[test]
+fn gemm_rectangular_family_with_ties() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels/gemm_rect.k");
+    let k = load_kernel(&path).unwrap();
+    let (ni, tni) = Family::parse_vary_item("NI").unwrap();
+    let (nj, tnj) = Family::parse_vary_item("NJ=2n+1").unwrap();
+    assert_eq!(tnj, (2, 1));
+    let fam = Family { varying: vec![ni.clone(), nj.clone()], fixed: [("NK".to_string(), 7)].into(), ties: [(ni, tni), (nj, tnj)].into() };
+    let layout = LayoutSpec::Consecutive { start: 0, align: 32 };
+    let cs = caches();
+    let models = build_model(&k, &ModelOptions::new(fam.clone(), layout.clone(), cs.clone())).unwrap();
+    assert!(models[0].to_string().contains("NI = n, NJ = 2n + 1, NK = 7"), "{}", models[0]);
+    let vmax = models.iter().map(|m| m.verified_max()).min().unwrap();
+    let mut seed = 99u64;
+    let mut sizes: Vec<i64> = (1..=10).map(|d| vmax + d).collect();
+    while sizes.len() < 20 {
+        sizes.push(1 + (splitmix(&mut seed) % vmax as u64) as i64);
+    }
+    for n in sizes {
+        let params = fam.params_at(n);
+        assert_eq!((params["NI"], params["NJ"], params["NK"]), (n, 2 * n + 1, 7));
+        let sims = Program::new(&k, &params, &layout).unwrap().simulate(&cs);
+        for (m, sim) in models.iter().zip(&sims) {
+            // Through the parameter values, as `eval --param NI=..,NJ=..,NK=7` does.
+            let ev = m.eval(&params).unwrap();
+            for (e, s) in ev.refs.iter().zip(sim) {
+                assert_eq!((e.accesses, e.compulsory, e.conflict), (s.accesses as i128, s.compulsory as i128, s.other as i128), "{} {} n={n}", e.reference, m.cache);
+            }
+        }
+    }
+    let e = models[0].eval(&parse_params("NI=5,NJ=10,NK=7").unwrap()).unwrap_err().to_string();
+    assert!(e.contains("NJ=10 is outside the range") && e.contains("NJ = 2n + 1"), "{e}");
+    let e = models[0].eval(&parse_params("NI=5,NJ=13,NK=7").unwrap()).unwrap_err().to_string();
+    assert!(e.contains("derived for NI = n, NJ = 2n + 1"), "{e}");
+}

@@ -79,7 +79,7 @@ fn seed_50_random_points_with_formulas_in_z() {
         let x = 1 + (splitmix(&mut st) % 200) as i64;
         let y = 1 + (splitmix(&mut st) % 200) as i64;
         let z = 1 + (splitmix(&mut st) % 200) as i64;
-        let fam = Family { varying: vec!["Z".into()], fixed: [("X".to_string(), x), ("Y".to_string(), y)].into() };
+        let fam = Family { varying: vec!["Z".into()], fixed: [("X".to_string(), x), ("Y".to_string(), y)].into(), ties: Default::default() };
         let m = build_model(&k, &ModelOptions::new(fam, seed_layout(), vec![seed_cache()])).unwrap().pop().unwrap();
         let params = parse_params(&format!("X={x},Y={y},Z={z}")).unwrap();
         let sim = simulate(&k, &params, &seed_layout(), seed_cache()).unwrap();
@@ -94,7 +94,7 @@ fn seed_50_random_points_with_formulas_in_z() {
 #[test]
 fn seed_difference_of_two_evaluations() {
     let k = seed();
-    let fam = Family { varying: vec!["Z".into()], fixed: [("X".to_string(), 10), ("Y".to_string(), 10)].into() };
+    let fam = Family { varying: vec!["Z".into()], fixed: [("X".to_string(), 10), ("Y".to_string(), 10)].into(), ties: Default::default() };
     let m = build_model(&k, &ModelOptions::new(fam, seed_layout(), vec![seed_cache()])).unwrap().pop().unwrap();
     let p2 = k.find_ref("S3:right:1").unwrap();
     let at = |z: i64| {

@@ -89,7 +89,8 @@ pub struct ModelArgs {
     /// All references (the default).
     #[arg(long)]
     pub all: bool,
-    /// Parameters that vary together as the size variable (default: all not fixed).
+    /// Parameters that follow the size variable n (default: all not fixed, each equal to n); a parameter may be
+    /// tied as `PARAM=a*n+b`, e.g. `--vary NI,NJ=2n+1`.
     #[arg(long, value_delimiter = ',')]
     pub vary: Vec<String>,
     /// Parameters held fixed while deriving, e.g. `T=2`.
@@ -281,8 +282,20 @@ fn fmt_params(p: &ParamValues) -> String {
 fn model(a: ModelArgs) -> Result<()> {
     let k = load(&a.kernel)?;
     let fixed = a.fix.as_deref().map(params).transpose()?.unwrap_or_default();
-    let varying = if a.vary.is_empty() { k.params.iter().filter(|p| !fixed.contains_key(*p)).cloned().collect() } else { a.vary.clone() };
-    let family = Family { varying, fixed };
+    let mut varying = Vec::new();
+    let mut ties = std::collections::BTreeMap::new();
+    if a.vary.is_empty() {
+        varying = k.params.iter().filter(|p| !fixed.contains_key(*p)).cloned().collect();
+    } else {
+        for item in &a.vary {
+            let (name, tie) = Family::parse_vary_item(item)?;
+            if tie != (1, 0) {
+                ties.insert(name.clone(), tie);
+            }
+            varying.push(name);
+        }
+    }
+    let family = Family { varying, fixed, ties };
     family.check(&k).with_context(|| format!("choosing the size variable for {}", k.file))?;
     let cache = a.cache.cache()?;
     let mut opts = ModelOptions::new(family, a.cache.layout()?, vec![cache]);
@@ -311,9 +324,9 @@ fn model(a: ModelArgs) -> Result<()> {
     }
     print!("{f}");
     println!(
-        "derived in {:.3} s from exact simulations at {} = {}..={} (horizon {})",
+        "derived in {:.3} s from exact simulations at {} for n = {}..={} (horizon {})",
         f.build_seconds,
-        f.family.varying.join(" = "),
+        f.family.describe("n"),
         f.sampled_sizes.0,
         f.sampled_sizes.1,
         f.horizon
@@ -358,7 +371,7 @@ fn explain(f: &KernelFormulas) {
 }
 
 fn print_eval(ev: &kansoku_cache::model::Evaluation, f: &KernelFormulas) {
-    println!("\nEvaluation at {} = {}:", f.family.varying.join(" = "), ev.n);
+    println!("\nEvaluation at {} with n = {}:", f.family.describe("n"), ev.n);
     println!("  {:<4} {:>14} {:>14} {:>12} {:>12}", "ref", "accesses", "hits", "compulsory", "conflict");
     for r in &ev.refs {
         println!("  {:<4} {:>14} {:>14} {:>12} {:>12}", r.reference, r.accesses, r.hits, r.compulsory, r.conflict);
