@@ -619,11 +619,23 @@ pub struct ModelOptions {
     pub access_budget: u64,
     /// Also derive hit-source and conflict-factor formulas (slower; for `--explain`).
     pub breakdown: bool,
+    /// Called after each simulated size with that size (for a progress display).
+    pub progress: Option<Progress>,
+}
+
+/// A progress callback (see [`ModelOptions::progress`]).
+#[derive(Clone)]
+pub struct Progress(pub std::sync::Arc<dyn Fn(i64) + Send + Sync>);
+
+impl fmt::Debug for Progress {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Progress(..)")
+    }
 }
 
 impl ModelOptions {
     pub fn new(family: Family, layout: LayoutSpec, caches: Vec<CacheConfig>) -> Self {
-        ModelOptions { family, layout, caches, n_min: 1, evidence: 3, max_period: 128, max_n: 1_000_000, access_budget: 40_000_000_000, breakdown: false }
+        ModelOptions { family, layout, caches, n_min: 1, evidence: 3, max_period: 128, max_n: 1_000_000, access_budget: 40_000_000_000, breakdown: false, progress: None }
     }
 }
 
@@ -708,6 +720,9 @@ pub fn build_model(k: &Kernel, opts: &ModelOptions) -> Result<Vec<KernelFormulas
                 samples[c].push(r);
             }
             n_hi = n;
+            if let Some(p) = &opts.progress {
+                (p.0)(n);
+            }
         }
         let mut missing = Vec::new();
         for c in 0..ncache {

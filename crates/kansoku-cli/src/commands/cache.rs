@@ -157,7 +157,7 @@ fn info(a: InfoArgs) -> Result<()> {
     let pos = a.reference.as_deref().map(|s| find_ref(&k, s)).transpose()?;
     let info = kernel_info(&k, a.cache.cache()?, &a.cache.layout()?, p.as_ref(), pos)?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&info)?);
+        crate::output::print_json(&info)?;
         return Ok(());
     }
     println!("Program information ({}), parameters: {}", info.file, if info.params.is_empty() { "none".into() } else { info.params.join(", ") });
@@ -254,7 +254,7 @@ fn simulate(a: SimulateArgs) -> Result<()> {
     let k = load(&a.kernel)?;
     let rep = sim_report(&k, &params(&a.param)?, &a.cache.layout()?, a.cache.cache()?)?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&rep)?);
+        crate::output::print_json(&rep)?;
         return Ok(());
     }
     println!("{}  cache {}  {}", rep.kernel, rep.cache, fmt_params(&rep.params));
@@ -304,7 +304,12 @@ fn model(a: ModelArgs) -> Result<()> {
         bail!("--from {} is negative; sizes start at 0 or 1", a.from);
     }
     opts.n_min = a.from;
-    let mut f = build_model(&k, &opts).with_context(|| format!("deriving formulas for {}", k.file))?.pop().unwrap();
+    let bar = crate::output::spinner("deriving formulas: simulating size", "");
+    let b2 = bar.clone();
+    opts.progress = Some(kansoku_cache::model::Progress(std::sync::Arc::new(move |n| b2.set_position(n as u64))));
+    let built = build_model(&k, &opts);
+    bar.finish_and_clear();
+    let mut f = built.with_context(|| format!("deriving formulas for {}", k.file))?.pop().unwrap();
     if let Some(sel) = &a.reference {
         let r = find_ref(&k, sel)?;
         f.refs.retain(|x| x.reference == format!("P{r}"));
@@ -319,7 +324,7 @@ fn model(a: ModelArgs) -> Result<()> {
             formulas: &'a KernelFormulas,
             evaluation: Option<kansoku_cache::model::Evaluation>,
         }
-        println!("{}", serde_json::to_string_pretty(&Out { formulas: &f, evaluation })?);
+        crate::output::print_json(&Out { formulas: &f, evaluation })?;
         return Ok(());
     }
     print!("{f}");
@@ -404,7 +409,7 @@ fn eval(a: EvalArgs) -> Result<()> {
             evaluation: kansoku_cache::model::Evaluation,
             microseconds: f64,
         }
-        println!("{}", serde_json::to_string_pretty(&Out { evaluation: ev, microseconds: micros })?);
+        crate::output::print_json(&Out { evaluation: ev, microseconds: micros })?;
         return Ok(());
     }
     print_eval(&ev, &f);
