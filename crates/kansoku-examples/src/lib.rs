@@ -125,7 +125,10 @@ pub fn build_with(name: &str, out_dir: &Path, extra_flags: &[&str]) -> Result<Pa
     }
     // Compile in a private directory and rename into place, so parallel tests never see
     // half a file; the prefix map makes DWARF name the final source path.
-    let private = out_dir.join(format!(".build-{stem}-{}", std::process::id()));
+    // Unique per process *and* per call: test threads of one process build concurrently.
+    static BUILDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let call = BUILDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let private = out_dir.join(format!(".build-{stem}-{}-{call}", std::process::id()));
     std::fs::create_dir_all(&private).map_err(|source| BuildError::Write { path: private.clone(), source })?;
     let tmp_source = private.join(format!("{stem}.c"));
     std::fs::write(&tmp_source, example.source).map_err(|source| BuildError::Write { path: tmp_source.clone(), source })?;
