@@ -336,9 +336,18 @@ impl QuasiPolynomial {
                 }
                 let mut head = polys[0].clone();
                 head[0] = Q::int(0);
-                let list = consts.iter().map(|c| fmt_poly(&[*c], var)).collect::<Vec<_>>().join(", ");
-                let head = fmt_poly(&head, var);
-                let expr = if head == "0" { format!("[{list}]_({var} mod {})", p.period) } else { format!("{head} + [{list}]_({var} mod {})", p.period) };
+                let expr = match ceil_form(&head, &consts, var) {
+                    Some(e) => e,
+                    None => {
+                        let list = consts.iter().map(|c| fmt_poly(&[*c], var)).collect::<Vec<_>>().join(", ");
+                        let head = fmt_poly(&head, var);
+                        if head == "0" {
+                            format!("[{list}]_({var} mod {})", p.period)
+                        } else {
+                            format!("{head} + [{list}]_({var} mod {})", p.period)
+                        }
+                    }
+                };
                 out.push((range, expr));
             } else {
                 for (r, poly) in polys.iter().enumerate() {
@@ -349,6 +358,53 @@ impl QuasiPolynomial {
         }
         out
     }
+}
+
+/// Writes `head(n) + c[n mod q]` with floor/ceiling when the periodic constant is that of
+/// `a·q·ceil((n - s)/q)` for the linear coefficient `a` of the head:
+/// `a·n + a·((s - n) mod q) + d = a·q·ceil((n - s)/q) + a·s + d`.
+fn ceil_form(head: &[Q], consts: &[Q], var: &str) -> Option<String> {
+    let q = consts.len() as i128;
+    let a = *head.get(1)?;
+    if a.is_zero() {
+        return None;
+    }
+    let aq = a.mul(Q::int(q));
+    if aq.den != 1 {
+        return None;
+    }
+    for s in 0..q {
+        let d = consts[0].add(Q::new(-(a.num * (s.rem_euclid(q))), a.den));
+        let fits = (0..q).all(|r| consts[r as usize] == a.mul(Q::int((s - r).rem_euclid(q))).add(d));
+        if !fits {
+            continue;
+        }
+        // head without its linear term, plus a·q·ceil((n - s)/q) + (a·s + d).
+        let mut rest = head.to_vec();
+        rest[1] = Q::int(0);
+        let konst = a.mul(Q::int(s)).add(d);
+        let arg = if s == 0 { format!("{var}/{q}") } else { format!("({var} - {s})/{q}") };
+        let ceil = if aq.num == 1 { format!("ceil({arg})") } else if aq.num == -1 { format!("-ceil({arg})") } else { format!("{}*ceil({arg})", aq.num) };
+        let mut text = String::new();
+        let rest_text = fmt_poly(&rest, var);
+        if rest_text != "0" {
+            text.push_str(&rest_text);
+            text.push_str(if ceil.starts_with('-') { " - " } else { " + " });
+            text.push_str(ceil.trim_start_matches('-'));
+        } else {
+            text.push_str(&ceil);
+        }
+        if !konst.is_zero() {
+            let c = fmt_poly(&[konst], var);
+            if let Some(m) = c.strip_prefix('-') {
+                text.push_str(&format!(" - {m}"));
+            } else {
+                text.push_str(&format!(" + {c}"));
+            }
+        }
+        return Some(text);
+    }
+    None
 }
 
 fn fmt_poly(p: &[Q], var: &str) -> String {
@@ -870,5 +926,55 @@ fn fixed_text(fam: &Family) -> String {
         String::new()
     } else {
         format!(", {}", fam.fixed.iter().map(|(k, v)| format!("{k} = {v}")).collect::<Vec<_>>().join(", "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ceil_div(a: i64, b: i64) -> i64 {
+        (a + b - 1).div_euclid(b)
+    }
+
+    fn printed(f: impl Fn(i64) -> i64, degree: u32) -> Vec<(String, String)> {
+        let values: Vec<i64> = (1..=200).map(&f).collect();
+        let q = fit_quasi_polynomial(&values, 1, degree, 16, 3).unwrap();
+        for n in 1..=400 {
+            assert_eq!(q.eval(n), Some(f(n) as i128), "n={n}");
+        }
+        q.pieces_text("n")
+    }
+
+    #[test]
+    fn floors_and_ceilings_are_printed_as_such() {
+        assert_eq!(printed(|n| ceil_div(n, 4), 1), vec![("n >= 1".to_string(), "ceil(n/4)".to_string())]);
+        assert_eq!(printed(|n| 3 * ceil_div(n - 1, 4) + 2, 1), vec![("n >= 1".to_string(), "3*ceil((n - 1)/4) + 2".to_string())]);
+        assert_eq!(printed(|n| n * n + n.div_euclid(2), 2), vec![("n >= 1".to_string(), "n^2 + ceil((n - 1)/2)".to_string())]);
+        assert_eq!(printed(|n| 5 * n - 7, 1), vec![("n >= 1".to_string(), "5*n - 7".to_string())]);
+    }
+
+    #[test]
+    fn pieces_and_periodic_numbers_round_trip() {
+        // A function with a start-up region, a kink at 50 and a period-3 quadratic part.
+        let f = |n: i64| if n < 10 { 7 } else if n < 50 { 2 * n } else { n * n / 3 + [0, 5, 1][(n % 3) as usize] };
+        let values: Vec<i64> = (1..=300).map(f).collect();
+        let q = fit_quasi_polynomial(&values, 1, 2, 16, 3).unwrap();
+        assert_eq!(q.last_from(), 50);
+        assert_eq!(q.period(), 3);
+        for n in 1..=1000 {
+            assert_eq!(q.eval(n), Some(f(n) as i128));
+        }
+        let json = serde_json::to_string(&q).unwrap();
+        let back: QuasiPolynomial = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, q);
+    }
+
+    #[test]
+    fn too_little_data_gives_no_formula() {
+        // D + 1 = 4 points determine a cubic; 3 more checks are required, 6 points give 2.
+        let values: Vec<i64> = (1..=6).map(|n| n * n * n).collect();
+        assert!(fit_quasi_polynomial(&values, 1, 3, 16, 2).is_some());
+        assert!(fit_quasi_polynomial(&values, 1, 3, 16, 3).is_none());
     }
 }
