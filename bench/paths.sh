@@ -48,8 +48,6 @@ print(f"kansoku / native                  = {$kansoku / $native:.1f}")
 PY
 
 echo "== analysis throughput on a recorded block stream"
-P=$(mktemp -d)
-"$K" demo --dir "$P/demo" >/dev/null 2>&1 || true
 cc -O1 -g -fno-inline -fno-optimize-sibling-calls -fno-omit-frame-pointer -o "$W/paths" crates/kansoku-examples/c/paths.c
 REPEAT=${BLOCKS_REPEAT:-17000}
 "$K" paths --source valgrind --record "$W/blocks.ksk" --top 1 -- "$W/paths" 1000 "$REPEAT" >/dev/null
@@ -62,4 +60,3 @@ b = j["summary"]["blocks_seen"]; s = j["seconds"]
 print(f"--calls {sys.argv[1]:<6}: {b/1e6:.1f} M blocks ({os.path.getsize('$W/blocks.ksk')/1e6:.0f} MB .ksk) analysed in {s:.2f} s on one thread = {b/s/1e6:.1f} M blocks/s (must be >= 20; >= 50 M blocks: {b >= 50e6})")
 PY
 done
-rm -rf "$P"

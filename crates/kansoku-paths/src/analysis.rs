@@ -109,12 +109,20 @@ pub struct PathAnalysis {
     pub block_kind: BlockKind,
     recorder: Option<BlockRecorder>,
     tid: u32,
-    splitters: HashMap<u32, SuperblockSplitter>,
-    reducers: HashMap<u32, InstructionReducer>,
-    basics: HashMap<u32, BasicBlockStream>,
+    /// The current thread's splitters (kept out of the maps: one map lookup per event
+    /// costs more than the rest of the analysis of a block).
+    current: ThreadSplitters,
+    parked: HashMap<u32, ThreadSplitters>,
     pending_object: Option<String>,
     awaiting_fault: bool,
     seen_tids: std::collections::HashSet<u32>,
+}
+
+#[derive(Default)]
+struct ThreadSplitters {
+    superblocks: Option<SuperblockSplitter>,
+    instructions: InstructionReducer,
+    basic: BasicBlockStream,
 }
 
 fn emit<'a>(profiler: &'a mut PathProfiler, recorder: &'a mut Option<BlockRecorder>) -> impl FnMut(&mut CodeMap, BlockId, InstructionKind) + 'a {
@@ -139,9 +147,8 @@ impl PathAnalysis {
             block_kind: BlockKind::Superblocks,
             recorder: None,
             tid: 0,
-            splitters: HashMap::new(),
-            reducers: HashMap::new(),
-            basics: HashMap::new(),
+            current: ThreadSplitters::default(),
+            parked: HashMap::new(),
             pending_object: None,
             awaiting_fault: false,
             seen_tids: Default::default(),
@@ -163,6 +170,9 @@ impl PathAnalysis {
 
     fn switch_thread(&mut self, tid: u32) {
         if tid != self.tid {
+            let next = self.parked.remove(&tid).unwrap_or_default();
+            let old = std::mem::replace(&mut self.current, next);
+            self.parked.insert(self.tid, old);
             self.tid = tid;
             self.profiler.switch_thread(tid);
             if let Some(r) = &mut self.recorder {
@@ -182,19 +192,17 @@ impl PathAnalysis {
             }
             Event::Instruction { addr } => {
                 self.stats.instructions += 1;
-                let r = self.reducers.entry(self.tid).or_default();
-                r.push(*addr, &mut self.code, &mut emit(&mut self.profiler, &mut self.recorder));
+                self.current.instructions.push(*addr, &mut self.code, &mut emit(&mut self.profiler, &mut self.recorder));
             }
             Event::Block { addr } => {
                 self.stats.block_events += 1;
                 match self.block_kind {
                     BlockKind::Basic => {
-                        let s = self.basics.entry(self.tid).or_default();
-                        s.push(*addr, &mut self.code, &mut emit(&mut self.profiler, &mut self.recorder));
+                        self.current.basic.push(*addr, &mut self.code, &mut emit(&mut self.profiler, &mut self.recorder));
                     }
                     BlockKind::Superblocks => {
                         self.stats.superblocks += 1;
-                        let s = self.splitters.entry(self.tid).or_insert_with(|| SuperblockSplitter::new(VEX_MAX_INSNS));
+                        let s = self.current.superblocks.get_or_insert_with(|| SuperblockSplitter::new(VEX_MAX_INSNS));
                         s.push(*addr, &mut self.code, &mut emit(&mut self.profiler, &mut self.recorder));
                     }
                 }
@@ -222,7 +230,7 @@ impl PathAnalysis {
         match parse_line(line) {
             LackeyLine::Superblock(addr) => {
                 self.stats.superblocks += 1;
-                let s = self.splitters.entry(0).or_insert_with(|| SuperblockSplitter::new(VEX_MAX_INSNS));
+                let s = self.current.superblocks.get_or_insert_with(|| SuperblockSplitter::new(VEX_MAX_INSNS));
                 s.push(addr, &mut self.code, &mut emit(&mut self.profiler, &mut self.recorder));
             }
             LackeyLine::ObjectPath(p) => self.pending_object = Some(p.to_string()),
@@ -250,7 +258,7 @@ impl PathAnalysis {
                     self.stats.garbled_examples.push((self.stats.lines, String::from_utf8_lossy(line).chars().take(120).collect()));
                 }
                 // A superblock may be missing here: end the one in progress and cut the paths.
-                if let Some(s) = self.splitters.get_mut(&0) {
+                if let Some(s) = &mut self.current.superblocks {
                     s.reset(&mut self.code, &mut emit(&mut self.profiler, &mut self.recorder));
                 }
                 self.profiler.cut_thread();
@@ -262,13 +270,16 @@ impl PathAnalysis {
     pub fn finish(&mut self) -> Result<(), RecordingError> {
         // The faulting instruction started executing (the exact tracer records it too).
         let fault = self.stats.fault_address.map(|f| f + u64::from(self.code.insn(f).len.max(1)));
-        let mut tids: Vec<u32> = self.splitters.keys().copied().collect();
+        let mut tids: Vec<u32> = self.parked.keys().copied().chain(std::iter::once(self.tid)).collect();
         tids.sort_unstable();
+        tids.dedup();
+        let last_tid = self.tid;
         for tid in tids {
             self.switch_thread(tid);
-            let mut s = self.splitters.remove(&tid).unwrap();
-            s.finish(fault.filter(|_| tid == 0), &mut self.code, &mut emit(&mut self.profiler, &mut self.recorder));
-            self.stats.unexpected_superblock_cuts += s.unexpected_cuts;
+            if let Some(mut s) = self.current.superblocks.take() {
+                s.finish(fault.filter(|_| tid == last_tid), &mut self.code, &mut emit(&mut self.profiler, &mut self.recorder));
+                self.stats.unexpected_superblock_cuts += s.unexpected_cuts;
+            }
         }
         self.profiler.finish();
         if let Some(r) = self.recorder.take() {

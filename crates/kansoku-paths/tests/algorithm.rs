@@ -33,7 +33,7 @@ impl BlockFacts for Table {
 /// The seed's algorithm written the plain way: a list of (path, count), linear search.
 fn naive(stream: &[(BlockId, InstructionKind)], calls: CallMode) -> Vec<(Vec<BlockId>, u64)> {
     let mut table: Vec<(Vec<BlockId>, u64)> = Vec::new();
-    let mut record = |p: &mut Vec<BlockId>, table: &mut Vec<(Vec<BlockId>, u64)>| {
+    let record = |p: &mut Vec<BlockId>, table: &mut Vec<(Vec<BlockId>, u64)>| {
         if p.is_empty() {
             return;
         }

@@ -116,7 +116,12 @@ fn options(args: &Args, program: Option<String>) -> AnalysisOptions {
 }
 
 /// Calls `f` for every line of `input` (without the newline); stops early on Ctrl-C.
-fn for_each_line(mut input: impl Read, mut f: impl FnMut(&[u8])) -> std::io::Result<bool> {
+///
+/// `pace`: for a live pipe. Valgrind writes every Lackey line with its own `write`; if we
+/// wait in `read` each of those writes wakes us (two context switches per superblock).
+/// When a read returns little, we sleep a moment instead, so the pipe (1 MiB) collects
+/// thousands of lines per wake-up and Valgrind's writes never have to wake anyone.
+fn for_each_line(mut input: impl Read, pace: bool, mut f: impl FnMut(&[u8])) -> std::io::Result<bool> {
     let mut buf = vec![0u8; 1 << 20];
     let mut filled = 0usize;
     let mut chunks = 0u64;
@@ -133,6 +138,9 @@ fn for_each_line(mut input: impl Read, mut f: impl FnMut(&[u8])) -> std::io::Res
             return Ok(false);
         }
         filled += n;
+        if pace && n < (1 << 18) {
+            std::thread::sleep(Duration::from_micros(8000));
+        }
         let mut start = 0;
         while let Some(pos) = memchr(b'\n', &buf[start..filled]) {
             f(&buf[start..start + pos]);
@@ -181,7 +189,7 @@ pub fn analyse(args: &Args) -> Result<PathsRun> {
             let bar = spinner("profiling paths under valgrind", "superblocks");
             let output = run.output.try_clone()?;
             let mut n = 0u64;
-            interrupted = for_each_line(output, |line| {
+            interrupted = for_each_line(output, true, |line| {
                 analysis.feed_lackey_line(line);
                 n += 1;
                 if n % (1 << 20) == 0 {
@@ -285,7 +293,7 @@ pub fn analyse(args: &Args) -> Result<PathsRun> {
                     analysis.record_into(r);
                 }
                 let f = File::open(&path).with_context(|| format!("opening {}", path.display()))?;
-                interrupted = for_each_line(f, |line| analysis.feed_lackey_line(line)).with_context(|| format!("reading {}", path.display()))?;
+                interrupted = for_each_line(f, false, |line| analysis.feed_lackey_line(line)).with_context(|| format!("reading {}", path.display()))?;
                 if analysis.stats.superblocks == 0 {
                     bail!(
                         "{} holds no Lackey superblock lines (`SB <address>`): is it a log of `valgrind --tool=lackey --trace-superblocks=yes -v -v`?",
