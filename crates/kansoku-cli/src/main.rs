@@ -30,6 +30,14 @@ enum Command {
     /// Trace-call optimiser for WebAssembly modules (seed 002): optimize, run, decode, check.
     #[command(subcommand)]
     Tp(commands::tp::TpCommand),
+    /// Sample a program's instruction pointer (perf_event) with marker hits (seed 000).
+    Record(commands::record::Args),
+    /// Turn an exact trace into the recording sampling every P instructions would make.
+    Sample(commands::sample::Args),
+    /// Rebuild one iteration's instruction trace from samples (seed 000).
+    Reconstruct(commands::reconstruct::Args),
+    /// Score a reconstructed trace against the exact trace of one iteration.
+    Compare(commands::reconstruct::CompareArgs),
     /// Path profile (seed 003): paths between back edges and calls, counted, from Valgrind/Lackey, the exact tracer or a file.
     Paths(commands::paths::Args),
     /// Software monitor (seed 001): CPU/device utilisation as eight items, per program and function; `monitor events` for measurement points.
@@ -48,6 +56,10 @@ fn main() {
         Command::Show(args) => commands::show::run(args),
         Command::Cache(cmd) => commands::cache::run(cmd),
         Command::Tp(cmd) => commands::tp::run(cmd),
+        Command::Record(args) => commands::record::run(args),
+        Command::Sample(args) => commands::sample::run(args),
+        Command::Reconstruct(args) => commands::reconstruct::run(args),
+        Command::Compare(args) => commands::reconstruct::run_compare(args),
         Command::Paths(args) => commands::paths::run(args),
         Command::Monitor(args) => commands::monitor::run(args),
         Command::Wave(args) => commands::wave::run(args),

@@ -31,6 +31,8 @@ pub struct PatentResult {
     pub trace: Vec<Info>,
     pub likelihood: i64,
     pub merges: usize,
+    /// Groups whose best partner was merged away and had to look again.
+    pub rescans: usize,
 }
 
 /// Runs the seed's loop over `sequences` (non-empty ones). `top_k` ≥ 1: how many of the
@@ -44,23 +46,43 @@ pub fn solve_patent(scores: &Scores, sequences: &[Vec<Info>], top_k: usize, prog
         .map(|(i, s)| Some(Group { members: vec![i], trace: s.clone(), likelihood: order_likelihood(scores, &[s]) }))
         .collect();
     if n == 0 {
-        return PatentResult { order: vec![], trace: vec![], likelihood: 0, merges: 0 };
+        return PatentResult { order: vec![], trace: vec![], likelihood: 0, merges: 0, rescans: 0 };
     }
     let mut best: Vec<Option<(i64, usize)>> = vec![None; n];
+    // Every pair once (similarity is symmetric: it looks differences up by absolute value).
     for i in 0..n {
-        best[i] = best_partner(scores, &groups, i);
+        let gi = &groups[i].as_ref().unwrap().trace;
+        for j in i + 1..n {
+            let s = similarity(scores, gi, &groups[j].as_ref().unwrap().trace);
+            if best[i].map_or(true, |(bs, _)| s > bs) {
+                best[i] = Some((s, j));
+            }
+            if best[j].map_or(true, |(bs, _)| s > bs) {
+                best[j] = Some((s, i));
+            }
+        }
     }
     let mut alive = n;
     let mut merges = 0;
+    let mut rescans = 0;
     let top_k = top_k.max(1);
     while alive > 1 {
         progress(n - alive, n - 1);
         // Candidate pairs: the groups with the best partners, best first.
-        let mut candidates: Vec<(i64, usize, usize)> =
-            best.iter().enumerate().filter_map(|(i, b)| b.map(|(s, j)| (s, i.min(j), i.max(j)))).collect();
-        candidates.sort_by(|x, y| y.0.cmp(&x.0).then(x.1.cmp(&y.1)).then(x.2.cmp(&y.2)));
-        candidates.dedup_by(|x, y| x.1 == y.1 && x.2 == y.2);
-        candidates.truncate(top_k);
+        let mut candidates: Vec<(i64, usize, usize)> = Vec::with_capacity(top_k + 1);
+        for (i, b) in best.iter().enumerate() {
+            let Some((s, j)) = *b else { continue };
+            let c = (s, i.min(j), i.max(j));
+            if candidates.iter().any(|x| x.1 == c.1 && x.2 == c.2) {
+                continue;
+            }
+            if candidates.len() == top_k && candidates.last().is_some_and(|l| !better(&c, l)) {
+                continue;
+            }
+            let at = candidates.iter().position(|x| better(&c, x)).unwrap_or(candidates.len());
+            candidates.insert(at, c);
+            candidates.truncate(top_k);
+        }
         let mut chosen: Option<(i64, usize, usize, Group)> = None;
         for &(_, i, j) in &candidates {
             let g = merge_groups(scores, sequences, groups[i].as_ref().unwrap(), groups[j].as_ref().unwrap());
@@ -96,13 +118,19 @@ pub fn solve_patent(scores: &Scores, sequences: &[Vec<Info>], top_k: usize, prog
                     continue;
                 }
             }
+            rescans += 1;
             best[x] = best_partner(scores, &groups, x);
         }
         best[i] = best_i;
     }
     progress(n - 1, n - 1);
     let g = groups.into_iter().flatten().next().unwrap();
-    PatentResult { order: g.members, trace: g.trace, likelihood: g.likelihood, merges }
+    PatentResult { order: g.members, trace: g.trace, likelihood: g.likelihood, merges, rescans }
+}
+
+/// Higher similarity first, then lower indices (deterministic ties).
+fn better(x: &(i64, usize, usize), y: &(i64, usize, usize)) -> bool {
+    (x.0, std::cmp::Reverse(x.1), std::cmp::Reverse(x.2)) > (y.0, std::cmp::Reverse(y.1), std::cmp::Reverse(y.2))
 }
 
 fn best_partner(scores: &Scores, groups: &[Option<Group>], i: usize) -> Option<(i64, usize)> {

@@ -58,7 +58,7 @@ impl DiffScores {
         DiffScores::new(&all, default)
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn get(&self, d: i32) -> i64 {
         if (-DENSE..=DENSE).contains(&d) {
             self.dense[(d + DENSE) as usize]
@@ -152,13 +152,13 @@ impl Scores {
     }
 
     /// Similarity of two instructions at the same index of two sequences (|d|).
-    #[inline]
+    #[inline(always)]
     pub fn similarity(&self, a: &Info, b: &Info) -> i64 {
         score(&self.similarity, self.by, a, b, true)
     }
 
     /// Likelihood that `b` directly follows `a` (d = b − a).
-    #[inline]
+    #[inline(always)]
     pub fn likelihood(&self, a: &Info, b: &Info) -> i64 {
         score(&self.likelihood, self.by, a, b, false)
     }
@@ -169,10 +169,14 @@ impl Scores {
     }
 }
 
-#[inline]
+#[inline(always)]
 fn score(t: &ScoreTable, by: Granularity, a: &Info, b: &Info, absolute: bool) -> i64 {
     if a.function != b.function {
         return t.function_mismatch;
+    }
+    if by == Granularity::Function {
+        let d = b.offset - a.offset;
+        return t.function_match + t.offset.get(if absolute { d.abs() } else { d });
     }
     let d = |x: i32, y: i32| if absolute { (y - x).abs() } else { y - x };
     match by {

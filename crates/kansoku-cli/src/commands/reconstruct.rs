@@ -1,0 +1,342 @@
+//! `kansoku reconstruct REC.ksk [--by function|block] [--split marker|count:T|function:NAME]
+//! [--solver patent|exact|phase] [--scores FILE] [--top-k K] [--json] -o TRACE` and
+//! `kansoku compare TRACE EXACT.ksk [--json]` (seed 000).
+//!
+//! A TRACE file is text: a `#` header line, then one instruction per line:
+//! `0xADDRESS function:offset function:block:offset`.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use kansoku_binary::Symbolizer;
+use kansoku_core::{Event, Header, RecordingKind, RecordingReader};
+use kansoku_reconstruct::{
+    compare, reconstruct, Comparison, Granularity, Names, Observation, Options, Reconstruction, Scores, Solver, Split, Weighting,
+};
+use serde::Serialize;
+
+use crate::output::{print_json, spinner, Table};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// A sampled recording (`kansoku record` or `kansoku sample`).
+    pub recording: PathBuf,
+    /// Instruction information: function (function, offset) or block (function, BB, offset).
+    #[arg(long, default_value = "function")]
+    pub by: Granularity,
+    /// How to cut the samples into partial sequences: marker, count:T (T instructions per
+    /// iteration) or function:NAME.
+    #[arg(long, default_value = "marker")]
+    pub split: Split,
+    /// patent (the seed's loop), exact (global order) or phase (placement by instruction count).
+    #[arg(long, default_value = "patent")]
+    pub solver: Solver,
+    /// Similarity and likelihood tables (TOML, or JSON by extension) overriding the defaults.
+    #[arg(long)]
+    pub scores: Option<PathBuf>,
+    /// Patent solver: try the K most similar pairs each round, keep the most likely merge.
+    #[arg(long, default_value_t = 1)]
+    pub top_k: usize,
+    /// Use at most N partial sequences (default: enough to cover one iteration once when
+    /// its length is known, else all).
+    #[arg(long)]
+    pub sequences: Option<usize>,
+    /// Sampling period in instructions, when the recording does not say.
+    #[arg(long)]
+    pub period: Option<u64>,
+    /// Score the result against this exact trace (its first complete iteration).
+    #[arg(long)]
+    pub exact: Option<PathBuf>,
+    /// The trace file to write (default: print the trace).
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(clap::Args)]
+pub struct CompareArgs {
+    /// A reconstructed trace (`kansoku reconstruct -o`).
+    pub trace: PathBuf,
+    /// The exact trace; its first complete marker-to-marker iteration (or all of it without markers).
+    pub exact: PathBuf,
+    /// Which complete iteration of the exact trace to compare with (0 = first).
+    #[arg(long, default_value_t = 0)]
+    pub iteration: usize,
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// A sampled recording, symbolised into observations.
+pub struct Loaded {
+    #[allow(dead_code)] // kept for callers that report what was recorded
+    pub header: Header,
+
+    pub names: Names,
+    pub observations: Vec<Observation>,
+    pub weighting: Weighting,
+    pub period: Option<u64>,
+    pub warnings: Vec<String>,
+}
+
+/// Reads and symbolises a sampled recording.
+pub fn load_samples(path: &Path) -> Result<Loaded> {
+    let mut reader = RecordingReader::open(path)?;
+    let header = reader.header().clone();
+    if header.kind != RecordingKind::Samples {
+        bail!(
+            "{}: holds {:?}, not samples; record with `kansoku record`, or turn an exact trace into samples with `kansoku sample --period P`",
+            path.display(),
+            header.kind
+        );
+    }
+    let mut sym = Symbolizer::new(&[]);
+    let mut names = Names::new();
+    let mut observations = Vec::new();
+    while let Some(event) = reader.next_event()? {
+        match event {
+            Event::Module(m) => sym.add_module(m),
+            Event::Sample(s) => {
+                let loc = sym.locate(s.ip);
+                observations.push(Observation::Sample { info: names.info(&loc, s.ip), time_ns: s.time_ns, instructions: s.instructions });
+            }
+            Event::Marker { time_ns, instructions } => observations.push(Observation::Marker { time_ns, instructions }),
+            _ => {}
+        }
+    }
+    let mut warnings = std::mem::take(&mut sym.warnings);
+    if let Some(at) = reader.truncated_at() {
+        warnings.push(format!("{} is cut off at byte {at}; using what was readable", path.display()));
+    }
+    let weighting = match header.parameters.get("clock").and_then(|v| v.as_str()) {
+        Some("cpu-clock") => Weighting::Time,
+        _ => Weighting::Count,
+    };
+    let period = header.parameters.get("period").and_then(|v| v.as_u64());
+    Ok(Loaded { header, names, observations, weighting, period, warnings })
+}
+
+/// The reconstruction and, with `--exact`, its scores.
+#[derive(Serialize)]
+pub struct Report {
+    pub recording: PathBuf,
+    pub output: Option<PathBuf>,
+    pub by: Granularity,
+    pub weighting: Weighting,
+    #[serde(flatten)]
+    pub reconstruction: Reconstruction,
+    pub comparison: Option<Comparison>,
+}
+
+/// Everything `kansoku reconstruct` does but printing; shared with the demo and benchmarks.
+pub fn reconstruct_file(args: &Args) -> Result<(Report, Vec<String>, Names)> {
+    let loaded = load_samples(&args.recording)?;
+    let scores = match &args.scores {
+        Some(f) => Scores::from_file(f, args.by, loaded.weighting)?,
+        None => Scores::defaults(args.by, loaded.weighting),
+    };
+    let options = Options {
+        split: args.split.clone(),
+        solver: args.solver,
+        scores,
+        period: args.period.or(loaded.period),
+        top_k: args.top_k,
+        sequences: args.sequences,
+    };
+    if args.period == Some(0) {
+        bail!("--period must be at least 1 (got 0)");
+    }
+    let bar = spinner("merging", "merges");
+    let rec = reconstruct(&loaded.observations, &loaded.names, &options, &mut |done, _| bar.set_position(done as u64))
+        .with_context(|| format!("reconstructing from {}", args.recording.display()))?;
+    bar.finish_and_clear();
+    let lines: Vec<String> = rec
+        .trace
+        .iter()
+        .map(|i| format!("0x{:x} {} {}", i.addr, i.display(&loaded.names, Granularity::Function), i.display(&loaded.names, Granularity::Block)))
+        .collect();
+    if let Some(out) = &args.output {
+        let mut text = format!(
+            "# kansoku reconstructed trace: {} instructions, solver {:?}, by {:?}, from {}\n",
+            rec.trace.len(),
+            rec.solver,
+            args.by,
+            args.recording.display()
+        )
+        .to_lowercase();
+        for l in &lines {
+            text.push_str(l);
+            text.push('\n');
+        }
+        std::fs::write(out, text).with_context(|| format!("writing {}", out.display()))?;
+    }
+    let comparison = match &args.exact {
+        Some(exact) => {
+            let keys: Vec<String> = rec.trace.iter().map(|i| i.display(&loaded.names, Granularity::Function)).collect();
+            Some(compare_keys(&keys, exact, 0)?)
+        }
+        None => None,
+    };
+    let mut warnings = loaded.warnings;
+    if let Some(f) = &rec.fallback {
+        warnings.push(f.clone());
+    }
+    Ok((
+        Report {
+            recording: args.recording.clone(),
+            output: args.output.clone(),
+            by: args.by,
+            weighting: loaded.weighting,
+            reconstruction: rec,
+            comparison,
+        },
+        lines,
+        loaded.names,
+    ))
+}
+
+pub fn run(args: Args) -> Result<()> {
+    let (report, lines, _) = reconstruct_file(&args)?;
+    for w in &report_warnings(&report) {
+        eprintln!("kansoku: warning: {w}");
+    }
+    if args.json {
+        return print_json(&report);
+    }
+    let r = &report.reconstruction;
+    println!(
+        "{} samples, {} marker hits, {} iterations ({} with samples){}",
+        r.split.samples,
+        r.split.markers,
+        r.split.iterations,
+        r.split.non_empty,
+        r.split.iteration_length.map(|t| format!(", {t} instructions per iteration")).unwrap_or_default()
+    );
+    println!(
+        "solver {:?}: {} partial sequences, {} samples -> {} instructions{} in {:.3} s",
+        r.solver,
+        r.sequences_used,
+        r.samples_used,
+        r.length,
+        if report.weighting == Weighting::Time { " (execution-time-weighted)" } else { "" },
+        r.seconds
+    );
+    if let Some(l) = r.likelihood {
+        println!("likelihood {l}");
+    }
+    if let (Some(opt), Some(ub), Some(gap)) = (r.optimal, r.upper_bound, r.optimality_gap) {
+        println!("{}; upper bound {ub}, optimality gap {:.2}%", if opt { "proven optimal" } else { "heuristic" }, gap * 100.0);
+    }
+    if let Some(c) = r.covered_positions {
+        println!("phase: {c} of {} positions covered, {} conflicting samples", r.split.iteration_length.unwrap_or(0), r.conflicts.unwrap_or(0));
+    }
+    if let Some(c) = &report.comparison {
+        print_comparison(c);
+    }
+    match &args.output {
+        Some(o) => println!("trace written to {}", o.display()),
+        None => {
+            for l in &lines {
+                println!("{l}");
+            }
+        }
+    }
+    Ok(())
+}
+
+fn report_warnings(report: &Report) -> Vec<String> {
+    report.reconstruction.fallback.iter().cloned().collect()
+}
+
+pub fn print_comparison(c: &Comparison) {
+    let mut t = Table::new(&["metric", ">value"]);
+    t.row(vec!["true length".into(), c.true_length.to_string()]);
+    t.row(vec!["reconstructed length".into(), c.reconstructed_length.to_string()]);
+    t.row(vec!["position_accuracy".into(), format!("{:.4}", c.position_accuracy)]);
+    t.row(vec!["lcs_ratio".into(), format!("{:.4}", c.lcs_ratio)]);
+    t.row(vec!["edit_distance".into(), c.edit_distance.map_or("-".into(), |d| d.to_string())]);
+    t.row(vec!["length_ratio".into(), format!("{:.4}", c.length_ratio)]);
+    t.print();
+}
+
+/// `function:offset` of every instruction of one complete iteration of an exact trace
+/// (marker to next marker), or of the whole trace when it has no markers.
+pub fn exact_iteration(path: &Path, iteration: usize) -> Result<Vec<String>> {
+    let mut reader = RecordingReader::open(path)?;
+    if reader.header().kind != RecordingKind::ExactTrace {
+        bail!("{}: not an exact trace; make one with `kansoku trace exact --marker FUNC`", path.display());
+    }
+    let mut sym = Symbolizer::new(&[]);
+    let mut markers = 0usize;
+    let mut all = Vec::new();
+    let mut window = Vec::new();
+    let mut complete = false;
+    while let Some(event) = reader.next_event()? {
+        match event {
+            Event::Module(m) => sym.add_module(m),
+            Event::Marker { .. } => {
+                markers += 1;
+                if markers == iteration + 2 {
+                    complete = true;
+                    break;
+                }
+            }
+            Event::Instruction { addr } => {
+                let mut key = || sym.locate(addr).function_offset();
+                if markers == iteration + 1 {
+                    window.push(key());
+                } else if markers == 0 && all.len() < 50_000_000 {
+                    all.push(key());
+                }
+            }
+            _ => {}
+        }
+    }
+    if markers == 0 {
+        return Ok(all);
+    }
+    if !complete {
+        bail!("{}: iteration {iteration} is not complete (the trace holds {markers} marker hits); trace more iterations", path.display());
+    }
+    Ok(window)
+}
+
+/// Compares `function:offset` keys with one iteration of an exact trace.
+pub fn compare_keys(keys: &[String], exact: &Path, iteration: usize) -> Result<Comparison> {
+    let truth = exact_iteration(exact, iteration)?;
+    let mut ids: HashMap<String, u64> = HashMap::new();
+    let mut intern = |s: &String| -> u64 {
+        let n = ids.len() as u64;
+        *ids.entry(s.clone()).or_insert(n)
+    };
+    let t: Vec<u64> = truth.iter().map(&mut intern).collect();
+    let r: Vec<u64> = keys.iter().map(&mut intern).collect();
+    Ok(compare(&r, &t))
+}
+
+/// Reads a TRACE file's `function:offset` column.
+pub fn read_trace(path: &Path) -> Result<Vec<String>> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let mut keys = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        if line.starts_with('#') || line.trim().is_empty() {
+            continue;
+        }
+        let Some(key) = line.split_whitespace().nth(1) else {
+            bail!("{}:{}: expected `0xADDRESS function:offset ...`, found '{line}' (is this a `kansoku reconstruct -o` trace?)", path.display(), n + 1);
+        };
+        keys.push(key.to_string());
+    }
+    Ok(keys)
+}
+
+pub fn run_compare(args: CompareArgs) -> Result<()> {
+    let keys = read_trace(&args.trace)?;
+    let c = compare_keys(&keys, &args.exact, args.iteration)?;
+    if args.json {
+        return print_json(&c);
+    }
+    print_comparison(&c);
+    Ok(())
+}

@@ -1,0 +1,156 @@
+//! `kansoku record [--period N | --time-period NS] [--marker FUNC] -o REC.ksk -- PROGRAM ARGS...`:
+//! samples a program's user-space instruction pointer through perf_event (every N retired
+//! instructions, or every NS of CPU time), with marker-function entries from a uprobe in
+//! the same stream. Without hardware counters it says so and samples `cpu-clock`.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use kansoku_core::{ExitStatus, Header, RecordingKind, RecordingWriter};
+use kansoku_probe::perf::{hardware_counters, SamplingClock};
+use kansoku_probe::sampler::{record_samples, SampleRecordingOptions};
+use serde::Serialize;
+
+use crate::output::{print_json, spinner};
+
+/// cpu-clock period used when instruction sampling was asked for but no counter exists.
+pub const FALLBACK_TIME_PERIOD_NS: u64 = 10_000;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Sample every N retired user-space instructions (hardware counter).
+    #[arg(long, conflicts_with = "time_period")]
+    pub period: Option<u64>,
+    /// Sample every NS nanoseconds of the program's CPU time (cpu-clock).
+    #[arg(long)]
+    pub time_period: Option<u64>,
+    /// Record entries of this function (of the main program) as marker hits.
+    #[arg(long)]
+    pub marker: Option<String>,
+    /// The recording to write.
+    #[arg(short, long)]
+    pub output: PathBuf,
+    #[arg(long)]
+    pub json: bool,
+    /// The program and its arguments.
+    #[arg(last = true, required = true, num_args = 1..)]
+    pub command: Vec<String>,
+}
+
+#[derive(Serialize)]
+pub struct RecordReport {
+    pub output: PathBuf,
+    pub program: PathBuf,
+    /// "instructions" or "cpu-clock".
+    pub clock: &'static str,
+    pub period: u64,
+    /// Why instruction sampling was replaced by cpu-clock, if it was.
+    pub fallback: Option<String>,
+    pub samples: u64,
+    pub markers: u64,
+    pub lost: u64,
+    pub exit: ExitStatus,
+    pub seconds: f64,
+}
+
+/// Chooses the sampling clock: instructions when asked and available, else cpu-clock.
+pub fn choose_clock(period: Option<u64>, time_period: Option<u64>) -> Result<(SamplingClock, Option<String>)> {
+    if period == Some(0) || time_period == Some(0) {
+        bail!("the sampling period must be at least 1 (got 0)");
+    }
+    if let Some(ns) = time_period {
+        return Ok((SamplingClock::CpuClock { period_ns: ns }, None));
+    }
+    let p = period.unwrap_or(100_003);
+    match hardware_counters() {
+        Ok(()) => Ok((SamplingClock::Instructions { period: p }, None)),
+        Err(why) => Ok((
+            SamplingClock::CpuClock { period_ns: FALLBACK_TIME_PERIOD_NS },
+            Some(format!(
+                "{why}; sampling cpu-clock every {FALLBACK_TIME_PERIOD_NS} ns instead (time sampling: the trace will be execution-time-weighted, and samples carry no instruction counts)"
+            )),
+        )),
+    }
+}
+
+/// Records `program args` into `output`; shared by the command, the demo and benchmarks.
+pub fn record(program: &Path, args: &[String], clock: SamplingClock, marker: Option<&str>, output: &Path) -> Result<kansoku_probe::sampler::SampleRecordingOutcome> {
+    let (name, period) = match clock {
+        SamplingClock::Instructions { period } => ("instructions", period),
+        SamplingClock::CpuClock { period_ns } => ("cpu-clock", period_ns),
+    };
+    let mut header = Header::new(RecordingKind::Samples, program.to_string_lossy(), args.to_vec()).with_parameter("clock", name);
+    header = match clock {
+        SamplingClock::Instructions { period } => header.with_parameter("period", period),
+        SamplingClock::CpuClock { period_ns } => header.with_parameter("time_period_ns", period_ns),
+    };
+    let _ = period;
+    if let Some(m) = marker {
+        header = header.with_parameter("marker", m);
+    }
+    let mut writer = RecordingWriter::create(output, &header)?;
+    kansoku_probe::interrupt::install();
+    let options = SampleRecordingOptions {
+        program: program.to_path_buf(),
+        args: args.to_vec(),
+        clock,
+        marker: marker.map(str::to_string),
+        count_instructions: false,
+    };
+    let bar = spinner("sampling", "samples");
+    let outcome = record_samples(&options, &mut writer, &mut |n| bar.set_position(n));
+    bar.finish_and_clear();
+    match outcome {
+        Ok(o) => {
+            writer.finish()?;
+            Ok(o)
+        }
+        Err(e) => {
+            let _ = writer.flush();
+            Err(e).with_context(|| format!("sampling {} (partial recording kept in {})", program.display(), output.display()))
+        }
+    }
+}
+
+pub fn run(args: Args) -> Result<()> {
+    let (clock, fallback) = choose_clock(args.period, args.time_period)?;
+    if let Some(f) = &fallback {
+        eprintln!("kansoku: warning: {f}");
+    }
+    let program = PathBuf::from(&args.command[0]);
+    let o = record(&program, &args.command[1..], clock, args.marker.as_deref(), &args.output)?;
+    let (name, period) = match clock {
+        SamplingClock::Instructions { period } => ("instructions", period),
+        SamplingClock::CpuClock { period_ns } => ("cpu-clock", period_ns),
+    };
+    let r = RecordReport {
+        output: args.output.clone(),
+        program: o.program.clone(),
+        clock: name,
+        period,
+        fallback,
+        samples: o.samples,
+        markers: o.markers,
+        lost: o.lost,
+        exit: o.exit,
+        seconds: o.elapsed.as_secs_f64(),
+    };
+    if args.json {
+        return print_json(&r);
+    }
+    println!(
+        "{}: {} samples ({clock}), {} marker hits in {:.2} s -> {}",
+        r.program.display(),
+        r.samples,
+        r.markers,
+        r.seconds,
+        r.output.display()
+    );
+    if r.lost > 0 {
+        eprintln!("kansoku: warning: the kernel dropped {} records (buffer full); use a larger period", r.lost);
+    }
+    if args.marker.is_some() && r.markers == 0 {
+        eprintln!("kansoku: warning: the marker function was never entered (or uprobes are unavailable); use --split count:T or function:NAME to reconstruct");
+    }
+    Ok(())
+}

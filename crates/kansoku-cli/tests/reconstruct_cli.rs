@@ -1,0 +1,153 @@
+//! Seed 000 end to end: exact traces of real programs, simulated sampling, reconstruction,
+//! comparison; real sampling through perf (cpu-clock fallback without a PMU); bad input.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn kansoku(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_kansoku")).args(args).output().expect("run kansoku")
+}
+
+fn ok(args: &[&str]) -> String {
+    let o = kansoku(args);
+    assert!(o.status.success(), "kansoku {args:?} failed:\n{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout).unwrap()
+}
+
+fn err(args: &[&str]) -> String {
+    let o = kansoku(args);
+    assert!(!o.status.success(), "kansoku {args:?} should fail");
+    String::from_utf8(o.stderr).unwrap()
+}
+
+fn branchy(dir: &Path) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../kansoku-reconstruct/c/branchy.c");
+    let out = dir.join("branchy");
+    let mut cmd = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()));
+    cmd.args(kansoku_examples::CFLAGS).arg("-o").arg(&out).arg(&src);
+    assert!(cmd.status().expect("cc").success());
+    out
+}
+
+fn lcs(rec: &Path, exact: &Path, solver: &str) -> (f64, String) {
+    let s = s(rec);
+    let e = s2(exact);
+    let out = ok(&["reconstruct", &s, "--solver", solver, "--exact", &e, "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    (v["comparison"]["lcs_ratio"].as_f64().unwrap(), v["solver"].as_str().unwrap().to_string())
+}
+
+fn s(p: &Path) -> String {
+    p.to_string_lossy().into_owned()
+}
+fn s2(p: &Path) -> String {
+    s(p)
+}
+
+#[test]
+fn sampled_exact_traces_reconstruct() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let seed = kansoku_examples::build("seed000", d).unwrap();
+    let rec = kansoku_examples::build("recursion", d).unwrap();
+    let br = branchy(d);
+    // (program, marker, args): ≥ 103 iterations so period 101 covers every position.
+    let cases: Vec<(PathBuf, &str, Vec<&str>)> =
+        vec![(seed, "func_M", vec!["200"]), (rec, "work", vec!["4", "200"]), (br, "region", vec!["200"])];
+    for (prog, marker, args) in &cases {
+        let exact = d.join(format!("{marker}.ksk"));
+        let mut a = vec!["trace", "exact", "--marker", marker, "--iterations", "104", "-o"];
+        let e = s(&exact);
+        a.push(&e);
+        a.push("--");
+        let p = s(prog);
+        a.push(&p);
+        a.extend(args.iter().copied());
+        ok(&a);
+        for period in ["7", "31", "101"] {
+            let r = d.join(format!("{marker}-{period}.ksk"));
+            ok(&["sample", "--period", period, &e, "-o", &s(&r)]);
+            let (ratio, solver) = lcs(&r, &exact, "phase");
+            assert_eq!(solver, "phase");
+            assert!(ratio >= 0.99, "{marker} period {period} phase: lcs_ratio {ratio}");
+        }
+        // The seed's loop rebuilds the trace when every sequence holds several samples.
+        let r = d.join(format!("{marker}-7.ksk"));
+        if *marker == "func_M" {
+            for solver in ["patent", "exact"] {
+                let (ratio, _) = lcs(&r, &exact, solver);
+                assert_eq!(ratio, 1.0, "{marker} period 7 {solver}");
+            }
+        }
+    }
+    // A written trace compares the same through `kansoku compare`.
+    let e = d.join("func_M.ksk");
+    let r = d.join("func_M-7.ksk");
+    let t = d.join("t.trace");
+    ok(&["reconstruct", &s(&r), "--solver", "patent", "--by", "block", "-o", &s(&t)]);
+    let out = ok(&["compare", &s(&t), &s(&e), "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["lcs_ratio"].as_f64(), Some(1.0));
+    assert_eq!(v["true_length"].as_u64(), Some(44));
+}
+
+#[test]
+fn bad_input_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let seed = kansoku_examples::build("seed000", d).unwrap();
+    let exact = d.join("e.ksk");
+    ok(&["trace", "exact", "--max-instructions", "3000", "-o", &s(&exact), "--", &s(&seed), "5"]);
+    // Period 0.
+    let e = err(&["sample", "--period", "0", &s(&exact), "-o", &s(&d.join("x.ksk"))]);
+    assert!(e.contains("at least 1"), "{e}");
+    // No markers with --split marker.
+    let r = d.join("r.ksk");
+    ok(&["sample", "--period", "7", &s(&exact), "-o", &s(&r)]);
+    let e = err(&["reconstruct", &s(&r), "--split", "marker"]);
+    assert!(e.contains("no marker events"), "{e}");
+    // Empty recording: a period longer than the trace leaves no sample.
+    let empty = d.join("empty.ksk");
+    ok(&["sample", "--period", "1000000", &s(&exact), "-o", &s(&empty)]);
+    let e = err(&["reconstruct", &s(&empty)]);
+    assert!(e.contains("no samples"), "{e}");
+    let e = err(&["reconstruct", &s(&r), "--split", "count:0"]);
+    assert!(e.contains("at least 1"), "{e}");
+    // An exact trace given where samples are expected.
+    let e = err(&["reconstruct", &s(&exact)]);
+    assert!(e.contains("kansoku sample --period"), "{e}");
+}
+
+#[test]
+fn real_sampling_records_and_reconstructs() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let seed = kansoku_examples::build("seed000", d).unwrap();
+    let r = d.join("r.ksk");
+    let o = kansoku(&["record", "--period", "10007", "--marker", "func_M", "-o", &s(&r), "--json", "--", &s(&seed), "3000"]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    if !o.status.success() {
+        if stderr.contains("perf_event_paranoid") || stderr.contains("not supported") || stderr.contains("uprobe") {
+            println!("skipped: perf sampling is not permitted here: {stderr}");
+            return;
+        }
+        panic!("record failed: {stderr}");
+    }
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    match kansoku_probe::perf::hardware_counters() {
+        Ok(()) => assert_eq!(v["clock"], "instructions"),
+        Err(why) => {
+            println!("no hardware counters ({why}): recorded with cpu-clock");
+            assert_eq!(v["clock"], "cpu-clock");
+            assert!(stderr.contains("sampling cpu-clock"), "{stderr}");
+        }
+    }
+    assert_eq!(v["markers"].as_u64(), Some(3000));
+    if v["samples"].as_u64() == Some(0) {
+        println!("skipped reconstruction: the run was too short for one cpu-clock sample");
+        return;
+    }
+    let out = ok(&["reconstruct", &s(&r), "--solver", "phase", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(v["length"].as_u64().unwrap() > 0);
+}
