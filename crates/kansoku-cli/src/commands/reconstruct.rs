@@ -340,3 +340,43 @@ pub fn run_compare(args: CompareArgs) -> Result<()> {
     print_comparison(&c);
     Ok(())
 }
+
+/// Demo stage: the exact trace of 60 calls of seed000's func_M, sampled every 7
+/// instructions, rebuilt by each solver and scored against the exact trace.
+pub fn demo_stage(dir: &Path) -> Result<String> {
+    let program = kansoku_examples::build("seed000", &dir.join("bin"))?;
+    let exact = dir.join("seed000-60.ksk");
+    let options = kansoku_probe::ExactTraceOptions {
+        program,
+        args: vec!["100".into()],
+        marker: Some("func_M".into()),
+        iterations: Some(60),
+        max_instructions: None,
+    };
+    super::trace::record_exact(&options, &exact)?;
+    let rec = dir.join("seed000-p7.ksk");
+    let s = super::sample::sample_exact(&exact, &rec, 7, 0, 1)?;
+    let mut text = format!("exact trace of 60 calls of func_M sampled every 7 instructions: {} samples -> {}\n", s.samples, rec.display());
+    let mut t = Table::new(&["solver", ">length", ">lcs_ratio", ">position_accuracy"]);
+    for solver in [Solver::Patent, Solver::Exact, Solver::Phase] {
+        let args = Args {
+            recording: rec.clone(),
+            by: Granularity::Function,
+            split: Split::Marker,
+            solver,
+            scores: None,
+            top_k: 1,
+            sequences: None,
+            period: None,
+            exact: Some(exact.clone()),
+            output: Some(dir.join(format!("seed000-{solver:?}.trace").to_lowercase())),
+            json: false,
+        };
+        let (report, _, _) = reconstruct_file(&args)?;
+        let c = report.comparison.expect("compared");
+        t.row(vec![format!("{solver:?}").to_lowercase(), c.reconstructed_length.to_string(), format!("{:.4}", c.lcs_ratio), format!("{:.4}", c.position_accuracy)]);
+    }
+    text.push_str(&t.render());
+    text.push_str(&format!("traces in {}/seed000-*.trace; rerun: kansoku reconstruct {} --solver patent --exact {}", dir.display(), rec.display(), exact.display()));
+    Ok(text)
+}
