@@ -10,7 +10,7 @@ K=$PWD/target/release/kansoku
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 $K demo --dir "$work/demo" >/dev/null 2>&1 || true
 prog="$work/demo/bin/seed000"; n=${1:-60000000}
-if perf stat -e instructions:u true >/dev/null 2>&1; then ev=instructions:u; opt=--period; periods="10007 100003 1000003 10000019";
+if perf stat -x, -e instructions:u true 2>&1 >/dev/null | grep -qv "not supported"; then ev=instructions:u; opt=--period; periods="10007 100003 1000003 10000019";
 else echo "no hardware counters: cpu-clock, periods in ns"; ev=cpu-clock; opt=--time-period; periods="10000 100000 1000000 10000000"; fi
 med() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 t() { local s=$(date +%s.%N); "$@" >/dev/null 2>&1; echo "$(date +%s.%N) - $s" | bc; }
