@@ -733,6 +733,32 @@ pub fn horizon(k: &Kernel, family: &Family, layout: &LayoutSpec, caches: &[Cache
     h
 }
 
+fn gcd64(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd64(b, a % b)
+    }
+}
+
+/// A *structural period* (in sizes): the mapping of addresses to sets repeats every
+/// `sets·line` bytes and consecutive layouts round every base to `align` bytes, so the
+/// counts' residue structure is expected to repeat with `lcm(sets·line, align)` measured
+/// in elements. The last piece of every formula must be confirmed over `evidence` such
+/// periods (not only over its own, possibly smaller, apparent period): a run of equal
+/// values shorter than the true period must not pass for a constant piece.
+pub fn structural_period(k: &Kernel, layout: &LayoutSpec, c: &CacheConfig) -> i64 {
+    let e = k.arrays.iter().map(|a| a.elem_size).fold(0, gcd64).max(1);
+    let m1 = c.sets as u64 * c.line as u64;
+    let p1 = m1 / gcd64(m1, e);
+    let p2 = match layout {
+        LayoutSpec::Consecutive { align, .. } => *align / gcd64(*align, e),
+        LayoutSpec::Bases(_) => 1,
+    }
+    .max(1);
+    (p1 / gcd64(p1, p2) * p2).min(1 << 20) as i64
+}
+
 /// Builds formulas for every reference and every cache in `opts.caches`.
 pub fn build_model(k: &Kernel, opts: &ModelOptions) -> Result<Vec<KernelFormulas>> {
     opts.family.check(k)?;
@@ -748,6 +774,7 @@ pub fn build_model(k: &Kernel, opts: &ModelOptions) -> Result<Vec<KernelFormulas
     let mut spent: u64 = 0;
     let mut n_hi = opts.n_min - 1;
     let horizons: Vec<i64> = opts.caches.iter().map(|c| horizon(k, &opts.family, &opts.layout, std::slice::from_ref(c))).collect();
+    let periods: Vec<i64> = opts.caches.iter().map(|c| structural_period(k, &opts.layout, c)).collect();
     let mut target = (opts.n_min + 24).max(*horizons.iter().max().unwrap_or(&0));
     let mut fitted: Vec<Vec<Option<[QuasiPolynomial; 3]>>> = vec![vec![None; nrefs]; ncache];
     type Named = Vec<NamedFormula>;
@@ -793,7 +820,7 @@ pub fn build_model(k: &Kernel, opts: &ModelOptions) -> Result<Vec<KernelFormulas
                 let cf = fit(series(&|s| s.other));
                 // The last piece must be confirmed beyond the horizon.
                 let confirmed = |q: &QuasiPolynomial| {
-                    q.verified_max >= horizons[c].max(q.last_from() + q.period() * (degs[r] as i64 + 1)) + q.period() * opts.evidence - 1
+                    q.verified_max >= horizons[c].max(q.last_from() + q.period() * (degs[r] as i64 + 1)) + q.period().max(periods[c]) * opts.evidence - 1
                 };
                 match (a, cm, cf) {
                     (Some(a), Some(cm), Some(cf)) if confirmed(&a) && confirmed(&cm) && confirmed(&cf) => fitted[c][r] = Some([a, cm, cf]),

@@ -83,3 +83,39 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 16, .. ProptestConfig::default() })]
+
+    /// The horizon heuristic under random small caches and layouts: formulas of every
+    /// reference equal the simulator at sizes up to twice past the sampled range.
+    #[test]
+    fn formulas_extrapolate_exactly_for_random_small_caches(
+        kname in prop::sample::select(vec!["atax", "mvt", "bicg", "trisolv", "jacobi1d", "jacobi2d", "seidel2d"]),
+        assoc in 1u32..=4,
+        lshift in 0u32..=3,
+        sets in 1u32..=8,
+        align in prop::sample::select(vec![8u64, 32, 64]),
+        picks in prop::collection::vec(1i64..=1000, 3),
+    ) {
+        let cache = CacheConfig { assoc, line: 8 << lshift, sets };
+        let k = kernel(kname);
+        let mut fam = Family::all_varying(&k);
+        if k.params.iter().any(|p| p == "T") {
+            fam.varying.retain(|p| p != "T");
+            fam.fixed.insert("T".into(), 2);
+        }
+        let layout = LayoutSpec::Consecutive { start: 0, align };
+        let m = build_model(&k, &ModelOptions::new(fam.clone(), layout.clone(), vec![cache])).unwrap().pop().unwrap();
+        let vmax = m.verified_max();
+        for pick in picks {
+            let n = vmax + 1 + pick % vmax;
+            let sim = Program::new(&k, &fam.params_at(n), &layout).unwrap().simulate(&[cache]).pop().unwrap();
+            let ev = m.eval_n(n).unwrap();
+            prop_assert!(ev.extrapolated);
+            for (e, s) in ev.refs.iter().zip(&sim) {
+                prop_assert_eq!((e.accesses, e.compulsory, e.conflict), (s.accesses as i128, s.compulsory as i128, s.other as i128), "{} {} {} n={} vmax={}", kname, cache, e.reference, n, vmax);
+            }
+        }
+    }
+}
