@@ -9,10 +9,22 @@
 //! * [`Program::simulate`] is the exact oracle: an A-way set-associative LRU simulation
 //!   of every access, counting per reference accesses, hits, compulsory and other misses;
 //! * [`model::build_model`] derives, per reference, piecewise quasi-polynomial formulas
-//!   in a size parameter for accesses, compulsory misses and conflict (other) misses,
-//!   exact against the simulator on their verified range; [`model::Formula::eval`]
-//!   evaluates them in well under a microsecond. See `docs/notes/cache-architecture.md`
-//!   for the method and its domain of validity.
+//!   in a size variable `n` (each parameter equal to `a·n + b` or fixed) for accesses,
+//!   compulsory misses and conflict (other) misses — and, on request, per hit source and
+//!   per conflict-miss factor — exact against the simulator on their verified range;
+//!   [`model::KernelFormulas::eval`] evaluates them in about a microsecond. See
+//!   `docs/notes/cache-architecture.md` for the method and its domain of validity.
+//!
+//! ```
+//! use kansoku_cache::{model::*, *};
+//! let k = parse_kernel("seed.k", seed_example::KERNEL).unwrap();
+//! let layout = LayoutSpec::parse_bases(seed_example::BASES).unwrap();
+//! let cache = CacheConfig::parse(seed_example::CACHE).unwrap();
+//! let f = build_model(&k, &ModelOptions::new(Family::all_varying(&k), layout, vec![cache])).unwrap().pop().unwrap();
+//! let at10 = f.eval(&parse_params("X=10,Y=10,Z=10").unwrap()).unwrap();
+//! let a_k = &at10.refs[k.find_ref(seed_example::REFERENCE).unwrap()];
+//! assert_eq!((a_k.compulsory, a_k.conflict), (0, 1));
+//! ```
 
 pub mod affine;
 pub mod config;
