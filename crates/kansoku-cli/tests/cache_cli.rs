@@ -38,6 +38,10 @@ fn info_simulate_model_eval_on_the_seed_example() {
     let e = &v["evaluation"]["refs"][0];
     assert_eq!((e["reference"].as_str(), e["compulsory"].as_i64(), e["conflict"].as_i64()), (Some("P2"), Some(0), Some(1)));
 
+    // Far past the sampled sizes, checked against a fresh simulation of the kernel file.
+    let out = ok(&["cache", "eval", file.to_str().unwrap(), "--param", "X=1500,Y=1500,Z=1500", "--verify"]);
+    assert!(out.contains("beyond the sizes checked") && out.contains("verified: the simulator gives the same counts"), "{out}");
+
     let o = kansoku(&["cache", "eval", file.to_str().unwrap(), "--param", "X=10,Y=12,Z=10"]);
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("derived for X = Y = Z all equal"));

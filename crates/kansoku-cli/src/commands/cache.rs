@@ -122,6 +122,10 @@ pub struct EvalArgs {
     /// Parameter values, e.g. `X=10,Y=10,Z=10`.
     #[arg(long)]
     pub param: String,
+    /// Also simulate the kernel at these values and compare every count (the kernel file named in the
+    /// formulas, or the one given here).
+    #[arg(long, num_args = 0..=1, default_missing_value = "")]
+    pub verify: Option<String>,
     #[arg(long)]
     pub json: bool,
 }
@@ -403,17 +407,49 @@ fn eval(a: EvalArgs) -> Result<()> {
     let t = Instant::now();
     let ev = f.eval(&p).with_context(|| format!("evaluating {}", a.formulas.display()))?;
     let micros = t.elapsed().as_secs_f64() * 1e6;
+    let verified = match &a.verify {
+        None => None,
+        Some(path) => {
+            let kpath = if path.is_empty() { PathBuf::from(&f.kernel) } else { PathBuf::from(path) };
+            let k = load(&kpath).with_context(|| format!("--verify needs the kernel the formulas were derived from ({})", f.kernel))?;
+            let sim = Program::new(&k, &p, &f.layout)?.simulate(&[f.cache]).pop().unwrap();
+            let mut mismatches = Vec::new();
+            for e in &ev.refs {
+                let r = k.find_ref(&e.reference).with_context(|| format!("{} has no reference {}", kpath.display(), e.reference))?;
+                let s = &sim[r];
+                if (e.accesses, e.compulsory, e.conflict) != (s.accesses as i128, s.compulsory as i128, s.other as i128) {
+                    mismatches.push(format!(
+                        "{}: formulas {}/{}/{} simulator {}/{}/{} (accesses/compulsory/conflict)",
+                        e.reference, e.accesses, e.compulsory, e.conflict, s.accesses, s.compulsory, s.other
+                    ));
+                }
+            }
+            Some(mismatches)
+        }
+    };
     if a.json {
         #[derive(Serialize)]
         struct Out {
             evaluation: kansoku_cache::model::Evaluation,
             microseconds: f64,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            verify_mismatches: Option<Vec<String>>,
         }
-        crate::output::print_json(&Out { evaluation: ev, microseconds: micros })?;
-        return Ok(());
+        crate::output::print_json(&Out { evaluation: ev, microseconds: micros, verify_mismatches: verified.clone() })?;
+    } else {
+        print_eval(&ev, &f);
+        println!("  evaluated in {micros:.1} µs");
+        if let Some(m) = &verified {
+            if m.is_empty() {
+                println!("  verified: the simulator gives the same counts for every reference");
+            }
+        }
     }
-    print_eval(&ev, &f);
-    println!("  evaluated in {micros:.1} µs");
+    if let Some(m) = verified {
+        if !m.is_empty() {
+            bail!("the formulas disagree with the simulator at {}:\n  {}", a.param, m.join("\n  "));
+        }
+    }
     Ok(())
 }
 
