@@ -236,16 +236,17 @@ pub struct Piece {
 }
 
 impl Piece {
-    fn eval(&self, n: i64) -> i128 {
+    /// `None` when the value does not fit in 128 bits.
+    fn eval(&self, n: i64) -> Option<i128> {
         let t = n - self.from;
         let (r, m) = ((t % self.period) as usize, (t / self.period) as i128);
         let mut binom: i128 = 1;
         let mut v: i128 = 0;
         for (j, &d) in self.newton[r].iter().enumerate() {
-            v += d as i128 * binom;
-            binom = binom * (m - j as i128) / (j as i128 + 1);
+            v = v.checked_add((d as i128).checked_mul(binom)?)?;
+            binom = binom.checked_mul(m - j as i128)? / (j as i128 + 1);
         }
-        v
+        Some(v)
     }
 
     /// Polynomial in `n` (rational coefficients, constant term first) for residue `r`.
@@ -296,13 +297,13 @@ pub struct QuasiPolynomial {
 }
 
 impl QuasiPolynomial {
-    /// Evaluates at `n` (`None` below `n_min`).
+    /// Evaluates at `n` (`None` below `n_min`, or if the value exceeds 128 bits).
     pub fn eval(&self, n: i64) -> Option<i128> {
         if n < self.n_min {
             return None;
         }
         let i = self.pieces.partition_point(|p| p.from <= n) - 1;
-        Some(self.pieces[i].eval(n))
+        self.pieces[i].eval(n)
     }
 
     /// Start of the last (unbounded) piece.
@@ -636,24 +637,25 @@ impl KernelFormulas {
                 self.n_min()
             )));
         }
+        let too_big = || CacheError::Params(format!("{} = {n} is too large: a count exceeds 128 bits", self.size_var));
         let refs = self
             .refs
             .iter()
             .map(|r| {
-                let a = r.accesses.eval(n).unwrap();
-                let c = r.compulsory.eval(n).unwrap();
-                let x = r.conflict.eval(n).unwrap();
-                RefEvaluation {
+                let a = r.accesses.eval(n).ok_or_else(too_big)?;
+                let c = r.compulsory.eval(n).ok_or_else(too_big)?;
+                let x = r.conflict.eval(n).ok_or_else(too_big)?;
+                Ok(RefEvaluation {
                     reference: r.reference.clone(),
                     accesses: a,
                     compulsory: c,
                     conflict: x,
                     hits: a - c - x,
-                    hit_sources: r.hit_sources.iter().map(|h| (h.reference.clone(), h.count.eval(n).unwrap())).collect(),
-                    conflict_factors: r.conflict_factors.iter().map(|h| (h.reference.clone(), h.count.eval(n).unwrap())).collect(),
-                }
+                    hit_sources: r.hit_sources.iter().map(|h| Ok((h.reference.clone(), h.count.eval(n).ok_or_else(too_big)?))).collect::<Result<_>>()?,
+                    conflict_factors: r.conflict_factors.iter().map(|h| Ok((h.reference.clone(), h.count.eval(n).ok_or_else(too_big)?))).collect::<Result<_>>()?,
+                })
             })
-            .collect();
+            .collect::<Result<Vec<_>>>()?;
         let vm = self.verified_max();
         Ok(Evaluation { n, extrapolated: n > vm, verified_max: vm, refs })
     }

@@ -112,3 +112,14 @@ fn huge_constants_are_refused_not_overflowed() {
     let e = err("param N;\ndouble A[99999999999999999999];\n");
     assert!(e.starts_with("k.k:2:10:") && e.contains("bad integer literal"), "{e}");
 }
+
+#[test]
+fn sizes_too_large_for_exact_counts_are_refused() {
+    let k = load_kernel(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels/trisolv.k")).unwrap();
+    let m = build_model(&k, &ModelOptions::new(Family::all_varying(&k), LayoutSpec::default(), vec![CacheConfig::parse("assoc=1,line=32,sets=4").unwrap()])).unwrap().pop().unwrap();
+    // N^2/2 accesses fit easily at N = 10^12; i64::MAX-sized N does not fit in 128 bits.
+    let ok = m.eval(&parse_params("N=1000000000000").unwrap()).unwrap();
+    assert!(ok.refs.iter().any(|r| r.accesses > 10i128.pow(23)));
+    let e = m.eval(&parse_params(&format!("N={}", i64::MAX)).unwrap()).unwrap_err().to_string();
+    assert!(e.contains("too large"), "{e}");
+}
