@@ -182,3 +182,35 @@ fn missing_valgrind_is_a_clear_error() {
     let msg = err.to_string();
     assert!(msg.contains("/nonexistent/valgrind") && msg.contains("install") && msg.contains("--source step"), "{msg}");
 }
+
+#[test]
+fn loop_back_edges_agree_with_the_address_rule_on_figure_two_and_matrix() {
+    // In walk and multiply every backward branch is a loop back edge and vice versa, so the
+    // two rules must cut identically there; the dominator rule is computed from the CFG, not
+    // from addresses. Elsewhere they differ: a lazy-binding PLT stub jumps back to .plt[0],
+    // a backward jump that is no loop, cut only by the address rule.
+    for (name, function, args) in [("paths", "walk:", vec!["6", "2"]), ("matrix", "multiply:", vec![])] {
+        let p = build(name, &test_build_dir()).unwrap();
+        let resolved = kansoku_probe::exact::resolve(&p).unwrap();
+        let mut by_rule = Vec::new();
+        for rule in [BackEdgeMode::Address, BackEdgeMode::Loops] {
+            let mut o = opts(CallMode::Split, &resolved);
+            o.back_edges = rule;
+            let mut run = spawn_lackey(&LackeyOptions { valgrind: "valgrind".into(), program: p.clone(), args: args.iter().map(|s| s.to_string()).collect() }).unwrap();
+            let mut a = PathAnalysis::new(&o);
+            for line in BufReader::new(&run.output).split(b'\n') {
+                a.feed_lackey_line(&line.unwrap());
+            }
+            run.wait().unwrap();
+            a.finish().unwrap();
+            by_rule.push(table(&mut a));
+        }
+        let only = |t: &BTreeMap<String, u64>| t.iter().filter(|(k, _)| k.starts_with(function)).map(|(k, c)| (k.clone(), *c)).collect::<Vec<_>>();
+        assert!(!only(&by_rule[0]).is_empty());
+        assert_eq!(only(&by_rule[0]), only(&by_rule[1]), "{name}");
+        if name == "paths" {
+            let plt_alone = |t: &BTreeMap<String, u64>| t.keys().any(|k| k.starts_with("paths+0x1020:"));
+            assert!(plt_alone(&by_rule[0]) && !plt_alone(&by_rule[1]), "the PLT's backward jump is cut only by the address rule");
+        }
+    }
+}
