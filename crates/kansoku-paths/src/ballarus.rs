@@ -81,6 +81,7 @@ impl BallLarus {
         Self::from_input(&DagInput::from_cfg(cfg, mode))
     }
 
+    #[allow(clippy::needless_range_loop)] // block numbers index several parallel vectors
     pub fn from_input(input: &DagInput) -> Self {
         let n = input.successors.len();
         let mut entry: Vec<u32> = Vec::new();

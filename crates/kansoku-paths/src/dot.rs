@@ -63,7 +63,7 @@ impl PathAnalysis {
             }
         }
         // stable: equal counts keep first-seen order, as in the report
-        hot_paths.sort_by(|a, b| b.0.cmp(&a.0));
+        hot_paths.sort_by_key(|p| std::cmp::Reverse(p.0));
         hot_paths.truncate(hot.min(PATH_COLOURS.len()));
 
         let mut dot = String::new();

@@ -50,7 +50,8 @@ fn naive(stream: &[(BlockId, InstructionKind)], calls: CallMode) -> Vec<(Vec<Blo
         if let Some(p) = prev {
             match k {
                 InstructionKind::Jump | InstructionKind::ConditionalJump => {
-                    if b * 16 <= p * 16 {
+                    if b <= p {
+                        // block addresses are b * 16: target at or below the block left
                         record(&mut path, &mut table)
                     }
                 }

@@ -529,7 +529,7 @@ pub fn demo_stage(dir: &Path) -> Result<String> {
         text.push_str(&format!("  {:>6} x {}\n", p.count, p.text));
     }
     text.push_str(&format!(
-        "{} blocks in {:.2} s; all paths in {}; {picture}\nrerun: kansoku paths --function walk -- {} 1000 10",
+        "{} blocks in {:.2} s; walk's paths in {}; {picture}\nrerun: kansoku paths --function walk -- {} 1000 10",
         r.report.summary.blocks_seen,
         r.elapsed.as_secs_f64(),
         dir.join("paths.csv").display(),
