@@ -49,6 +49,11 @@ enum Command {
 }
 
 fn main() {
+    // Like other Unix tools, end quietly when the reader of our output goes away
+    // (`kansoku ... | head`) instead of panicking on a failed write.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Inspect(args) => commands::inspect::run(args),

@@ -122,3 +122,26 @@ fn demo_writes_its_directory() {
     let summary = std::fs::read_to_string(out.join("summary.txt")).unwrap();
     assert!(summary.contains("44 per iteration"), "{summary}");
 }
+
+#[test]
+fn closed_output_pipe_ends_quietly() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let libc = ["/lib/x86_64-linux-gnu/libc.so.6", "/usr/lib/x86_64-linux-gnu/libc.so.6"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+        .expect("glibc present");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kansoku"))
+        .args(["inspect", libc])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).unwrap();
+    // The reader is gone now (like `| head -1`); thousands of lines are still to come.
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(first.contains("functions"), "{first}");
+    assert!(!err.contains("panicked"), "{err}");
+}
