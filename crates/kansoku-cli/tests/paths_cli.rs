@@ -38,6 +38,9 @@ fn figure_two_from_both_sources_and_a_recording() {
     let v = json(&kansoku(&["paths", "--function", "walk", "--json", "--record", rec, "--", prog, "9", "6"]));
     assert_eq!(walk_paths(&v), want, "valgrind");
     assert_eq!(v["source"], "valgrind");
+    let l = json(&kansoku(&["paths", "--source", "lackey", "--function", "walk", "--json", "--", prog, "9", "6"]));
+    assert_eq!(walk_paths(&l), want, "lackey");
+    assert_eq!(l["source"], "lackey");
     let s = json(&kansoku(&["paths", "--source", "step", "--function", "walk", "--json", "--", prog, "9", "6"]));
     assert_eq!(walk_paths(&s), want, "step");
     let r = json(&kansoku(&["paths", "--source", rec, "--function", "walk", "--json"]));
@@ -68,7 +71,7 @@ fn exports_and_cfg_picture() {
 #[test]
 fn crash_reports_paths_so_far_and_the_signal() {
     let p = build("crash", &test_build_dir()).unwrap();
-    for source in ["valgrind", "step"] {
+    for source in ["valgrind", "lackey", "step"] {
         let o = kansoku(&["paths", "--source", source, "--", p.to_str().unwrap()]);
         let out = String::from_utf8_lossy(&o.stdout);
         assert!(o.status.success(), "{source}: {}", String::from_utf8_lossy(&o.stderr));

@@ -11,6 +11,7 @@ use crate::code::{BlockId, CodeMap, Scope};
 use crate::lackey::{module_from_syms, parse_line, LackeyLine};
 use crate::normalize::{BasicBlockStream, InstructionReducer, SuperblockSplitter, VEX_MAX_INSNS};
 use crate::profile::{BackEdgeMode, CallMode, PathProfiler};
+use crate::sbstream::{Item, StreamDecoder};
 
 /// How an analysis cuts and what it keeps.
 #[derive(Clone, Debug)]
@@ -69,6 +70,12 @@ pub struct InputStats {
     pub fault_address: Option<u64>,
     pub exit: Option<ExitStatus>,
     pub threads: u64,
+    /// Bytes of kansoku's Valgrind tool stream read (0 for other sources).
+    pub stream_bytes: u64,
+    /// Places where that stream was damaged or cut (the paths in progress were cut there).
+    pub stream_damage: u64,
+    /// The first few: (byte offset, what happened).
+    pub stream_damage_examples: Vec<(u64, String)>,
 }
 
 /// Writes the basic-block stream an analysis sees into a `.ksk` (kind `blocks`,
@@ -116,6 +123,8 @@ pub struct PathAnalysis {
     pending_object: Option<String>,
     awaiting_fault: bool,
     seen_tids: std::collections::HashSet<u32>,
+    /// Decoder of kansoku's Valgrind tool stream, once such a stream is fed.
+    stream: Option<StreamDecoder>,
 }
 
 #[derive(Default)]
@@ -152,6 +161,7 @@ impl PathAnalysis {
             pending_object: None,
             awaiting_fault: false,
             seen_tids: Default::default(),
+            stream: None,
         }
     }
 
@@ -266,8 +276,65 @@ impl PathAnalysis {
         }
     }
 
+    /// The next chunk of kansoku's Valgrind tool stream ([`crate::sbstream`]), cut anywhere.
+    pub fn feed_tool_stream(&mut self, data: &[u8]) {
+        let mut d = self.stream.take().unwrap_or_default();
+        d.feed(data, &mut |item| self.tool_item(item));
+        self.stats.stream_bytes = d.bytes;
+        self.stream = Some(d);
+    }
+
+    #[inline]
+    fn tool_item(&mut self, item: Item) {
+        match item {
+            Item::Superblock(addr) => {
+                self.stats.superblocks += 1;
+                let s = self.current.superblocks.get_or_insert_with(|| SuperblockSplitter::new(VEX_MAX_INSNS));
+                s.push(addr, &mut self.code, &mut emit(&mut self.profiler, &mut self.recorder));
+            }
+            Item::Module { avma, svma, path } => {
+                if let Some(m) = module_from_syms(path, svma, avma) {
+                    self.add_module(m);
+                }
+            }
+            Item::Damage { offset, what } => {
+                self.stats.stream_damage += 1;
+                if self.stats.stream_damage_examples.len() < 5 {
+                    self.stats.stream_damage_examples.push((offset, what));
+                }
+                // Superblocks may be missing here: end the one in progress and cut the paths.
+                if let Some(s) = &mut self.current.superblocks {
+                    s.reset(&mut self.code, &mut emit(&mut self.profiler, &mut self.recorder));
+                }
+                self.profiler.cut_thread();
+            }
+        }
+    }
+
+    /// Valgrind's own log of a run with kansoku's tool: only how the program ended matters
+    /// (`Process terminating with default action of signal N` and the faulting `at 0x…`).
+    pub fn feed_valgrind_log(&mut self, text: &[u8]) {
+        for line in text.split(|&c| c == b'\n') {
+            match parse_line(line) {
+                LackeyLine::FatalSignal(sig) => {
+                    self.stats.signal = Some(sig);
+                    self.awaiting_fault = true;
+                }
+                LackeyLine::At(addr) if self.awaiting_fault => {
+                    self.stats.fault_address = Some(addr);
+                    self.awaiting_fault = false;
+                }
+                _ => {}
+            }
+        }
+    }
+
     /// The input ended: flush superblocks and paths in progress; finish the recording.
     pub fn finish(&mut self) -> Result<(), RecordingError> {
+        if let Some(mut d) = self.stream.take() {
+            d.finish(&mut |item| self.tool_item(item));
+            self.stats.stream_bytes = d.bytes;
+        }
         // The faulting instruction started executing (the exact tracer records it too).
         let fault = self.stats.fault_address.map(|f| f + u64::from(self.code.insn(f).len.max(1)));
         let mut tids: Vec<u32> = self.parked.keys().copied().chain(std::iter::once(self.tid)).collect();

@@ -17,7 +17,8 @@
 //! ([`BallLarus`]), and the report tells per function how many of its possible acyclic
 //! paths ran.
 //!
-//! The block stream comes from Valgrind's Lackey (`SB` lines: [`lackey`]), from the exact
+//! The block stream comes from kansoku's own Valgrind tool (a binary stream of superblock
+//! entries: [`sbstream`]), from Valgrind's Lackey (`SB` lines: [`lackey`]), from the exact
 //! tracer's instructions, or from a `.ksk` recording. Lackey superblocks are not basic
 //! blocks; [`normalize`] splits every source into basic-block entries with our own decoder
 //! ([`CodeMap`]), so all sources give the same paths.
@@ -34,6 +35,7 @@ pub mod lackey;
 pub mod normalize;
 pub mod profile;
 pub mod report;
+pub mod sbstream;
 
 pub use analysis::{AnalysisOptions, BlockKind, BlockRecorder, InputStats, PathAnalysis};
 pub use ballarus::BallLarus;

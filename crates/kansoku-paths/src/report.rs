@@ -244,6 +244,14 @@ impl PathAnalysis {
                 ex.join("; ")
             ));
         }
+        if self.stats.stream_damage > 0 {
+            let ex: Vec<String> = self.stats.stream_damage_examples.iter().map(|(at, w)| format!("byte {at}: {w}")).collect();
+            warnings.push(format!(
+                "kansoku's Valgrind tool stream was damaged in {} place(s) (the paths in progress were cut there): {}",
+                self.stats.stream_damage,
+                ex.join("; ")
+            ));
+        }
         if self.stats.unexpected_superblock_cuts > 1 {
             warnings.push(format!(
                 "{} superblocks ended at an instruction that is not a branch, call or return (treated as continuations)",

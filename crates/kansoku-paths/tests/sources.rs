@@ -1,21 +1,51 @@
-//! Real programs, real Valgrind, real single-stepping: the figure-2 paths, and identical
-//! path tables from both sources.
+//! Real programs, real Valgrind (kansoku's own tool and Lackey), real single-stepping: the
+//! figure-2 paths, and identical path tables from both sources.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
 use kansoku_core::{Header, RecordingKind, RecordingReader, RecordingWriter};
 use kansoku_examples::{build, test_build_dir};
 use kansoku_paths::{AnalysisOptions, BackEdgeMode, CallMode, PathAnalysis, Scope};
-use kansoku_probe::valgrind::{spawn_lackey, LackeyOptions};
+use kansoku_probe::valgrind::{spawn_lackey, spawn_tool, LackeyOptions};
 use kansoku_probe::{trace_exact, ExactTraceOptions};
 
 fn opts(calls: CallMode, program: &Path) -> AnalysisOptions {
     AnalysisOptions { calls, back_edges: BackEdgeMode::Address, scope: Scope::Program, program: Some(program.to_string_lossy().into()), track_edges: false }
 }
 
+fn valgrind_options(program: &Path, args: &[&str]) -> LackeyOptions {
+    LackeyOptions { valgrind: "valgrind".into(), program: program.to_path_buf(), args: args.iter().map(|s| s.to_string()).collect() }
+}
+
+/// The program under kansoku's Valgrind tool: its whole binary stream and Valgrind's log.
+fn tool_stream(program: &Path, args: &[&str]) -> (Vec<u8>, Vec<u8>, kansoku_core::ExitStatus, std::path::PathBuf) {
+    let mut run = spawn_tool(&valgrind_options(program, args)).expect("valgrind starts with kansoku's tool (built by kansoku-probe's build.rs)");
+    let mut bytes = Vec::new();
+    run.output.read_to_end(&mut bytes).unwrap();
+    let (exit, log) = run.wait().unwrap();
+    (bytes, log, exit, run.program.clone())
+}
+
+/// kansoku's own Valgrind tool (the default `--source valgrind`), fed in pieces of odd sizes.
 fn via_valgrind(program: &Path, args: &[&str], calls: &[CallMode]) -> Vec<PathAnalysis> {
+    let (bytes, log, exit, resolved) = tool_stream(program, args);
+    assert!(bytes.starts_with(b"KSB1"), "a stream of frames");
+    let mut analyses: Vec<PathAnalysis> = calls.iter().map(|&c| PathAnalysis::new(&opts(c, &resolved))).collect();
+    for a in &mut analyses {
+        for chunk in bytes.chunks(40_000) {
+            a.feed_tool_stream(chunk);
+        }
+        a.feed_valgrind_log(&log);
+        a.set_exit(exit);
+        a.finish().unwrap();
+        assert_eq!(a.stats.stream_damage, 0, "{:?}", a.stats.stream_damage_examples);
+    }
+    analyses
+}
+
+fn via_lackey(program: &Path, args: &[&str], calls: &[CallMode]) -> Vec<PathAnalysis> {
     let mut run = spawn_lackey(&LackeyOptions {
         valgrind: "valgrind".into(),
         program: program.to_path_buf(),
@@ -91,7 +121,11 @@ fn figure_two_paths_from_both_sources() {
     let args = ["7", "3"];
     let want = figure_two_expected(n, repeat);
     assert_eq!(want.len(), 4, "the inputs exercise ABDE, ACDE, ABD and ACD");
-    for (name, mut a) in [("valgrind", via_valgrind(&p, &args, &[CallMode::Split]).remove(0)), ("step", via_step(&p, &args, &[CallMode::Split]).remove(0))] {
+    for (name, mut a) in [
+        ("valgrind", via_valgrind(&p, &args, &[CallMode::Split]).remove(0)),
+        ("lackey", via_lackey(&p, &args, &[CallMode::Split]).remove(0)),
+        ("step", via_step(&p, &args, &[CallMode::Split]).remove(0)),
+    ] {
         let got: BTreeMap<String, u64> = table(&mut a).into_iter().filter(|(t, _)| t.starts_with("walk:")).collect();
         assert_eq!(got, want, "{name}");
         let r = a.report(None, Some("walk"));
@@ -213,4 +247,74 @@ fn loop_back_edges_agree_with_the_address_rule_on_figure_two_and_matrix() {
             assert!(plt_alone(&by_rule[0]) && !plt_alone(&by_rule[1]), "the PLT's backward jump is cut only by the address rule");
         }
     }
+}
+
+#[test]
+fn cut_and_garbled_tool_streams_are_reported_and_the_rest_analysed() {
+    let p = build("paths", &test_build_dir()).unwrap();
+    let (bytes, _, _, resolved) = tool_stream(&p, &["9", "3000"]);
+    let run = |stream: &[u8]| {
+        let mut a = PathAnalysis::new(&opts(CallMode::Split, &resolved));
+        for chunk in stream.chunks(4093) {
+            a.feed_tool_stream(chunk);
+        }
+        a.finish().unwrap();
+        let walk: BTreeMap<String, u64> = table(&mut a).into_iter().filter(|(t, _)| t.starts_with("walk:")).collect();
+        (a, walk)
+    };
+    let (whole, want) = run(&bytes);
+    // Paths of the figure, or pieces of one where the stream was damaged: the path in
+    // progress is cut there, the next one starts after the gap (each counted once, each a
+    // run of consecutive blocks of a figure path).
+    let plausible = |walk: &BTreeMap<String, u64>, cuts: u64| {
+        let partial: Vec<_> = walk.iter().filter(|(k, _)| !want.contains_key(*k)).collect();
+        let blocks = |k: &str| format!(" {} ", k.trim_start_matches("walk:").trim());
+        partial.len() as u64 <= 2 * cuts && partial.iter().all(|(k, c)| **c == 1 && want.keys().any(|w| blocks(w).contains(&blocks(k))))
+    };
+    assert_eq!(whole.stats.stream_damage, 0);
+    assert_eq!(want, figure_two_expected(9, 3000));
+    // frame boundaries, from the headers
+    let mut frames = vec![0usize];
+    while *frames.last().unwrap() < bytes.len() {
+        let at = *frames.last().unwrap();
+        let len = u32::from_le_bytes(bytes[at + 4..at + 8].try_into().unwrap()) as usize;
+        frames.push(at + 8 + len);
+    }
+    assert_eq!(*frames.last().unwrap(), bytes.len());
+    assert!(frames.len() >= 4, "the run fills several 64 KiB frames ({} bytes)", bytes.len());
+
+    // cut off in the middle of the last frame: reported, everything before it analysed
+    let last = frames[frames.len() - 2];
+    let cut = &bytes[..last + (bytes.len() - last) / 2];
+    let (mut a, walk) = run(cut);
+    assert_eq!(a.stats.stream_damage, 1, "{:?}", a.stats.stream_damage_examples);
+    assert!(a.stats.stream_damage_examples[0].1.contains("cut off"), "{:?}", a.stats.stream_damage_examples);
+    assert!(a.stats.superblocks < whole.stats.superblocks && a.stats.superblocks > whole.stats.superblocks / 2);
+    assert!(!walk.is_empty() && plausible(&walk, 1), "{walk:?}");
+    let r = a.report(None, None);
+    assert!(r.warnings.iter().any(|w| w.contains("damaged in 1 place") && w.contains("cut off")), "{:?}", r.warnings);
+
+    // cut inside a frame header
+    let (a, _) = run(&bytes[..frames[1] + 5]);
+    assert_eq!(a.stats.stream_damage, 1);
+    assert!(a.stats.stream_damage_examples[0].1.contains("frame header"), "{:?}", a.stats.stream_damage_examples);
+
+    // garbage between two frames, and a frame whose payload was overwritten: both found,
+    // skipped, and every other frame analysed
+    let mut garbled = bytes[..frames[1]].to_vec();
+    garbled.extend_from_slice(b"SB 0x401000\n not a frame at all");
+    garbled.extend_from_slice(&bytes[frames[1]..frames[2]]);
+    let bad = garbled.len() + 8;
+    garbled.extend_from_slice(&bytes[frames[2]..]);
+    garbled[bad] = 0x07; // the frame's first record gets an unknown tag
+    let (a, walk) = run(&garbled);
+    assert_eq!(a.stats.stream_damage, 2, "{:?}", a.stats.stream_damage_examples);
+    assert!(a.stats.stream_damage_examples[0].1.contains("not a frame"), "{:?}", a.stats.stream_damage_examples);
+    assert!(a.stats.stream_damage_examples[1].1.contains("unknown record tag 0x07"), "{:?}", a.stats.stream_damage_examples);
+    assert_eq!(a.stats.stream_damage_examples[0].0, frames[1] as u64);
+    assert!(a.stats.superblocks < whole.stats.superblocks);
+    assert!(plausible(&walk, 2), "no invented paths: {walk:?}");
+    // frames after the damage are analysed: the last walks' counts are there
+    let total: u64 = walk.values().sum();
+    assert!(total > want.values().sum::<u64>() / 2, "{total}");
 }

@@ -1,5 +1,7 @@
-//! Running a program under Valgrind's Lackey tool with its superblock trace streamed
-//! through a pipe (seed 003's block source), never through a file.
+//! Running a program under Valgrind with its superblock trace streamed through a pipe
+//! (seed 003's block source), never through a file: either kansoku's own Valgrind tool
+//! ([`spawn_tool`]; C source in `valgrind-tool/`, built by `build.rs`: superblock entries as
+//! a binary stream, one `write` per 64 KiB frame) or Valgrind's Lackey ([`spawn_lackey`]).
 //!
 //! Lackey writes one `SB <address>` line per superblock entry to Valgrind's log, which we
 //! point at the write end of a pipe (`--log-fd`). Chasing is switched off
@@ -88,33 +90,134 @@ fn exit_status(status: ProcessStatus) -> ExitStatus {
 /// own stdin/stdout/stderr are kansoku's; it leads its own process group so the terminal's
 /// Ctrl-C reaches only kansoku, which then stops it and keeps the paths so far.
 pub fn spawn_lackey(options: &LackeyOptions) -> Result<LackeyRun, ProbeError> {
+    let (child, output, _, program) = spawn_valgrind(options, false)?;
+    Ok(LackeyRun { child, output, program })
+}
+
+/// A pipe with both ends close-on-exec (the child clears the flag on the ends it keeps just
+/// before exec, so no other process we, or a test harness, start ever holds it open).
+fn cloexec_pipe(program: &Path) -> Result<(OwnedFd, OwnedFd), ProbeError> {
+    let mut fds = [0i32; 2];
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(ProbeError::Spawn { program: program.to_path_buf(), reason: format!("cannot create a pipe: {}", std::io::Error::last_os_error()) });
+    }
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// Spawns Valgrind with Lackey (`tool == false`: its log on the returned pipe) or with our
+/// tool (its binary stream on the returned pipe, Valgrind's log on a second one).
+fn spawn_valgrind(options: &LackeyOptions, tool: bool) -> Result<(Child, File, Option<File>, PathBuf), ProbeError> {
     let program = resolve_program(&options.program)?;
     let valgrind = find_valgrind(&options.valgrind)?;
-    let mut fds = [0i32; 2];
-    // Both ends close-on-exec; the child clears the flag on its write end just before exec,
-    // so no other process we (or a test harness) start ever holds the pipe open.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(ProbeError::Spawn { program, reason: format!("cannot create a pipe: {}", std::io::Error::last_os_error()) });
-    }
-    let (read_end, write_end) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    let lib = if tool { Some(tool_dir().map_err(|reason| ProbeError::Spawn { program: program.clone(), reason })?) } else { None };
+    let (read_end, write_end) = cloexec_pipe(&program)?;
     let wfd = write_end.as_raw_fd();
     // A larger pipe lets Valgrind run ahead of the analysis for longer between wake-ups.
     unsafe {
         libc::fcntl(read_end.as_raw_fd(), libc::F_SETPIPE_SZ, 1 << 20);
     }
+    let log = if tool { Some(cloexec_pipe(&program)?) } else { None };
+    let lfd = log.as_ref().map(|(_, w)| w.as_raw_fd());
     let mut cmd = Command::new(&valgrind);
-    cmd.args(lackey_arguments(wfd)).arg(&program).args(&options.args).stdin(Stdio::inherit()).process_group(0);
+    match (&lib, lfd) {
+        (Some(lib), Some(lfd)) => {
+            cmd.args(tool_arguments(wfd, lfd)).env("VALGRIND_LIB", lib);
+        }
+        _ => {
+            cmd.args(lackey_arguments(wfd));
+        }
+    }
+    cmd.arg(&program).args(&options.args).stdin(Stdio::inherit()).process_group(0);
     unsafe {
         cmd.pre_exec(move || {
-            if libc::fcntl(wfd, libc::F_SETFD, 0) != 0 {
-                return Err(std::io::Error::last_os_error());
+            for fd in std::iter::once(wfd).chain(lfd) {
+                if libc::fcntl(fd, libc::F_SETFD, 0) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
             }
             Ok(())
         });
     }
     let child = cmd.spawn().map_err(|e| ProbeError::Spawn { program: valgrind.clone(), reason: format!("{e}") })?;
     drop(write_end);
-    Ok(LackeyRun { child, output: File::from(read_end), program })
+    let log = log.map(|(r, w)| {
+        drop(w);
+        File::from(r)
+    });
+    Ok((child, File::from(read_end), log, program))
+}
+
+/// The `VALGRIND_LIB` directory holding kansoku's own Valgrind tool (built by this crate's
+/// `build.rs`), or why there is none.
+pub fn tool_dir() -> Result<PathBuf, String> {
+    match option_env!("KANSOKU_VALGRIND_TOOL_DIR") {
+        Some(d) => {
+            let dir = PathBuf::from(d);
+            if dir.join("kansoku-amd64-linux").is_file() && dir.join("vgpreload_core-amd64-linux.so").exists() {
+                Ok(dir)
+            } else {
+                Err(format!("kansoku's Valgrind tool is missing from {} (was the build directory removed?)", dir.display()))
+            }
+        }
+        None => Err(option_env!("KANSOKU_VALGRIND_TOOL_ERROR").unwrap_or("kansoku's Valgrind tool was not built").to_string()),
+    }
+}
+
+/// Valgrind's arguments for our tool: the binary superblock stream on `out_fd`, Valgrind's
+/// own messages (a crash's signal and faulting instruction) on `log_fd`. The same VEX
+/// settings as for Lackey, so superblocks end where the splitter expects.
+pub fn tool_arguments(out_fd: i32, log_fd: i32) -> Vec<String> {
+    vec![
+        "--tool=kansoku".into(),
+        format!("--out-fd={out_fd}"),
+        "--vex-guest-chase=no".into(),
+        format!("--vex-guest-max-insns={MAX_INSNS}"),
+        "--vex-iropt-unroll-thresh=0".into(),
+        "--vgdb=no".into(),
+        format!("--log-fd={log_fd}"),
+    ]
+}
+
+/// A running Valgrind with kansoku's tool: read `output` (the binary stream, see
+/// `kansoku_paths::sbstream`) to its end, then [`ToolRun::wait`].
+pub struct ToolRun {
+    pub child: Child,
+    pub output: File,
+    /// Valgrind's log, collected by a thread (a few lines; read so Valgrind never blocks).
+    log: Option<std::thread::JoinHandle<Vec<u8>>>,
+    pub program: PathBuf,
+}
+
+impl ToolRun {
+    /// Waits for Valgrind to end; returns how the program ended and Valgrind's log text.
+    pub fn wait(&mut self) -> Result<(ExitStatus, Vec<u8>), ProbeError> {
+        let status = self.child.wait().map_err(|e| ProbeError::Spawn { program: self.program.clone(), reason: format!("waiting for valgrind: {e}") })?;
+        let log = self.log.take().and_then(|h| h.join().ok()).unwrap_or_default();
+        Ok((exit_status(status), log))
+    }
+
+    /// Stops the program (Ctrl-C): kills Valgrind's process group.
+    pub fn kill(&mut self) {
+        let pid = self.child.id() as i32;
+        unsafe {
+            libc::kill(-pid, libc::SIGKILL);
+        }
+    }
+}
+
+/// Starts Valgrind with kansoku's own tool (see [`tool_dir`]); fails with the reason when the
+/// tool was not built, so the caller can fall back to [`spawn_lackey`].
+pub fn spawn_tool(options: &LackeyOptions) -> Result<ToolRun, ProbeError> {
+    let (child, output, log, program) = spawn_valgrind(options, true)?;
+    let log = log.map(|mut f| {
+        std::thread::spawn(move || {
+            use std::io::Read;
+            let mut v = Vec::new();
+            let _ = f.read_to_end(&mut v);
+            v
+        })
+    });
+    Ok(ToolRun { child, output, log, program })
 }
 
 /// Finds the valgrind launcher, with a message that says how to get it.

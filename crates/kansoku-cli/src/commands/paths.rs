@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use kansoku_core::{ExitStatus, Header, RecordingKind, RecordingReader, RecordingWriter};
 use kansoku_paths::{AnalysisOptions, BackEdgeMode, BlockKind, BlockRecorder, CallMode, PathAnalysis, PathReport, Scope};
-use kansoku_probe::valgrind::{spawn_lackey, LackeyOptions};
+use kansoku_probe::valgrind::{spawn_lackey, spawn_tool, tool_dir, LackeyOptions};
 use kansoku_probe::{interrupt, trace_exact, ExactTraceOptions};
 use serde::Serialize;
 
@@ -37,9 +37,11 @@ pub enum ScopeArg {
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct Args {
-    /// Where blocks come from: `valgrind` (Lackey superblocks through a pipe), `step` (the
-    /// ptrace exact tracer), or a file: a `.ksk` recording (blocks or instructions) or a
-    /// Lackey log written with `valgrind --tool=lackey --trace-superblocks=yes -v -v`.
+    /// Where blocks come from: `valgrind` (kansoku's own Valgrind tool: superblock entries as
+    /// a binary stream through a pipe; Lackey if the tool was not built), `lackey` (Valgrind's
+    /// Lackey, its text trace through a pipe), `step` (the ptrace exact tracer), or a file: a
+    /// `.ksk` recording (blocks or instructions) or a Lackey log written with
+    /// `valgrind --tool=lackey --trace-superblocks=yes -v -v`.
     #[arg(long, default_value = "valgrind")]
     pub source: String,
     /// Calls and returns: `split` cuts at both, `through` does not cut at calls, `frames`
@@ -176,17 +178,64 @@ pub fn analyse(args: &Args) -> Result<PathsRun> {
         }
     };
     let mut interrupted = false;
+    let use_tool = args.source == "valgrind"
+        && match tool_dir() {
+            Ok(_) => true,
+            Err(reason) => {
+                eprintln!("kansoku: note: {reason}; using Valgrind's Lackey instead (slower: a text line and a write per superblock)");
+                false
+            }
+        };
     let (mut analysis, source) = match args.source.as_str() {
-        "valgrind" => {
+        "valgrind" if use_tool => {
             let (program, prog_args) = split_command(args)?;
-            let mut run = spawn_lackey(&LackeyOptions { valgrind: args.valgrind.clone(), program: program.clone(), args: prog_args.clone() })
-                .with_context(|| format!("starting Valgrind's Lackey on {}", program.display()))?;
+            let mut run = spawn_tool(&LackeyOptions { valgrind: args.valgrind.clone(), program: program.clone(), args: prog_args.clone() })
+                .with_context(|| format!("starting kansoku's Valgrind tool on {}", program.display()))?;
             let resolved = run.program.to_string_lossy().into_owned();
             let mut analysis = PathAnalysis::new(&options(args, Some(resolved.clone())));
             if let Some(r) = recorder(&resolved, prog_args, "valgrind")? {
                 analysis.record_into(r);
             }
             let bar = spinner("profiling paths under valgrind", "superblocks");
+            let mut output = run.output.try_clone()?;
+            let mut buf = vec![0u8; 1 << 20];
+            let mut chunks = 0u64;
+            loop {
+                let n = match output.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(e).context("reading kansoku's Valgrind tool stream"),
+                };
+                analysis.feed_tool_stream(&buf[..n]);
+                chunks += 1;
+                if chunks % 16 == 0 {
+                    bar.set_position(analysis.stats.superblocks);
+                    if interrupt::requested() {
+                        interrupted = true;
+                        break;
+                    }
+                }
+            }
+            bar.finish_and_clear();
+            if interrupted {
+                run.kill();
+            }
+            let (status, log) = run.wait()?;
+            analysis.feed_valgrind_log(&log);
+            analysis.set_exit(status);
+            (analysis, "valgrind".to_string())
+        }
+        "valgrind" | "lackey" => {
+            let (program, prog_args) = split_command(args)?;
+            let mut run = spawn_lackey(&LackeyOptions { valgrind: args.valgrind.clone(), program: program.clone(), args: prog_args.clone() })
+                .with_context(|| format!("starting Valgrind's Lackey on {}", program.display()))?;
+            let resolved = run.program.to_string_lossy().into_owned();
+            let mut analysis = PathAnalysis::new(&options(args, Some(resolved.clone())));
+            if let Some(r) = recorder(&resolved, prog_args, "lackey")? {
+                analysis.record_into(r);
+            }
+            let bar = spinner("profiling paths under valgrind (Lackey)", "superblocks");
             let output = run.output.try_clone()?;
             let mut n = 0u64;
             interrupted = for_each_line(output, true, |line| {
@@ -203,7 +252,7 @@ pub fn analyse(args: &Args) -> Result<PathsRun> {
             }
             let status = run.wait()?;
             analysis.set_exit(status);
-            (analysis, "valgrind".to_string())
+            (analysis, "lackey".to_string())
         }
         "step" => {
             let (program, prog_args) = split_command(args)?;
@@ -287,6 +336,26 @@ pub fn analyse(args: &Args) -> Result<PathsRun> {
                     eprintln!("kansoku: warning: {} is cut off at byte {at}; the paths read up to there are reported", path.display());
                 }
                 (analysis, format!("recording {}", path.display()))
+            } else if n >= 4 && &head[..4] == kansoku_paths::sbstream::MAGIC {
+                // a saved stream of kansoku's Valgrind tool (`--out-fd=N N>FILE`)
+                let mut analysis = PathAnalysis::new(&options(args, None));
+                if let Some(r) = recorder("", Vec::new(), "valgrind stream")? {
+                    analysis.record_into(r);
+                }
+                let mut f = File::open(&path).with_context(|| format!("opening {}", path.display()))?;
+                let mut buf = vec![0u8; 1 << 20];
+                loop {
+                    let n = f.read(&mut buf).with_context(|| format!("reading {}", path.display()))?;
+                    if n == 0 {
+                        break;
+                    }
+                    analysis.feed_tool_stream(&buf[..n]);
+                    if interrupt::requested() {
+                        interrupted = true;
+                        break;
+                    }
+                }
+                (analysis, format!("kansoku Valgrind stream {}", path.display()))
             } else {
                 let mut analysis = PathAnalysis::new(&options(args, None));
                 if let Some(r) = recorder("", Vec::new(), "lackey log")? {

@@ -1,0 +1,289 @@
+//! Reading the binary superblock stream of kansoku's own Valgrind tool
+//! (`kansoku-probe/valgrind-tool/kansoku_main.c`).
+//!
+//! ```text
+//! frame  := "KSB1" u32le payload_len payload          payload_len in 1..=65528
+//! record := varint v, v even     a superblock entry: address = prev + unzigzag(v >> 1)
+//!         | 0x01 varint avma varint svma varint len bytes[len]
+//!                                an object's .text: runtime, link address and path
+//! ```
+//! Varints are LEB128 (7 bits a byte, low bits first); `prev` is 0 at every frame start, so
+//! a damaged frame never spoils the next one. The tool writes one frame per `write(2)`.
+//!
+//! [`StreamDecoder`] takes the bytes in chunks of any size and hands out [`Item`]s. Damage is
+//! reported, not fatal: bytes that are not a frame are skipped up to the next `KSB1`, a frame
+//! holding a record it cannot decode loses the rest of that frame, and a stream that ends
+//! inside a frame gives the complete records of that frame and then says it was cut.
+
+/// The four bytes every frame starts with.
+pub const MAGIC: &[u8; 4] = b"KSB1";
+/// Frame header: magic and payload length.
+pub const HEADER: usize = 8;
+/// The tool's frame buffer (header included).
+pub const MAX_FRAME: usize = 65536;
+
+/// One decoded element of the stream.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Item<'a> {
+    Superblock(u64),
+    /// An object Valgrind loaded: its `.text` runtime (`avma`) and link (`svma`) address.
+    Module { avma: u64, svma: u64, path: &'a str },
+    /// Something was lost here: byte offset in the stream and what happened.
+    Damage { offset: u64, what: String },
+}
+
+/// Incremental decoder of the tool's stream.
+#[derive(Default)]
+pub struct StreamDecoder {
+    pending: Vec<u8>,
+    /// Stream offset of `pending[0]`.
+    offset: u64,
+    /// Inside bytes that are not a frame (reported once per stretch).
+    in_garbage: bool,
+    pub frames: u64,
+    pub bytes: u64,
+}
+
+fn varint(b: &[u8], i: &mut usize) -> Option<u64> {
+    let mut v: u64 = 0;
+    let mut shift = 0u32;
+    loop {
+        let c = *b.get(*i)?;
+        *i += 1;
+        if shift == 63 && c > 1 {
+            return None;
+        }
+        v |= u64::from(c & 0x7f) << shift;
+        if c & 0x80 == 0 {
+            return Some(v);
+        }
+        shift += 7;
+        if shift > 63 {
+            return None;
+        }
+    }
+}
+
+/// Decodes one frame's payload (or the part of it that arrived). Returns false when a
+/// record could not be decoded (the rest of the payload is dropped).
+fn decode_payload(p: &[u8], base: u64, f: &mut impl FnMut(Item)) -> bool {
+    let mut prev: u64 = 0;
+    let mut i = 0usize;
+    while i < p.len() {
+        let start = i;
+        let c = p[i];
+        if c & 1 == 0 {
+            // the hot case: a superblock entry, usually one to three bytes
+            let Some(v) = varint(p, &mut i) else {
+                f(Item::Damage { offset: base + start as u64, what: "a superblock record runs past the end of its frame".into() });
+                return false;
+            };
+            let z = v >> 1;
+            let delta = (z >> 1) ^ (z & 1).wrapping_neg();
+            prev = prev.wrapping_add(delta);
+            f(Item::Superblock(prev));
+        } else if c == 0x01 {
+            i += 1;
+            let (Some(avma), Some(svma), Some(len)) = (varint(p, &mut i), varint(p, &mut i), varint(p, &mut i)) else {
+                f(Item::Damage { offset: base + start as u64, what: "a module record runs past the end of its frame".into() });
+                return false;
+            };
+            let Some(bytes) = usize::try_from(len).ok().and_then(|l| p.get(i..i.checked_add(l)?)) else {
+                f(Item::Damage { offset: base + start as u64, what: format!("a module record's path ({len} bytes) runs past the end of its frame") });
+                return false;
+            };
+            i += bytes.len();
+            match std::str::from_utf8(bytes) {
+                Ok(path) => f(Item::Module { avma, svma, path }),
+                Err(_) => f(Item::Damage { offset: base + start as u64, what: "a module record's path is not UTF-8".into() }),
+            }
+        } else {
+            f(Item::Damage { offset: base + start as u64, what: format!("unknown record tag 0x{c:02x}; the rest of the frame ({} bytes) is skipped", p.len() - start) });
+            return false;
+        }
+    }
+    true
+}
+
+fn find_magic(b: &[u8]) -> Option<usize> {
+    b.windows(4).position(|w| w == MAGIC)
+}
+
+impl StreamDecoder {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The next chunk of the stream.
+    pub fn feed(&mut self, data: &[u8], f: &mut impl FnMut(Item)) {
+        self.bytes += data.len() as u64;
+        if self.pending.is_empty() {
+            // no copy for the whole frames of the chunk
+            let used = self.decode(data, f);
+            self.pending.extend_from_slice(&data[used..]);
+            self.offset += used as u64;
+        } else {
+            self.pending.extend_from_slice(data);
+            let buf = std::mem::take(&mut self.pending);
+            let used = self.decode(&buf, f);
+            self.pending = buf;
+            self.pending.drain(..used);
+            self.offset += used as u64;
+        }
+    }
+
+    /// Decodes the whole frames at the start of `b`; returns how many bytes were used.
+    fn decode(&mut self, b: &[u8], f: &mut impl FnMut(Item)) -> usize {
+        let mut pos = 0usize;
+        while b.len() - pos >= HEADER {
+            let h = &b[pos..pos + HEADER];
+            let len = u32::from_le_bytes([h[4], h[5], h[6], h[7]]) as usize;
+            if &h[..4] != MAGIC || len == 0 || len > MAX_FRAME - HEADER {
+                if !self.in_garbage {
+                    let what = if &h[..4] == MAGIC { format!("a frame declares {len} bytes") } else { "bytes that are not a frame".to_string() };
+                    f(Item::Damage { offset: self.offset + pos as u64, what: format!("{what}; skipped up to the next frame") });
+                    self.in_garbage = true;
+                }
+                match find_magic(&b[pos + 1..]) {
+                    Some(q) => {
+                        pos += 1 + q;
+                        continue;
+                    }
+                    None => {
+                        // keep the last three bytes: they may begin a magic
+                        pos = b.len().saturating_sub(3).max(pos);
+                        break;
+                    }
+                }
+            }
+            if b.len() - pos - HEADER < len {
+                break;
+            }
+            self.in_garbage = false;
+            self.frames += 1;
+            decode_payload(&b[pos + HEADER..pos + HEADER + len], self.offset + (pos + HEADER) as u64, f);
+            pos += HEADER + len;
+        }
+        pos
+    }
+
+    /// The stream ended: decodes what arrived of a last, incomplete frame and reports the cut.
+    pub fn finish(&mut self, f: &mut impl FnMut(Item)) {
+        let rest = std::mem::take(&mut self.pending);
+        if rest.is_empty() {
+            return;
+        }
+        let at = self.offset;
+        self.offset += rest.len() as u64;
+        if rest.len() >= HEADER && &rest[..4] == MAGIC {
+            let len = u32::from_le_bytes([rest[4], rest[5], rest[6], rest[7]]) as usize;
+            decode_payload(&rest[HEADER..], at + HEADER as u64, f);
+            f(Item::Damage {
+                offset: at,
+                what: format!("the stream is cut off: its last frame declares {len} bytes, {} arrived", rest.len() - HEADER),
+            });
+        } else if !self.in_garbage {
+            f(Item::Damage { offset: at, what: format!("the stream is cut off inside a frame header ({} bytes)", rest.len()) });
+        }
+    }
+}
+
+/// Encodes records the way the tool does (for tests and tools that write such streams).
+#[derive(Default)]
+pub struct StreamEncoder {
+    frame: Vec<u8>,
+    prev: u64,
+    pub out: Vec<u8>,
+}
+
+impl StreamEncoder {
+    pub fn new() -> Self {
+        let mut e = Self::default();
+        e.frame.extend_from_slice(&[0; HEADER]);
+        e
+    }
+
+    fn put(&mut self, mut v: u64) {
+        while v >= 0x80 {
+            self.frame.push((v as u8) | 0x80);
+            v >>= 7;
+        }
+        self.frame.push(v as u8);
+    }
+
+    pub fn superblock(&mut self, addr: u64) {
+        let d = addr.wrapping_sub(self.prev) as i64;
+        let z = ((d << 1) ^ (d >> 63)) as u64;
+        self.prev = addr;
+        self.put(z << 1);
+        if self.frame.len() > MAX_FRAME - 16 {
+            self.flush();
+        }
+    }
+
+    pub fn module(&mut self, avma: u64, svma: u64, path: &str) {
+        if self.frame.len() + 31 + path.len() > MAX_FRAME - 16 {
+            self.flush();
+        }
+        self.frame.push(1);
+        self.put(avma);
+        self.put(svma);
+        self.put(path.len() as u64);
+        self.frame.extend_from_slice(path.as_bytes());
+    }
+
+    /// Ends the current frame (as the tool's buffer flush does).
+    pub fn flush(&mut self) {
+        let len = self.frame.len() - HEADER;
+        if len == 0 {
+            return;
+        }
+        self.frame[..4].copy_from_slice(MAGIC);
+        self.frame[4..8].copy_from_slice(&(len as u32).to_le_bytes());
+        self.out.extend_from_slice(&self.frame);
+        self.frame.truncate(HEADER);
+        self.prev = 0;
+    }
+
+    pub fn finish(mut self) -> Vec<u8> {
+        self.flush();
+        self.out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decode_all(chunks: &[&[u8]]) -> Vec<String> {
+        let mut d = StreamDecoder::new();
+        let mut out = Vec::new();
+        let mut f = |i: Item| out.push(format!("{i:?}"));
+        for c in chunks {
+            d.feed(c, &mut f);
+        }
+        d.finish(&mut f);
+        out
+    }
+
+    #[test]
+    fn round_trip_in_any_chunking() {
+        let mut e = StreamEncoder::new();
+        e.module(0x10_9040, 0x1040, "/tmp/prog");
+        let addrs: Vec<u64> = (0..100_000u64).map(|i| 0x10_9000 + (i * 7919 % 5000)).chain([0, u64::MAX >> 16, 0x7fff_ffff_f000, 1]).collect();
+        for &a in &addrs {
+            e.superblock(a);
+        }
+        let bytes = e.finish();
+        assert!(bytes.len() > MAX_FRAME, "several frames");
+        let whole = decode_all(&[&bytes]);
+        assert_eq!(whole.len(), 1 + addrs.len());
+        assert_eq!(whole[0], format!("{:?}", Item::Module { avma: 0x10_9040, svma: 0x1040, path: "/tmp/prog" }));
+        let want: Vec<String> = addrs.iter().map(|&a| format!("{:?}", Item::Superblock(a))).collect();
+        assert_eq!(&whole[1..], &want[..]);
+        for size in [1usize, 3, 7, 8, 9, 4096, 65536] {
+            let chunks: Vec<&[u8]> = bytes.chunks(size).collect();
+            assert_eq!(decode_all(&chunks), whole, "chunks of {size}");
+        }
+    }
+}
