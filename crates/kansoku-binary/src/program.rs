@@ -8,8 +8,8 @@ use serde::Serialize;
 
 #[derive(Debug, thiserror::Error)]
 pub enum BinaryError {
-    #[error("cannot read {path}: {source}")]
-    Read { path: PathBuf, source: std::io::Error },
+    #[error("cannot read {path}: {cause}")]
+    Read { path: PathBuf, cause: std::io::Error },
     #[error("{path} is not an ELF program ({reason}); give the path of a compiled executable or shared library")]
     NotElf { path: PathBuf, reason: String },
     #[error("{path} is a {arch} binary; kansoku decodes x86-64 only")]
@@ -104,7 +104,7 @@ impl Program {
     /// Reads and parses the ELF file at `path`.
     pub fn open(path: impl AsRef<Path>) -> Result<Program, BinaryError> {
         let path = path.as_ref().to_path_buf();
-        let data = std::fs::read(&path).map_err(|source| BinaryError::Read { path: path.clone(), source })?;
+        let data = std::fs::read(&path).map_err(|source| BinaryError::Read { path: path.clone(), cause: source })?;
         Self::parse(path, data)
     }
 

@@ -145,3 +145,13 @@ fn closed_output_pipe_ends_quietly() {
     assert!(first.contains("functions"), "{first}");
     assert!(!err.contains("panicked"), "{err}");
 }
+
+#[test]
+fn unwritable_output_is_named_once() {
+    let p = build("seed000", &test_build_dir()).unwrap();
+    let o = kansoku(&["trace", "exact", "-o", "/nonexistent-dir/t.ksk", "--", p.to_str().unwrap()]);
+    let (_, err) = text(&o);
+    assert!(!o.status.success());
+    assert!(err.contains("/nonexistent-dir/t.ksk"), "{err}");
+    assert_eq!(err.matches("No such file or directory").count(), 1, "the cause is told once: {err}");
+}

@@ -95,8 +95,8 @@ impl Header {
 /// the content is at fault.
 #[derive(Debug, thiserror::Error)]
 pub enum RecordingError {
-    #[error("{path}: {source}")]
-    Io { path: PathBuf, source: io::Error },
+    #[error("{path}: {cause}")]
+    Io { path: PathBuf, cause: io::Error },
     #[error("{path}: not a kansoku recording (no KANSOKU magic at byte 0)")]
     NotARecording { path: PathBuf },
     #[error("{path}: recording format version {version} is newer than this kansoku understands ({FORMAT_VERSION}); upgrade kansoku")]
@@ -156,7 +156,7 @@ impl RecordingWriter<BufWriter<File>> {
     /// Creates `path` and writes the header.
     pub fn create(path: impl AsRef<Path>, header: &Header) -> Result<Self, RecordingError> {
         let path = path.as_ref().to_path_buf();
-        let file = File::create(&path).map_err(|source| RecordingError::Io { path: path.clone(), source })?;
+        let file = File::create(&path).map_err(|source| RecordingError::Io { path: path.clone(), cause: source })?;
         Self::new(BufWriter::with_capacity(1 << 20, file), path, header)
     }
 }
@@ -165,7 +165,7 @@ impl<W: Write> RecordingWriter<W> {
     /// Writes the header to `out`; `path` is only used in error messages.
     pub fn new(mut out: W, path: PathBuf, header: &Header) -> Result<Self, RecordingError> {
         let json = serde_json::to_vec(header).expect("header serialises");
-        let io = |source| RecordingError::Io { path: path.clone(), source };
+        let io = |source| RecordingError::Io { path: path.clone(), cause: source };
         out.write_all(MAGIC).map_err(io)?;
         out.write_all(&FORMAT_VERSION.to_le_bytes()).map_err(io)?;
         varint::write_u64(&mut out, json.len() as u64).map_err(io)?;
@@ -174,7 +174,7 @@ impl<W: Write> RecordingWriter<W> {
     }
 
     pub fn write(&mut self, event: &Event) -> Result<(), RecordingError> {
-        self.encode(event).map_err(|source| RecordingError::Io { path: self.path.clone(), source })?;
+        self.encode(event).map_err(|source| RecordingError::Io { path: self.path.clone(), cause: source })?;
         self.events += 1;
         Ok(())
     }
@@ -244,7 +244,7 @@ impl<W: Write> RecordingWriter<W> {
 
     /// Writes the trailer and flushes. Returns the number of events written.
     pub fn finish(mut self) -> Result<u64, RecordingError> {
-        let io = |source| RecordingError::Io { path: self.path.clone(), source };
+        let io = |source| RecordingError::Io { path: self.path.clone(), cause: source };
         self.out.write_all(&[TAG_END]).map_err(io)?;
         varint::write_u64(&mut self.out, self.events).map_err(io)?;
         self.out.flush().map_err(io)?;
@@ -253,7 +253,7 @@ impl<W: Write> RecordingWriter<W> {
 
     /// Flushes what was written so far without ending the recording.
     pub fn flush(&mut self) -> Result<(), RecordingError> {
-        self.out.flush().map_err(|source| RecordingError::Io { path: self.path.clone(), source })
+        self.out.flush().map_err(|source| RecordingError::Io { path: self.path.clone(), cause: source })
     }
 }
 
@@ -317,7 +317,7 @@ pub struct RecordingReader<R: Read = BufReader<File>> {
 impl RecordingReader<BufReader<File>> {
     pub fn open(path: impl AsRef<Path>) -> Result<Self, RecordingError> {
         let path = path.as_ref().to_path_buf();
-        let file = File::open(&path).map_err(|source| RecordingError::Io { path: path.clone(), source })?;
+        let file = File::open(&path).map_err(|source| RecordingError::Io { path: path.clone(), cause: source })?;
         Self::new(BufReader::with_capacity(1 << 20, file), path)
     }
 }
@@ -406,7 +406,7 @@ impl<R: Read> RecordingReader<R> {
             }
             Err(Stop::Io(source)) => {
                 self.finished = true;
-                Err(RecordingError::Io { path: self.path.clone(), source })
+                Err(RecordingError::Io { path: self.path.clone(), cause: source })
             }
         }
     }

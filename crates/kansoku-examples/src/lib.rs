@@ -91,10 +91,10 @@ pub const CFLAGS: &[&str] = &["-O1", "-g", "-fno-inline", "-fno-optimize-sibling
 pub enum BuildError {
     #[error("no bundled example named '{0}' (known: {1})")]
     Unknown(String, String),
-    #[error("cannot write {path}: {source}")]
-    Write { path: PathBuf, source: std::io::Error },
-    #[error("cannot run the C compiler '{compiler}': {source}; install gcc (scripts/setup does) or set CC")]
-    NoCompiler { compiler: String, source: std::io::Error },
+    #[error("cannot write {path}: {cause}")]
+    Write { path: PathBuf, cause: std::io::Error },
+    #[error("cannot run the C compiler '{compiler}': {cause}; install gcc (scripts/setup does) or set CC")]
+    NoCompiler { compiler: String, cause: std::io::Error },
     #[error("compiling {path} failed:\n{stderr}")]
     Compile { path: PathBuf, stderr: String },
 }
@@ -114,7 +114,7 @@ pub fn build(name: &str, out_dir: &Path) -> Result<PathBuf, BuildError> {
 /// Like [`build`] with extra compiler flags (the executable is named after them too).
 pub fn build_with(name: &str, out_dir: &Path, extra_flags: &[&str]) -> Result<PathBuf, BuildError> {
     let example = find(name)?;
-    std::fs::create_dir_all(out_dir).map_err(|source| BuildError::Write { path: out_dir.into(), source })?;
+    std::fs::create_dir_all(out_dir).map_err(|source| BuildError::Write { path: out_dir.into(), cause: source })?;
     let suffix: String = extra_flags.iter().map(|f| f.trim_start_matches('-').replace(['=', '/'], "_")).collect::<Vec<_>>().join("-");
     let stem = if suffix.is_empty() { name.to_string() } else { format!("{name}-{suffix}") };
     let source = out_dir.join(format!("{stem}.c"));
@@ -129,9 +129,9 @@ pub fn build_with(name: &str, out_dir: &Path, extra_flags: &[&str]) -> Result<Pa
     static BUILDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let call = BUILDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let private = out_dir.join(format!(".build-{stem}-{}-{call}", std::process::id()));
-    std::fs::create_dir_all(&private).map_err(|source| BuildError::Write { path: private.clone(), source })?;
+    std::fs::create_dir_all(&private).map_err(|source| BuildError::Write { path: private.clone(), cause: source })?;
     let tmp_source = private.join(format!("{stem}.c"));
-    std::fs::write(&tmp_source, example.source).map_err(|source| BuildError::Write { path: tmp_source.clone(), source })?;
+    std::fs::write(&tmp_source, example.source).map_err(|source| BuildError::Write { path: tmp_source.clone(), cause: source })?;
     let tmp_program = private.join(&stem);
     let compiler = std::env::var("CC").unwrap_or_else(|_| "cc".to_string());
     let output = Command::new(&compiler)
@@ -143,13 +143,13 @@ pub fn build_with(name: &str, out_dir: &Path, extra_flags: &[&str]) -> Result<Pa
         .arg(&tmp_source)
         .args(example.libs)
         .output()
-        .map_err(|source| BuildError::NoCompiler { compiler: compiler.clone(), source })?;
+        .map_err(|source| BuildError::NoCompiler { compiler: compiler.clone(), cause: source })?;
     if !output.status.success() {
         let _ = std::fs::remove_dir_all(&private);
         return Err(BuildError::Compile { path: source, stderr: String::from_utf8_lossy(&output.stderr).into_owned() });
     }
-    std::fs::rename(&tmp_program, &program).map_err(|source| BuildError::Write { path: program.clone(), source })?;
-    std::fs::rename(&tmp_source, &source).map_err(|source_err| BuildError::Write { path: source.clone(), source: source_err })?;
+    std::fs::rename(&tmp_program, &program).map_err(|source| BuildError::Write { path: program.clone(), cause: source })?;
+    std::fs::rename(&tmp_source, &source).map_err(|source_err| BuildError::Write { path: source.clone(), cause: source_err })?;
     let _ = std::fs::remove_dir_all(&private);
     Ok(program)
 }

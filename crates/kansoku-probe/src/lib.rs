@@ -38,8 +38,8 @@ pub enum ProbeError {
     Ptrace { operation: &'static str, pid: i32, errno: nix::errno::Errno, hint: &'static str },
     #[error("waiting for process {pid} failed: {errno}")]
     Wait { pid: i32, errno: nix::errno::Errno },
-    #[error("cannot read /proc/{pid}/{file}: {source}")]
-    Proc { pid: i32, file: &'static str, source: std::io::Error },
+    #[error("cannot read /proc/{pid}/{file}: {cause}")]
+    Proc { pid: i32, file: &'static str, cause: std::io::Error },
     #[error("marker function '{marker}' of {program} is not mapped into the process (is it in a shared library that is loaded later?)")]
     MarkerNotMapped { marker: String, program: PathBuf },
     #[error(transparent)]

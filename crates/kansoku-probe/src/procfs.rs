@@ -9,7 +9,7 @@ use crate::ProbeError;
 
 /// The process's memory mappings.
 pub fn read_maps(pid: i32) -> Result<Vec<Mapping>, ProbeError> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/maps")).map_err(|source| ProbeError::Proc { pid, file: "maps", source })?;
+    let text = std::fs::read_to_string(format!("/proc/{pid}/maps")).map_err(|source| ProbeError::Proc { pid, file: "maps", cause: source })?;
     Ok(parse_maps(&text))
 }
 

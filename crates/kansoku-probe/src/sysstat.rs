@@ -22,11 +22,11 @@ pub fn parse_cpu_times(stat: &str) -> Option<CpuTimes> {
 
 /// Reads `/proc/stat`.
 pub fn read_cpu_times() -> Result<CpuTimes, ProbeError> {
-    let text = std::fs::read_to_string("/proc/stat").map_err(|source| ProbeError::Proc { pid: 0, file: "stat (system)", source })?;
+    let text = std::fs::read_to_string("/proc/stat").map_err(|source| ProbeError::Proc { pid: 0, file: "stat (system)", cause: source })?;
     parse_cpu_times(&text).ok_or_else(|| ProbeError::Proc {
         pid: 0,
         file: "stat (system)",
-        source: std::io::Error::new(std::io::ErrorKind::InvalidData, "no 'cpu' line"),
+        cause: std::io::Error::new(std::io::ErrorKind::InvalidData, "no 'cpu' line"),
     })
 }
 
@@ -63,7 +63,7 @@ pub fn block_devices() -> Vec<String> {
 
 /// Reads `/proc/diskstats` for `devices`.
 pub fn read_devices(devices: &[String]) -> Result<Vec<DeviceTimes>, ProbeError> {
-    let text = std::fs::read_to_string("/proc/diskstats").map_err(|source| ProbeError::Proc { pid: 0, file: "diskstats", source })?;
+    let text = std::fs::read_to_string("/proc/diskstats").map_err(|source| ProbeError::Proc { pid: 0, file: "diskstats", cause: source })?;
     Ok(parse_diskstats(&text, Some(devices)))
 }
 
