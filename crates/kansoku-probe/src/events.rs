@@ -33,7 +33,7 @@ use kansoku_core::ExitStatus;
 use kansoku_monitor::events::{Hit, Point, PointRole};
 
 use crate::perf::{PerfRecord, SampleSource, SamplingClock, Session, SessionOptions, UprobeSpec};
-use crate::spawn::{resolve_program, spawn_traced, ExecGate};
+use crate::spawn::{poll_child, resolve_program, spawn_traced, ExecGate};
 use crate::{interrupt, ProbeError, PTRACE_HINT};
 
 /// At most this many uprobes share one perf group (the kernel caps a group's read size at 16 KiB).
@@ -304,16 +304,8 @@ fn run_uprobes(plan: Plan, args: &[String], progress: &mut dyn FnMut(u64)) -> Re
         sessions[0].wait(20);
         drain(&mut sessions, &mut hits);
         progress(hits.len() as u64);
-        if interrupt::requested() && !interrupted {
-            interrupted = true;
-            let _ = nix::sys::signal::kill(pid, Signal::SIGKILL);
-        }
-        match waitpid(pid, Some(WaitPidFlag::WNOHANG)) {
-            Ok(WaitStatus::Exited(_, code)) => break ExitStatus::Exited(code),
-            Ok(WaitStatus::Signaled(_, sig, _)) => break ExitStatus::Killed(sig as i32),
-            Ok(_) => {}
-            Err(Errno::EINTR) => {}
-            Err(errno) => return Err(ProbeError::Wait { pid: pid.as_raw(), errno }),
+        if let Some(exit) = poll_child(pid, &mut interrupted)? {
+            break exit;
         }
     };
     let measured_ns = start.elapsed().as_nanos() as u64;

@@ -11,15 +11,15 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+use nix::sys::wait::waitpid;
 use nix::unistd::Pid;
 
 use kansoku_binary::Program;
 use kansoku_core::{Event, ExitStatus, Module, RecordingWriter, Sample};
 
 use crate::perf::{PerfRecord, SampleSource, SamplingClock, Session, SessionOptions, UprobeSpec};
-use crate::spawn::{resolve_program, ExecGate};
-use crate::{interrupt, ProbeError};
+use crate::spawn::{poll_child, resolve_program, ExecGate};
+use crate::ProbeError;
 
 /// What to record.
 #[derive(Clone, Debug)]
@@ -82,18 +82,13 @@ pub fn record_samples<W: Write>(
     let start = Instant::now();
     let pid = gate.open();
     let mut writer = SampleWriter { out, modules: Vec::new(), t0: None, samples: 0, markers: 0, pid };
+    let mut interrupted = false;
     let exit = loop {
         session.wait(50);
         writer.take(&mut session)?;
         progress(writer.samples);
-        if interrupt::requested() {
-            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
-        }
-        match waitpid(pid, Some(WaitPidFlag::WNOHANG)) {
-            Ok(WaitStatus::Exited(_, code)) => break ExitStatus::Exited(code),
-            Ok(WaitStatus::Signaled(_, sig, _)) => break ExitStatus::Killed(sig as i32),
-            Ok(_) => {}
-            Err(errno) => return Err(ProbeError::Wait { pid: pid.as_raw(), errno }),
+        if let Some(exit) = poll_child(pid, &mut interrupted)? {
+            break exit;
         }
     };
     writer.take(&mut session)?;

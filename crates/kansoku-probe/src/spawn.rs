@@ -106,3 +106,20 @@ pub fn spawn_traced(program: &Path, args: &[String]) -> Result<Pid, ProbeError> 
         },
     }
 }
+
+/// One look at a child that runs freely while an observer drains its data: on Ctrl-C
+/// (first time only) the child is killed, then its exit status is returned if it has
+/// ended. `interrupted` records whether the user stopped the run.
+pub fn poll_child(pid: Pid, interrupted: &mut bool) -> Result<Option<kansoku_core::ExitStatus>, ProbeError> {
+    use kansoku_core::ExitStatus;
+    if crate::interrupt::requested() && !*interrupted {
+        *interrupted = true;
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+    }
+    match waitpid(pid, Some(nix::sys::wait::WaitPidFlag::WNOHANG)) {
+        Ok(WaitStatus::Exited(_, code)) => Ok(Some(ExitStatus::Exited(code))),
+        Ok(WaitStatus::Signaled(_, sig, _)) => Ok(Some(ExitStatus::Killed(sig as i32))),
+        Ok(_) | Err(nix::errno::Errno::EINTR) => Ok(None),
+        Err(errno) => Err(ProbeError::Wait { pid: pid.as_raw(), errno }),
+    }
+}

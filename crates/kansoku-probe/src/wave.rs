@@ -31,7 +31,7 @@ use kansoku_core::{ExitStatus, Module};
 use kansoku_monitor::wave::WavePoint;
 
 use crate::perf::{self, PerfRecord, SampleSource, SamplingClock, Session, SessionOptions, X86_REGS_ALL};
-use crate::spawn::{resolve_program, spawn_traced, ExecGate};
+use crate::spawn::{poll_child, resolve_program, spawn_traced, ExecGate};
 use crate::{interrupt, ProbeError, PTRACE_HINT};
 
 /// How the waveform is observed.
@@ -205,7 +205,6 @@ fn sampled(program: &std::path::Path, args: &[String], clock: SamplingClock, pro
             _ => {}
         });
     };
-    let start = Instant::now();
     let exit = loop {
         session.wait(20);
         take(&mut session, &mut raw, &mut modules);
@@ -215,18 +214,10 @@ fn sampled(program: &std::path::Path, args: &[String], clock: SamplingClock, pro
                 maps = m;
             }
         }
-        if interrupt::requested() && !interrupted {
-            interrupted = true;
-            let _ = nix::sys::signal::kill(pid, Signal::SIGKILL);
-        }
-        match waitpid(pid, Some(WaitPidFlag::WNOHANG)) {
-            Ok(WaitStatus::Exited(_, code)) => break ExitStatus::Exited(code),
-            Ok(WaitStatus::Signaled(_, sig, _)) => break ExitStatus::Killed(sig as i32),
-            Ok(_) | Err(Errno::EINTR) => {}
-            Err(errno) => return Err(ProbeError::Wait { pid: pid.as_raw(), errno }),
+        if let Some(exit) = poll_child(pid, &mut interrupted)? {
+            break exit;
         }
     };
-    let _ = start;
     take(&mut session, &mut raw, &mut modules);
     if exit == ExitStatus::Exited(127) && raw.is_empty() {
         return Err(ProbeError::Spawn { program: program.to_path_buf(), reason: "exec failed (is it a program for this machine?)".into() });
