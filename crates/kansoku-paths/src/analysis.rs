@@ -191,15 +191,19 @@ impl PathAnalysis {
         }
     }
 
+    /// The following blocks are run by thread `tid` (an exact tracer's `Thread` event or a
+    /// thread record of kansoku's Valgrind tool): each thread has its own paths in progress.
+    fn thread(&mut self, tid: u32) {
+        self.seen_tids.insert(tid);
+        self.stats.threads = self.seen_tids.len() as u64;
+        self.switch_thread(tid)
+    }
+
     /// One event of a recording (or of the live exact tracer).
     pub fn feed_event(&mut self, event: &Event) {
         match event {
             Event::Module(m) => self.add_module(m.clone()),
-            Event::Thread { tid } => {
-                self.seen_tids.insert(*tid);
-                self.stats.threads = self.seen_tids.len() as u64;
-                self.switch_thread(*tid)
-            }
+            Event::Thread { tid } => self.thread(*tid),
             Event::Instruction { addr } => {
                 self.stats.instructions += 1;
                 self.current.instructions.push(*addr, &mut self.code, &mut emit(&mut self.profiler, &mut self.recorder));
@@ -297,6 +301,7 @@ impl PathAnalysis {
                     self.add_module(m);
                 }
             }
+            Item::Thread(tid) => self.thread(tid),
             Item::Damage { offset, what } => {
                 self.stats.stream_damage += 1;
                 if self.stats.stream_damage_examples.len() < 5 {

@@ -6,9 +6,16 @@
 //! record := varint v, v even     a superblock entry: address = prev + unzigzag(v >> 1)
 //!         | 0x01 varint avma varint svma varint len bytes[len]
 //!                                an object's .text: runtime, link address and path
+//!         | 0x03 varint tid      the superblocks after it are run by this thread
 //! ```
 //! Varints are LEB128 (7 bits a byte, low bits first); `prev` is 0 at every frame start, so
 //! a damaged frame never spoils the next one. The tool writes one frame per `write(2)`.
+//!
+//! A thread record's `tid` is the kernel thread id (`gettid(2)`) of the Valgrind thread that
+//! starts running client code; the tool writes one whenever the running thread changes, the
+//! first before the main thread's first superblock (the main thread's tid is the process
+//! id, as in the exact tracer's recordings). Streams written before thread records existed
+//! have none: all their superblocks belong to one thread, and they decode as before.
 //!
 //! [`StreamDecoder`] takes the bytes in chunks of any size and hands out [`Item`]s. Damage is
 //! reported, not fatal: bytes that are not a frame are skipped up to the next `KSB1`, a frame
@@ -28,6 +35,8 @@ pub enum Item<'a> {
     Superblock(u64),
     /// An object Valgrind loaded: its `.text` runtime (`avma`) and link (`svma`) address.
     Module { avma: u64, svma: u64, path: &'a str },
+    /// The following superblocks are run by this thread (kernel thread id).
+    Thread(u32),
     /// Something was lost here: byte offset in the stream and what happened.
     Damage { offset: u64, what: String },
 }
@@ -96,6 +105,19 @@ fn decode_payload(p: &[u8], base: u64, f: &mut impl FnMut(Item)) -> bool {
             match std::str::from_utf8(bytes) {
                 Ok(path) => f(Item::Module { avma, svma, path }),
                 Err(_) => f(Item::Damage { offset: base + start as u64, what: "a module record's path is not UTF-8".into() }),
+            }
+        } else if c == 0x03 {
+            i += 1;
+            match varint(p, &mut i).map(u32::try_from) {
+                Some(Ok(tid)) => f(Item::Thread(tid)),
+                Some(Err(_)) => {
+                    f(Item::Damage { offset: base + start as u64, what: "a thread record's id does not fit 32 bits".into() });
+                    return false;
+                }
+                None => {
+                    f(Item::Damage { offset: base + start as u64, what: "a thread record runs past the end of its frame".into() });
+                    return false;
+                }
             }
         } else {
             f(Item::Damage { offset: base + start as u64, what: format!("unknown record tag 0x{c:02x}; the rest of the frame ({} bytes) is skipped", p.len() - start) });
@@ -232,6 +254,14 @@ impl StreamEncoder {
         self.frame.extend_from_slice(path.as_bytes());
     }
 
+    pub fn thread(&mut self, tid: u32) {
+        self.frame.push(3);
+        self.put(u64::from(tid));
+        if self.frame.len() > MAX_FRAME - 16 {
+            self.flush();
+        }
+    }
+
     /// Ends the current frame (as the tool's buffer flush does).
     pub fn flush(&mut self) {
         let len = self.frame.len() - HEADER;
@@ -285,5 +315,65 @@ mod tests {
             let chunks: Vec<&[u8]> = bytes.chunks(size).collect();
             assert_eq!(decode_all(&chunks), whole, "chunks of {size}");
         }
+    }
+
+    #[test]
+    fn thread_records_round_trip_in_any_chunking() {
+        let mut e = StreamEncoder::new();
+        let mut want = Vec::new();
+        e.thread(4242);
+        want.push(Item::Thread(4242));
+        e.module(0x10_9040, 0x1040, "/tmp/prog");
+        want.push(Item::Module { avma: 0x10_9040, svma: 0x1040, path: "/tmp/prog" });
+        // switches every few hundred entries, over several frames; ids up to u32::MAX
+        for i in 0..120_000u64 {
+            if i % 337 == 0 {
+                let tid = [4242, 4243, 4244, u32::MAX, 0][(i / 337 % 5) as usize];
+                e.thread(tid);
+                want.push(Item::Thread(tid));
+            }
+            let a = 0x10_9000 + (i * 7919 % 5000);
+            e.superblock(a);
+            want.push(Item::Superblock(a));
+        }
+        let bytes = e.finish();
+        assert!(bytes.len() > 2 * MAX_FRAME, "several frames");
+        let want: Vec<String> = want.iter().map(|i| format!("{i:?}")).collect();
+        for size in [1usize, 2, 5, 8, 4096, bytes.len()] {
+            let chunks: Vec<&[u8]> = bytes.chunks(size).collect();
+            assert_eq!(decode_all(&chunks), want, "chunks of {size}");
+        }
+    }
+
+    #[test]
+    fn cut_thread_record() {
+        // superblock, thread 300 (0x03 0xac 0x02), superblock; cut after each byte of the
+        // thread record: the complete records before it come out, then the damage.
+        let mut e = StreamEncoder::new();
+        e.superblock(0x40_1000);
+        e.thread(300);
+        e.superblock(0x40_1010);
+        let bytes = e.finish();
+        let payload = &bytes[HEADER..];
+        let at = payload.iter().position(|&b| b == 0x03).unwrap();
+        assert_eq!(&payload[at..at + 3], &[0x03, 0xac, 0x02]);
+        let sb = format!("{:?}", Item::Superblock(0x40_1000));
+        for cut in [HEADER + at + 1, HEADER + at + 2] {
+            let out = decode_all(&[&bytes[..cut]]);
+            assert_eq!(out.len(), 3, "{out:?}");
+            assert_eq!(out[0], sb);
+            assert!(out[1].contains("a thread record runs past the end of its frame"), "{out:?}");
+            assert!(out[2].contains("cut off"), "{out:?}");
+        }
+        let out = decode_all(&[&bytes[..HEADER + at + 3]]);
+        assert_eq!(out[..2], [sb, format!("{:?}", Item::Thread(300))]);
+        assert!(out[2].contains("cut off"), "{out:?}");
+        // a thread id beyond 32 bits is damage, not a silently truncated id
+        let mut bad = bytes[..HEADER].to_vec();
+        bad.extend_from_slice(&[0x03, 0x80, 0x80, 0x80, 0x80, 0x10, 0x00]);
+        bad[4..8].copy_from_slice(&7u32.to_le_bytes());
+        let out = decode_all(&[&bad]);
+        assert_eq!(out.len(), 1);
+        assert!(out[0].contains("does not fit 32 bits"), "{out:?}");
     }
 }

@@ -11,9 +11,16 @@
      record := varint v  with v even:  a superblock entry, address = prev + unzigzag(v >> 1)
              | 0x01 varint avma varint svma varint len bytes[len]
                                        an object's .text: runtime and link address, and path
+             | 0x03 varint tid         the following superblocks are run by this thread
+                                       (its kernel thread id, as gettid(2) gives it)
      `prev` is 0 at the start of every frame, so each frame decodes on its own.
    A module record is written when a translation first meets code of an object Valgrind has
    loaded, i.e. always before that object's first superblock entry in the stream.
+   A thread record is written whenever Valgrind's scheduler starts running client code of a
+   thread other than the last one (the `start_client_code` event), the first one before
+   the main thread's first superblock. Valgrind runs one thread at a time, each guest
+   thread on its own kernel thread, so every superblock entry belongs to the thread of the
+   last thread record before it.
 
    Options: --out-fd=N (required) is where the frames go. */
 
@@ -27,6 +34,7 @@
 #include "pub_tool_debuginfo.h"
 #include "pub_tool_machine.h"
 #include "pub_tool_options.h"
+#include "pub_tool_threadstate.h"
 
 /* Part of the core's libcfile, not of the tool headers: moves an fd into Valgrind's
    reserved range, where the client cannot close or replace it. */
@@ -45,6 +53,8 @@ static UChar kk_buf[KK_FRAME_BYTES];
 static UInt kk_pos = KK_HEADER_BYTES;
 static Addr kk_prev = 0;
 static Bool kk_failed = False;
+/* Valgrind's id of the thread whose superblocks are being written (0: none yet) */
+static ThreadId kk_tid = VG_INVALID_THREADID;
 
 typedef struct { const DebugInfo* di; Addr avma; SizeT size; } KKObject;
 static KKObject kk_objects[KK_MAX_OBJECTS];
@@ -92,6 +102,19 @@ static VG_REGPARM(1) void kk_superblock(Addr addr)
    ULong zz = ((ULong)delta << 1) ^ (ULong)(delta >> 63);
    kk_prev = addr;
    kk_put_varint(zz << 1);
+   if (kk_pos > KK_FRAME_BYTES - KK_SLACK)
+      kk_flush();
+}
+
+/* Valgrind's scheduler starts running client code of `tid`, on that thread's own kernel
+   thread (Valgrind serialises threads with its lock; a switch can only happen here). */
+static void kk_start_client_code(ThreadId tid, ULong blocks_dispatched)
+{
+   if (tid == kk_tid)
+      return;
+   kk_tid = tid;
+   kk_buf[kk_pos++] = 0x03;
+   kk_put_varint((ULong)(UInt)VG_(gettid)());
    if (kk_pos > KK_FRAME_BYTES - KK_SLACK)
       kk_flush();
 }
@@ -230,6 +253,7 @@ static void kk_pre_clo_init(void)
    VG_(details_avg_translation_sizeB)(200);
    VG_(basic_tool_funcs)(kk_post_clo_init, kk_instrument, kk_fini);
    VG_(needs_command_line_options)(kk_process_cmd_line_option, kk_print_usage, kk_print_debug_usage);
+   VG_(track_start_client_code)(kk_start_client_code);
 }
 
 VG_DETERMINE_INTERFACE_VERSION(kk_pre_clo_init)
