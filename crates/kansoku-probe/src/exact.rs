@@ -2,6 +2,9 @@
 //!
 //! All threads are traced (new ones through `PTRACE_O_TRACECLONE`); each stop of any
 //! thread records that thread's next instruction, and a `Thread` event precedes a switch.
+//! The first recorded thread is named too (a `Thread` event before its first instruction,
+//! the main thread's tid being the process id), so a reader never has to guess which id the
+//! thread of the events before the first switch has.
 //! `rep`-prefixed string instructions trap once per repetition, so they appear once per
 //! element they process — that is what single-stepping observes.
 //!
@@ -273,15 +276,16 @@ impl Tracer {
         progress: &mut dyn FnMut(u64),
     ) -> Result<StopReason, ProbeError> {
         let pid = self.pid;
-        let mut recorded_thread = pid;
+        // None until the first recorded event: the first thread is named as well.
+        let mut recorded_thread: Option<Pid> = None;
         // The thread to record and step next, with the signal to deliver.
         let mut next: Option<(Pid, Option<Signal>)> = Some((self.current_thread, None));
         loop {
             if let Some((tid, sig)) = next.take() {
                 let rip = ptrace::getregs(tid).map_err(ptrace_err("GETREGS", tid))?.rip;
-                if tid != recorded_thread {
+                if recorded_thread != Some(tid) {
                     out.write(&Event::Thread { tid: tid.as_raw() as u32 })?;
-                    recorded_thread = tid;
+                    recorded_thread = Some(tid);
                 }
                 if Some(rip) == self.marker && sig.is_none() {
                     self.marker_hits += 1;
