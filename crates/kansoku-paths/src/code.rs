@@ -38,6 +38,10 @@ pub struct BlockInfo {
     pub in_program: bool,
     /// CFG block numbers of successors that dominate this block (loop back edges).
     pub back_targets: Vec<u32>,
+    /// The block's first control transfer is a system call (`syscall`, `sysenter`): our
+    /// decoder calls it a call, but the kernel comes back to the next instruction without
+    /// a `ret`.
+    pub ends_in_syscall: bool,
 }
 
 /// A function whose blocks were seen.
@@ -63,6 +67,8 @@ pub struct InsnInfo {
     pub leader: bool,
     /// Direct branch target.
     pub target: Option<u64>,
+    /// `syscall` or `sysenter` (kind `Call` for our decoder).
+    pub syscall: bool,
 }
 
 impl InsnInfo {
@@ -97,6 +103,10 @@ pub trait BlockFacts {
     /// Is `from -> to` a loop back edge of the CFG (target dominates source)?
     fn is_loop_back_edge(&self, from: BlockId, to: BlockId) -> bool;
     fn in_scope(&self, b: BlockId) -> bool;
+    /// Does the block end in a system call (a "call" that no `ret` ends)?
+    fn ends_in_syscall(&self, _b: BlockId) -> bool {
+        false
+    }
 }
 
 /// Which blocks are kept in paths.
@@ -188,7 +198,7 @@ impl CodeMap {
     }
 
     fn decode_insn(&mut self, addr: u64) -> InsnInfo {
-        let unknown = InsnInfo { len: 0, kind: InstructionKind::Other, rep: false, leader: false, target: None };
+        let unknown = InsnInfo { len: 0, kind: InstructionKind::Other, rep: false, leader: false, target: None, syscall: false };
         let Some(r) = self.symbolizer.resolve(addr) else { return unknown };
         let to_runtime = |t: u64| t.wrapping_add(addr).wrapping_sub(r.link_address);
         if let Some(cfg) = &r.function {
@@ -200,6 +210,7 @@ impl CodeMap {
                     rep: is_rep(&ins.raw),
                     leader: cfg.block_starting_at(r.link_address).is_some(),
                     target: ins.target.map(to_runtime),
+                    syscall: is_syscall(&ins.raw),
                 };
             }
         }
@@ -213,6 +224,7 @@ impl CodeMap {
                 rep: is_rep(&ins.raw),
                 leader: r.function.is_none(),
                 target: ins.target.map(to_runtime),
+                syscall: is_syscall(&ins.raw),
             },
             None => unknown,
         }
@@ -223,7 +235,8 @@ impl CodeMap {
         if let Some(&b) = self.by_addr.get(&addr) {
             return b;
         }
-        let info = self.describe_block(addr);
+        let mut info = self.describe_block(addr);
+        info.ends_in_syscall = self.first_transfer(addr).is_some_and(|i| i.syscall);
         let id = self.blocks.len() as BlockId;
         self.blocks.push(info);
         self.by_addr.insert(addr, id);
@@ -250,6 +263,7 @@ impl CodeMap {
             terminator: InstructionKind::Other,
             in_program,
             back_targets: Vec::new(),
+            ends_in_syscall: false,
         };
         let Some(r) = self.symbolizer.resolve(addr) else { return info };
         info.link = Some(r.link_address);
@@ -281,6 +295,22 @@ impl CodeMap {
         }
         info.instructions = n;
         info
+    }
+
+    /// The first control transfer executed from `addr` on (None: unknown bytes first).
+    fn first_transfer(&mut self, addr: u64) -> Option<InsnInfo> {
+        let mut a = addr;
+        for _ in 0..256 {
+            let ins = self.insn(a);
+            if ins.len == 0 {
+                return None;
+            }
+            if ins.transfers() {
+                return Some(ins);
+            }
+            a += ins.len as u64;
+        }
+        None
     }
 
     /// The run Valgrind executes from superblock entry `addr` with at most `max` instructions.
@@ -315,6 +345,10 @@ impl CodeMap {
     }
 }
 
+fn is_syscall(raw: &iced_x86::Instruction) -> bool {
+    matches!(raw.mnemonic(), iced_x86::Mnemonic::Syscall | iced_x86::Mnemonic::Sysenter)
+}
+
 fn is_rep(raw: &iced_x86::Instruction) -> bool {
     raw.is_string_instruction() && (raw.has_rep_prefix() || raw.has_repne_prefix())
 }
@@ -343,5 +377,9 @@ impl BlockFacts for CodeMap {
     #[inline]
     fn in_scope(&self, b: BlockId) -> bool {
         self.blocks[b as usize].in_program
+    }
+    #[inline]
+    fn ends_in_syscall(&self, b: BlockId) -> bool {
+        self.blocks[b as usize].ends_in_syscall
     }
 }

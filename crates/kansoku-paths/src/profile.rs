@@ -179,6 +179,10 @@ impl PathProfiler {
                 InstructionKind::Call => match self.calls {
                     CallMode::Split => Self::cut(&mut self.paths, &mut st.path),
                     CallMode::Through => {}
+                    // A system call is a "call" for our decoder, but the kernel comes back
+                    // to the next instruction without a `ret`: a frame pushed here would
+                    // never be popped, and the caller's path would be lost under it.
+                    CallMode::Frames if facts.ends_in_syscall(p) => {}
                     CallMode::Frames => {
                         if st.frames.len() < MAX_FRAMES {
                             st.frames.push(std::mem::take(&mut st.path));

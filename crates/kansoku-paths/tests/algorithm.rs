@@ -157,3 +157,53 @@ fn figure_two_by_hand() {
     assert_eq!(ids, vec![0, 1, 2, 3]);
     assert_eq!(bl.path_id(&[1, 3]), None, "B is not a path start");
 }
+
+/// Block 2 ends in a `syscall` (a "call" for the decoder that no `ret` ends).
+struct WithSyscall;
+
+impl BlockFacts for WithSyscall {
+    fn addr(&self, b: BlockId) -> u64 {
+        u64::from(b) * 16
+    }
+    fn function(&self, _b: BlockId) -> Option<u32> {
+        Some(0)
+    }
+    fn cfg_block(&self, b: BlockId) -> Option<u32> {
+        Some(b)
+    }
+    fn is_loop_back_edge(&self, _from: BlockId, _to: BlockId) -> bool {
+        false
+    }
+    fn in_scope(&self, _b: BlockId) -> bool {
+        true
+    }
+    fn ends_in_syscall(&self, b: BlockId) -> bool {
+        b == 2
+    }
+}
+
+#[test]
+fn a_system_call_pushes_no_frame() {
+    // 0 calls 1; 1 falls into 2, 2 makes a system call, the kernel returns to 3; 3 returns
+    // to 4. In frames mode the callee's path is 1 2 3 and the caller's resumes: 0 4. A frame
+    // pushed at the syscall would be popped by 3's return instead, burying 0's path.
+    use InstructionKind::*;
+    let stream = [(0, Other), (1, Call), (2, Other), (3, Call), (4, Return)];
+    let mut p = PathProfiler::new(CallMode::Frames, BackEdgeMode::Address);
+    for &(b, k) in &stream {
+        p.enter(b, k, &WithSyscall);
+    }
+    p.finish();
+    let mut got: Vec<(Vec<BlockId>, u64)> = p.paths.iter().map(|(q, c)| (q.to_vec(), c)).collect();
+    got.sort();
+    assert_eq!(got, vec![(vec![0, 4], 1), (vec![1, 2, 3], 1)]);
+    // split mode still cuts there, as at every call
+    let mut p = PathProfiler::new(CallMode::Split, BackEdgeMode::Address);
+    for &(b, k) in &stream {
+        p.enter(b, k, &WithSyscall);
+    }
+    p.finish();
+    let mut got: Vec<Vec<BlockId>> = p.paths.iter().map(|(q, _)| q.to_vec()).collect();
+    got.sort();
+    assert_eq!(got, vec![vec![0], vec![1, 2], vec![3], vec![4]]);
+}
