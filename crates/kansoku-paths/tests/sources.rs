@@ -142,7 +142,7 @@ fn figure_two_paths_from_both_sources() {
 #[test]
 fn both_sources_agree_on_the_examples() {
     let modes = [CallMode::Split, CallMode::Through, CallMode::Frames];
-    for (name, args) in [("seed000", vec!["3"]), ("recursion", vec![]), ("sorting", vec![]), ("matrix", vec![]), ("crash", vec![])] {
+    for (name, args) in [("seed000", vec!["3"]), ("recursion", vec![]), ("sorting", vec![]), ("matrix", vec![]), ("crash", vec![]), ("threads", vec!["20000"])] {
         let p = build(name, &test_build_dir()).unwrap();
         let mut v = via_valgrind(&p, &args, &modes);
         let mut s = via_step(&p, &args, &modes);
@@ -154,6 +154,11 @@ fn both_sources_agree_on_the_examples() {
                 let only_s: Vec<_> = ts.iter().filter(|(k, c)| tv.get(*k) != Some(c)).take(8).collect();
                 panic!("{name} {mode:?}: valgrind and step differ\nvalgrind only: {only_v:#?}\nstep only: {only_s:#?}");
             }
+        }
+        if name == "threads" {
+            // each thread's blocks were analysed as that thread's own stream
+            assert_eq!(v[0].stats.threads, 2, "valgrind names both threads");
+            assert_eq!(s[0].stats.threads, 2, "the tracer names both threads");
         }
         if name == "crash" {
             assert_eq!(v[0].stats.signal, Some(11), "valgrind reports the SIGSEGV");
