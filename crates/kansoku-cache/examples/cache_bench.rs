@@ -1,4 +1,4 @@
-//! Benchmarks of seed 004 (figures for docs/notes/cache-benchmarks.md):
+//! Benchmarks of seed 004 (figures in docs/BENCHMARKS.md, seed 004):
 //!
 //! ```text
 //! cargo run --release -p kansoku-cache --example cache_bench

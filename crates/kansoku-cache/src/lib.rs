@@ -13,7 +13,7 @@
 //!   compulsory misses and conflict (other) misses — and, on request, per hit source and
 //!   per conflict-miss factor — exact against the simulator on their verified range;
 //!   [`model::KernelFormulas::eval`] evaluates them in about a microsecond. See
-//!   `docs/notes/cache-architecture.md` for the method and its domain of validity.
+//!   `docs/rooms/seed004-cache.md` for the method and its domain of validity.
 //!
 //! ```
 //! use kansoku_cache::{model::*, *};

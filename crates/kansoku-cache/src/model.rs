@@ -2,7 +2,7 @@
 //! count), compulsory misses (first − second count) and conflict misses (third − fourth
 //! count) as piecewise quasi-polynomials in a size variable `n`.
 //!
-//! # Method (see `docs/notes/cache-architecture.md`)
+//! # Method (see `docs/rooms/seed004-cache.md`)
 //! The parameters of the kernel are tied to one size variable: each parameter is either
 //! *varying* (equal to `n`) or *fixed* at a given value. For such a family every count is
 //! a Presburger-definable function of `n` (addresses, line and set numbers are affine

@@ -92,7 +92,7 @@ fn check_mechanism(mechanism: Mechanism, singles: usize) {
 }
 
 // This kernel takes ~80 ms to *remove* each perf uprobe (an RCU grace period per probe,
-// measured: docs/notes/monitor-benchmarks.md), so the uprobe test plants 40 + 7 points;
+// measured: docs/BENCHMARKS.md, seed 001), so the uprobe test plants 40 + 7 points;
 // the 1,000-point uprobe run is in bench/monitor_events.sh.
 #[test]
 fn uprobe_events_count_exactly_and_time_within_five_percent() {

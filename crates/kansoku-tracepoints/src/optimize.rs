@@ -1,6 +1,6 @@
 //! The trace-call optimiser: rewrites a module's `kansoku.traceN` calls.
 //!
-//! Passes, per function (see `docs/notes/tracepoints-architecture.md`):
+//! Passes, per function (see `docs/rooms/seed002-tracepoints.md`):
 //! 1. **analysis** — one walk over the operators: basic blocks (split at every control
 //!    operator), *segments* inside blocks (split further at barriers, at calls of functions
 //!    that may trace, and at trace calls whose id is not a constant), loop depth, and value

@@ -353,7 +353,7 @@ fn model(a: ModelArgs) -> Result<()> {
 }
 
 fn explain(f: &KernelFormulas) {
-    println!("\nHow each formula was derived (method: docs/notes/cache-architecture.md):");
+    println!("\nHow each formula was derived (method: docs/rooms/seed004-cache.md):");
     println!("  every size {}..={} was simulated exactly; a piece is a quasi-polynomial whose (D+1)-th differences", f.sampled_sizes.0, f.sampled_sizes.1);
     println!("  with step = period vanish on all its sizes; the last piece needs >= 3 checks per residue class beyond the horizon {}.", f.horizon);
     for r in &f.refs {
