@@ -254,7 +254,12 @@ impl Session {
         };
         attr.set_mmap(1);
         attr.set_mmap2(1);
-        attr.__bindgen_anon_2.wakeup_events = 64;
+        // Wake the reader when a quarter of the buffer is full rather than every few
+        // samples: at 100 k samples/s each wake-up is a context switch the observed
+        // program pays for on a small machine. The reader also drains on a timer.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
+        attr.set_watermark(1);
+        attr.__bindgen_anon_2.wakeup_watermark = (options.buffer_pages.next_power_of_two() * page / 4) as u32;
         let leader = open(&mut attr, pid, -1, -1, what)?;
         let mut ids = vec![(event_id(&leader), Some(SampleSource::Clock))];
         let mut counter_id = matches!(options.clock, SamplingClock::Instructions { .. }).then_some(ids[0].0);
