@@ -151,3 +151,29 @@ fn real_sampling_records_and_reconstructs() {
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert!(v["length"].as_u64().unwrap() > 0);
 }
+
+#[test]
+fn compare_draws_the_timeline() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let seed = kansoku_examples::build("seed000", &kansoku_examples::test_build_dir()).unwrap();
+    let exact = d.join("e.ksk");
+    ok(&["trace", "exact", "--marker", "func_M", "--iterations", "30", "-o", &s(&exact), "--", &s(&seed), "40"]);
+    let rec = d.join("s.ksk");
+    ok(&["sample", "--period", "7", &s(&exact), "-o", &s(&rec)]);
+    let trace = d.join("r.trace");
+    ok(&["reconstruct", &s(&rec), "--solver", "patent", "-o", &s(&trace)]);
+    let svg = d.join("t.svg");
+    ok(&["compare", &s(&trace), &s(&exact), "--svg", &s(&svg)]);
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.starts_with("<svg") && text.trim_end().ends_with("</svg>"), "{text}");
+    for f in ["func_M", "func_A", "func_B", "func_C", "exact", "reconstructed"] {
+        assert!(text.contains(f), "{f} missing from the picture");
+    }
+    // Period 7 rebuilds seed000 exactly: no position is marked as different.
+    assert!(!text.contains("#222222"), "no differences expected at period 7");
+    match Command::new("rsvg-convert").arg(&svg).arg("-o").arg(d.join("t.png")).status() {
+        Ok(status) => assert!(status.success(), "rsvg-convert could not render the timeline"),
+        Err(_) => eprintln!("rsvg-convert not installed (scripts/setup installs it): rendering not checked"),
+    }
+}

@@ -357,3 +357,89 @@ mod tests {
         assert!(svg.contains("height=\"290.00\"") && svg.contains("height=\"145.00\""), "{svg}");
     }
 }
+
+/// One row of a [`timeline`]: a label and, per position, the index of its category
+/// (`None` = nothing there, e.g. past the end of a shorter trace).
+pub struct TimelineRow<'a> {
+    pub label: &'a str,
+    pub cells: Vec<Option<usize>>,
+}
+
+/// The colour of "these rows differ here" marks: no category uses it.
+const DIFFERENCE: &str = "#222222";
+
+/// Rows of categorised positions drawn as coloured runs over a common position axis —
+/// for example an exact instruction trace and its reconstruction, coloured by function.
+/// Under the rows a grey strip marks in near-black (a colour no category uses) every
+/// position where the first two rows differ.
+/// `categories` names the colours in the legend (colours repeat after the palette).
+pub fn timeline(title: &str, x_label: &str, rows: &[TimelineRow], categories: &[&str]) -> String {
+    let positions = rows.iter().map(|r| r.cells.len()).max().unwrap_or(0).max(1);
+    let (left, top, width, row_h, gap) = (150.0, 50.0, 900.0, 28.0, 10.0);
+    let strip_top = top + rows.len() as f64 * (row_h + gap);
+    let legend_top = strip_top + 78.0;
+    let height = legend_top + 20.0 * categories.len().div_ceil(4) as f64 + 20.0;
+    let mut doc = Doc::new(left + width + 30.0, height, title);
+    let px = |i: usize| left + i as f64 / positions as f64 * width;
+    for (r, row) in rows.iter().enumerate() {
+        let y = top + r as f64 * (row_h + gap);
+        doc.text(left - 8.0, y + row_h / 2.0 + 4.0, "end", 12.0, "black", row.label);
+        let mut i = 0;
+        while i < row.cells.len() {
+            let cat = row.cells[i];
+            let start = i;
+            while i < row.cells.len() && row.cells[i] == cat {
+                i += 1;
+            }
+            if let Some(c) = cat {
+                doc.rect(px(start), y, (px(i) - px(start)).max(0.5), row_h, PALETTE[c % PALETTE.len()], 0.9);
+            }
+        }
+    }
+    if rows.len() >= 2 {
+        doc.text(left - 8.0, strip_top + 12.0, "end", 11.0, "black", "differs");
+        doc.rect(left, strip_top, width, 14.0, "#f0f0f0", 1.0);
+        for i in 0..positions {
+            let a = rows[0].cells.get(i).copied().flatten();
+            let b = rows[1].cells.get(i).copied().flatten();
+            if a != b {
+                doc.rect(px(i), strip_top, (px(i + 1) - px(i)).max(0.5), 14.0, DIFFERENCE, 1.0);
+            }
+        }
+    }
+    let axis_y = strip_top + 22.0;
+    doc.line(left, axis_y, left + width, axis_y, "black", 1.0);
+    for k in 0..=5 {
+        let v = positions as f64 * k as f64 / 5.0;
+        let x = left + width * k as f64 / 5.0;
+        doc.line(x, axis_y, x, axis_y + 4.0, "black", 1.0);
+        doc.text(x, axis_y + 16.0, "middle", 10.0, "black", &tick_label(v));
+    }
+    doc.text(left + width / 2.0, axis_y + 32.0, "middle", 12.0, "black", x_label);
+    for (c, name) in categories.iter().enumerate() {
+        let x = left + (c % 4) as f64 * 220.0;
+        let y = legend_top + (c / 4) as f64 * 20.0;
+        doc.rect(x, y - 10.0, 12.0, 12.0, PALETTE[c % PALETTE.len()], 0.9);
+        doc.text(x + 18.0, y, "start", 11.0, "black", name);
+    }
+    doc.finish()
+}
+
+#[cfg(test)]
+mod timeline_tests {
+    use super::*;
+
+    #[test]
+    fn timeline_draws_runs_and_differences() {
+        let rows = [
+            TimelineRow { label: "exact", cells: vec![Some(0), Some(0), Some(1), Some(1)] },
+            TimelineRow { label: "rebuilt", cells: vec![Some(0), Some(1), Some(1)] },
+        ];
+        let svg = timeline("t <&>", "instruction", &rows, &["func_A", "func_B"]);
+        assert!(svg.starts_with("<svg") || svg.starts_with("<?xml"), "{svg}");
+        assert!(svg.contains("t &lt;&amp;&gt;"));
+        assert!(svg.contains("func_B") && svg.contains("rebuilt"));
+        // Two positions differ (1, and 3 where the rebuilt row ends): two marks.
+        assert_eq!(svg.matches(DIFFERENCE).count(), 2, "{svg}");
+    }
+}

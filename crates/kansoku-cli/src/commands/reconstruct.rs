@@ -64,6 +64,10 @@ pub struct CompareArgs {
     /// Which complete iteration of the exact trace to compare with (0 = first).
     #[arg(long, default_value_t = 0)]
     pub iteration: usize,
+    /// Also draw both traces as a timeline coloured by function, with the positions
+    /// where they differ marked.
+    #[arg(long)]
+    pub svg: Option<PathBuf>,
     #[arg(long)]
     pub json: bool,
 }
@@ -315,6 +319,30 @@ pub fn compare_keys(keys: &[String], exact: &Path, iteration: usize) -> Result<C
     Ok(compare(&r, &t))
 }
 
+/// The exact and the reconstructed trace as two rows coloured by function (the part of
+/// a `function:offset` key before the last ':').
+fn timeline_svg(exact: &[String], rebuilt: &[String], title: &str) -> String {
+    let function_of = |k: &String| k.rsplit_once(':').map_or(k.clone(), |(f, _)| f.to_string());
+    let mut functions: Vec<String> = Vec::new();
+    let mut row = |keys: &[String]| -> Vec<Option<usize>> {
+        keys.iter()
+            .map(|k| {
+                let f = function_of(k);
+                Some(functions.iter().position(|g| *g == f).unwrap_or_else(|| {
+                    functions.push(f);
+                    functions.len() - 1
+                }))
+            })
+            .collect()
+    };
+    let rows = [
+        kansoku_plot::TimelineRow { label: "exact", cells: row(exact) },
+        kansoku_plot::TimelineRow { label: "reconstructed", cells: row(rebuilt) },
+    ];
+    let names: Vec<&str> = functions.iter().map(String::as_str).collect();
+    kansoku_plot::timeline(title, "instruction in the iteration", &rows, &names)
+}
+
 /// Reads a TRACE file's `function:offset` column.
 pub fn read_trace(path: &Path) -> Result<Vec<String>> {
     let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
@@ -334,6 +362,11 @@ pub fn read_trace(path: &Path) -> Result<Vec<String>> {
 pub fn run_compare(args: CompareArgs) -> Result<()> {
     let keys = read_trace(&args.trace)?;
     let c = compare_keys(&keys, &args.exact, args.iteration)?;
+    if let Some(svg) = &args.svg {
+        let truth = exact_iteration(&args.exact, args.iteration)?;
+        let picture = timeline_svg(&truth, &keys, &format!("{} against the exact trace (lcs_ratio {:.3})", args.trace.display(), c.lcs_ratio));
+        std::fs::write(svg, picture).with_context(|| format!("writing {}", svg.display()))?;
+    }
     if args.json {
         return print_json(&c);
     }
