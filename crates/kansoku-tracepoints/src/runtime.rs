@@ -169,19 +169,8 @@ pub fn run_module(wasm: &[u8], opts: &RunOptions, out: Box<dyn Write + Send>) ->
 
 /// Runs `wasm` keeping the trace in memory.
 pub fn run_to_vec(wasm: &[u8], opts: &RunOptions) -> Result<(RunOutcome, Vec<u8>)> {
-    #[derive(Clone, Default)]
-    struct Shared(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-    impl Write for Shared {
-        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(b);
-            Ok(b.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let s = Shared::default();
+    let s = crate::tracefile::SharedBuffer::default();
     let outcome = run_module(wasm, opts, Box::new(s.clone()))?;
-    let bytes = std::mem::take(&mut *s.0.lock().unwrap());
+    let bytes = s.take();
     Ok((outcome, bytes))
 }

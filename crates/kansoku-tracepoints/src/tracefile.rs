@@ -170,25 +170,35 @@ pub fn read_trace(bytes: &[u8]) -> Result<TraceData> {
     Ok(TraceData { header: TraceHeader { clock, module_hash }, records, truncated, bytes: bytes.len() as u64 })
 }
 
+/// An in-memory trace sink that stays readable after the writer that owns a clone of it
+/// is gone (the runtime hands its writer to wasmtime's store).
+#[derive(Clone, Default)]
+pub(crate) struct SharedBuffer(pub(crate) std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl Write for SharedBuffer {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl SharedBuffer {
+    /// Everything written so far (the buffer is left empty).
+    pub(crate) fn take(&self) -> Vec<u8> {
+        std::mem::take(&mut *self.0.lock().unwrap())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[derive(Clone, Default)]
-    struct Shared(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-    impl Write for Shared {
-        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(b);
-            Ok(b.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-
     #[test]
     fn roundtrip_and_cut() {
-        let s = Shared::default();
+        let s = SharedBuffer::default();
         let mut w = TraceWriter::new(Box::new(s.clone()), TraceHeader { clock: Clock::Ns, module_hash: 7 }).unwrap();
         w.record(1, 10, &[1, -2]).unwrap();
         w.record(2, 11, &[]).unwrap();
