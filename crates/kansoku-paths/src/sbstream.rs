@@ -73,19 +73,29 @@ fn varint(b: &[u8], i: &mut usize) -> Option<u64> {
     }
 }
 
-/// Decodes one frame's payload (or the part of it that arrived). Returns false when a
-/// record could not be decoded (the rest of the payload is dropped).
-fn decode_payload(p: &[u8], base: u64, f: &mut impl FnMut(Item)) -> bool {
+/// Decodes one frame's payload (or, with `cut`, the part of it that arrived before the
+/// stream ended). A record that cannot be decoded loses the rest of the payload. In a cut
+/// payload a record that merely runs out of bytes is the cut itself, not a second damage:
+/// it is left to the caller's one report, and its kind returned.
+fn decode_payload(p: &[u8], base: u64, cut: bool, f: &mut impl FnMut(Item)) -> Option<&'static str> {
     let mut prev: u64 = 0;
     let mut i = 0usize;
+    // a record that runs past the end: damage in a whole frame, the cut in a cut one
+    let past_end = |kind: &'static str, start: usize, f: &mut dyn FnMut(Item)| {
+        if cut {
+            Some(kind)
+        } else {
+            f(Item::Damage { offset: base + start as u64, what: format!("a {kind} record runs past the end of its frame") });
+            None
+        }
+    };
     while i < p.len() {
         let start = i;
         let c = p[i];
         if c & 1 == 0 {
             // the hot case: a superblock entry, usually one to three bytes
             let Some(v) = varint(p, &mut i) else {
-                f(Item::Damage { offset: base + start as u64, what: "a superblock record runs past the end of its frame".into() });
-                return false;
+                return past_end("superblock", start, f);
             };
             let z = v >> 1;
             let delta = (z >> 1) ^ (z & 1).wrapping_neg();
@@ -94,12 +104,14 @@ fn decode_payload(p: &[u8], base: u64, f: &mut impl FnMut(Item)) -> bool {
         } else if c == 0x01 {
             i += 1;
             let (Some(avma), Some(svma), Some(len)) = (varint(p, &mut i), varint(p, &mut i), varint(p, &mut i)) else {
-                f(Item::Damage { offset: base + start as u64, what: "a module record runs past the end of its frame".into() });
-                return false;
+                return past_end("module", start, f);
             };
             let Some(bytes) = usize::try_from(len).ok().and_then(|l| p.get(i..i.checked_add(l)?)) else {
+                if cut {
+                    return Some("module");
+                }
                 f(Item::Damage { offset: base + start as u64, what: format!("a module record's path ({len} bytes) runs past the end of its frame") });
-                return false;
+                return None;
             };
             i += bytes.len();
             match std::str::from_utf8(bytes) {
@@ -112,19 +124,16 @@ fn decode_payload(p: &[u8], base: u64, f: &mut impl FnMut(Item)) -> bool {
                 Some(Ok(tid)) => f(Item::Thread(tid)),
                 Some(Err(_)) => {
                     f(Item::Damage { offset: base + start as u64, what: "a thread record's id does not fit 32 bits".into() });
-                    return false;
+                    return None;
                 }
-                None => {
-                    f(Item::Damage { offset: base + start as u64, what: "a thread record runs past the end of its frame".into() });
-                    return false;
-                }
+                None => return past_end("thread", start, f),
             }
         } else {
             f(Item::Damage { offset: base + start as u64, what: format!("unknown record tag 0x{c:02x}; the rest of the frame ({} bytes) is skipped", p.len() - start) });
-            return false;
+            return None;
         }
     }
-    true
+    None
 }
 
 fn find_magic(b: &[u8]) -> Option<usize> {
@@ -183,7 +192,7 @@ impl StreamDecoder {
             }
             self.in_garbage = false;
             self.frames += 1;
-            decode_payload(&b[pos + HEADER..pos + HEADER + len], self.offset + (pos + HEADER) as u64, f);
+            decode_payload(&b[pos + HEADER..pos + HEADER + len], self.offset + (pos + HEADER) as u64, false, f);
             pos += HEADER + len;
         }
         pos
@@ -199,10 +208,11 @@ impl StreamDecoder {
         self.offset += rest.len() as u64;
         if rest.len() >= HEADER && &rest[..4] == MAGIC {
             let len = u32::from_le_bytes([rest[4], rest[5], rest[6], rest[7]]) as usize;
-            decode_payload(&rest[HEADER..], at + HEADER as u64, f);
+            let halved = decode_payload(&rest[HEADER..], at + HEADER as u64, true, f);
+            let halved = halved.map(|kind| format!(", the last of them part of a {kind} record")).unwrap_or_default();
             f(Item::Damage {
                 offset: at,
-                what: format!("the stream is cut off: its last frame declares {len} bytes, {} arrived", rest.len() - HEADER),
+                what: format!("the stream is cut off: its last frame declares {len} bytes, {} arrived{halved}", rest.len() - HEADER),
             });
         } else if !self.in_garbage {
             f(Item::Damage { offset: at, what: format!("the stream is cut off inside a frame header ({} bytes)", rest.len()) });
@@ -348,7 +358,8 @@ mod tests {
     #[test]
     fn cut_thread_record() {
         // superblock, thread 300 (0x03 0xac 0x02), superblock; cut after each byte of the
-        // thread record: the complete records before it come out, then the damage.
+        // thread record: the complete records before it come out, then the one damage, the
+        // cut, which names the record it halved.
         let mut e = StreamEncoder::new();
         e.superblock(0x40_1000);
         e.thread(300);
@@ -360,10 +371,9 @@ mod tests {
         let sb = format!("{:?}", Item::Superblock(0x40_1000));
         for cut in [HEADER + at + 1, HEADER + at + 2] {
             let out = decode_all(&[&bytes[..cut]]);
-            assert_eq!(out.len(), 3, "{out:?}");
+            assert_eq!(out.len(), 2, "{out:?}");
             assert_eq!(out[0], sb);
-            assert!(out[1].contains("a thread record runs past the end of its frame"), "{out:?}");
-            assert!(out[2].contains("cut off"), "{out:?}");
+            assert!(out[1].contains("cut off") && out[1].contains("part of a thread record"), "{out:?}");
         }
         let out = decode_all(&[&bytes[..HEADER + at + 3]]);
         assert_eq!(out[..2], [sb, format!("{:?}", Item::Thread(300))]);
@@ -375,5 +385,34 @@ mod tests {
         let out = decode_all(&[&bad]);
         assert_eq!(out.len(), 1);
         assert!(out[0].contains("does not fit 32 bits"), "{out:?}");
+    }
+
+    #[test]
+    fn a_cut_anywhere_is_one_damage_and_a_short_frame_still_is_damage() {
+        // wide deltas make multi-byte superblock records, so cuts fall inside records too
+        let mut e = StreamEncoder::new();
+        let mut want = Vec::new();
+        for i in 0..40u64 {
+            let a = 0x40_0000 + i * 0x1_2345;
+            e.superblock(a);
+            want.push(format!("{:?}", Item::Superblock(a)));
+        }
+        e.module(0x40_0000, 0x1000, "/bin/x");
+        let bytes = e.finish();
+        for cut in HEADER + 1..bytes.len() {
+            let out = decode_all(&[&bytes[..cut]]);
+            let damage: Vec<_> = out.iter().filter(|o| o.starts_with("Damage")).collect();
+            assert_eq!(damage.len(), 1, "cut at {cut}: {out:?}");
+            assert!(damage[0].contains("cut off") && out.last() == Some(damage[0]), "cut at {cut}: {out:?}");
+            let complete = out.len() - 1;
+            assert_eq!(out[..complete.min(want.len())], want[..complete.min(want.len())], "cut at {cut}");
+        }
+        // the same bytes as a whole frame that declares them all: a record past the end
+        // of a frame that did arrive complete is damage of its own
+        let mut short = bytes[..HEADER + 2].to_vec();
+        short[4..8].copy_from_slice(&2u32.to_le_bytes());
+        let out = decode_all(&[&short]);
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert!(out[0].contains("superblock record runs past the end of its frame"), "{out:?}");
     }
 }
