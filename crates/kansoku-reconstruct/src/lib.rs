@@ -24,6 +24,7 @@
 
 pub mod error;
 pub mod exact;
+pub mod flow;
 pub mod info;
 pub mod merge;
 pub mod metrics;
@@ -34,6 +35,7 @@ pub mod scores;
 pub mod split;
 
 pub use error::ReconstructError;
+pub use flow::ControlFlow;
 pub use info::{Granularity, Info, Names, Observation, Weighting};
 pub use metrics::{compare, Comparison};
 pub use scores::Scores;
@@ -167,7 +169,22 @@ pub fn reconstruct(observations: &[Observation], names: &Names, options: &Option
             rec.optimality_gap = Some(r.gap);
         }
     }
+    if options.split == Split::Marker {
+        if let Some(entry) = options.scores.flow.as_ref().and_then(|f| f.entry) {
+            open_at(&mut rec.trace, entry);
+        }
+    }
     Ok(finish(rec, started))
+}
+
+/// A reconstructed iteration is a cycle: the likelihood of a pattern does not say where
+/// the iteration begins when every sequence holds one sample (P ≥ T), and any rotation
+/// scores the same. With markers the region begins at the marker function's entry, so
+/// the cycle is opened there (at its first occurrence; unchanged if it was not sampled).
+fn open_at(trace: &mut [Info], entry: u64) {
+    if let Some(at) = trace.iter().position(|i| i.addr == entry) {
+        trace.rotate_left(at);
+    }
 }
 
 fn finish(mut rec: Reconstruction, started: std::time::Instant) -> Reconstruction {

@@ -20,8 +20,10 @@
 //! memory per cell, instead of enumerating them; [`brute_force_merge`] enumerates them
 //! and the property tests check both agree.
 
+use rayon::prelude::*;
+
 use crate::info::Info;
-use crate::scores::Scores;
+use crate::scores::{pack, Packed, Scores};
 
 /// R(u, v): likelihood of `v` following `u` in every row.
 #[inline]
@@ -123,10 +125,11 @@ pub fn best_merge(scores: &Scores, a: &[&[Info]], b: &[&[Info]]) -> Merge {
     }
     // Chains inside each group: R(a[i-1], a[i]).
     let chain = |g: &[&[Info]]| -> Vec<i64> {
-        (0..g.len()).map(|i| if i == 0 { 0 } else { row_pair(scores, g[i - 1], g[i]) }).collect()
+        (0..g.len()).into_par_iter().map(|i| if i == 0 { 0 } else { row_pair(scores, g[i - 1], g[i]) }).collect()
     };
     let ca = chain(a);
     let cb = chain(b);
+    let cross = Cross::new(scores, a, b);
     let w = nb + 1;
     // Scores per first choice f (0: A first, 1: B first) and last t (0: A, 1: B), two rows.
     let mut prev = vec![[[NONE; 2]; 2]; w];
@@ -143,11 +146,7 @@ pub fn best_merge(scores: &Scores, a: &[&[Info]], b: &[&[Info]]) -> Merge {
                 cell[1][1] = 0;
             }
             // Cross pair scores for (a[i-1], b[j-1]) in both directions, computed once.
-            let (rab, rba) = if i > 0 && j > 0 {
-                (row_pair(scores, a[i - 1], b[j - 1]), row_pair(scores, b[j - 1], a[i - 1]))
-            } else {
-                (0, 0)
-            };
+            let (rab, rba) = if i > 0 && j > 0 { cross.get(scores, a, b, i - 1, j - 1) } else { (0, 0) };
             for f in 0..2 {
                 // Last from A: a[i-1] follows (i-1, j, A) via chain or (i-1, j, B) via b[j-1].
                 if i > 0 && !(i == 1 && j == 0) {
@@ -204,6 +203,49 @@ pub fn best_merge(scores: &Scores, a: &[&[Info]], b: &[&[Info]]) -> Merge {
     }
     choices.reverse();
     Merge { choices, likelihood }
+}
+
+/// Cells up to which the cross pairs are computed up front, in parallel (16 bytes each).
+const CROSS_TABLE: usize = 1 << 20;
+
+/// R(a[i], b[j]) and R(b[j], a[i]) for every cell of the merge: the bulk of its work.
+/// Computed on all cores up front when the table is small enough, else cell by cell;
+/// on packed instructions when the scores allow it ([`crate::scores::Packed`]).
+struct Cross {
+    nb: usize,
+    packed: Option<(Packed, Vec<Vec<u64>>, Vec<Vec<u64>>)>,
+    table: Option<Vec<(i64, i64)>>,
+}
+
+impl Cross {
+    fn new(scores: &Scores, a: &[&[Info]], b: &[&[Info]]) -> Cross {
+        let pack_all = |g: &[&[Info]]| -> Vec<Vec<u64>> { g.iter().map(|s| s.iter().map(pack).collect()).collect() };
+        let packed = scores.packed(false).map(|p| (p, pack_all(a), pack_all(b)));
+        let mut cross = Cross { nb: b.len(), packed, table: None };
+        if a.len() * b.len() <= CROSS_TABLE {
+            let nb = b.len();
+            let c = &cross;
+            let table = (0..a.len() * nb).into_par_iter().map(|k| c.compute(scores, a, b, k / nb, k % nb)).collect();
+            cross.table = Some(table);
+        }
+        cross
+    }
+
+    #[inline]
+    fn compute(&self, scores: &Scores, a: &[&[Info]], b: &[&[Info]], i: usize, j: usize) -> (i64, i64) {
+        match &self.packed {
+            Some((p, pa, pb)) => (p.sum(&pa[i], &pb[j]), p.sum(&pb[j], &pa[i])),
+            None => (row_pair(scores, a[i], b[j]), row_pair(scores, b[j], a[i])),
+        }
+    }
+
+    #[inline]
+    fn get(&self, scores: &Scores, a: &[&[Info]], b: &[&[Info]], i: usize, j: usize) -> (i64, i64) {
+        match &self.table {
+            Some(t) => t[i * self.nb + j],
+            None => self.compute(scores, a, b, i, j),
+        }
+    }
 }
 
 #[inline]

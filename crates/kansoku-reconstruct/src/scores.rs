@@ -27,10 +27,12 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::ReconstructError;
+use crate::flow::ControlFlow;
 use crate::info::{Granularity, Info, Weighting};
 
 const DENSE: i32 = 64;
@@ -98,6 +100,9 @@ pub struct Scores {
     pub weighting: Weighting,
     pub similarity: ScoreTable,
     pub likelihood: ScoreTable,
+    /// `--likelihood cfg`: control-flow distances replace offset differences for the
+    /// instructions the flow knows (both tables). `None`: the seed's scores.
+    pub flow: Option<Arc<ControlFlow>>,
 }
 
 impl Scores {
@@ -128,7 +133,7 @@ impl Scores {
             block_diff: block_diff.clone(),
             block_offset: offset,
         };
-        Scores { by, weighting, similarity: table(sim_offset), likelihood: table(like_offset) }
+        Scores { by, weighting, similarity: table(sim_offset), likelihood: table(like_offset), flow: None }
     }
 
     /// Defaults overridden by a TOML (`.toml`) or JSON file.
@@ -151,21 +156,99 @@ impl Scores {
         Ok(scores)
     }
 
+    /// The same tables, scoring by control-flow distance where `flow` knows the
+    /// instructions (see [`crate::flow`]).
+    pub fn with_flow(mut self, flow: ControlFlow) -> Scores {
+        self.flow = Some(Arc::new(flow));
+        self
+    }
+
+    pub fn has_flow(&self) -> bool {
+        self.flow.is_some()
+    }
+
     /// Similarity of two instructions at the same index of two sequences (|d|).
     #[inline(always)]
     pub fn similarity(&self, a: &Info, b: &Info) -> i64 {
+        if let Some(s) = self.flow.as_ref().and_then(|f| f.score(&self.similarity, a.addr, b.addr, true)) {
+            return s;
+        }
         score(&self.similarity, self.by, a, b, true)
     }
 
     /// Likelihood that `b` directly follows `a` (d = b − a).
     #[inline(always)]
     pub fn likelihood(&self, a: &Info, b: &Info) -> i64 {
+        if let Some(s) = self.flow.as_ref().and_then(|f| f.score(&self.likelihood, a.addr, b.addr, false)) {
+            return s;
+        }
         score(&self.likelihood, self.by, a, b, false)
     }
 
     /// The tables as documented JSON (for `--json` and for writing a starting file).
     pub fn to_file(&self) -> ScoresFile {
         ScoresFile { similarity: Some(TableFile::from(&self.similarity)), likelihood: Some(TableFile::from(&self.likelihood)) }
+    }
+}
+
+/// Offset differences a [`Packed`] table holds; larger ones share its last entry.
+const PACKED_RANGE: i32 = 64;
+
+/// The default instruction information (function, offset) with the seed's tables, in
+/// the form the hot loops use: each instruction packed into one `u64`
+/// (`function << 32 | offset`, see [`pack`]) and a flat table by offset difference —
+/// a third of the memory traffic of [`Info`] and no branch on the granularity. It gives
+/// exactly [`Scores::similarity`] resp. [`Scores::likelihood`].
+#[derive(Clone, Debug)]
+pub struct Packed {
+    function_mismatch: i64,
+    /// function_match + offset score for d = −64..=64 (similarity: |d| = 0..=64), then
+    /// the score beyond.
+    by_difference: Vec<i64>,
+    absolute: bool,
+}
+
+/// One instruction in [`Packed`] form.
+#[inline]
+pub fn pack(i: &Info) -> u64 {
+    (i.function as u64) << 32 | i.offset as u32 as u64
+}
+
+impl Packed {
+    /// Score of `b` after (or beside, for similarity) `a`.
+    #[inline(always)]
+    pub fn score(&self, a: u64, b: u64) -> i64 {
+        if (a ^ b) >> 32 != 0 {
+            return self.function_mismatch;
+        }
+        let d = (b as u32 as i32).wrapping_sub(a as u32 as i32);
+        // Similarity: index |d|; likelihood: index d + 64 (negative wraps to huge). Both
+        // clamp to the last entry, the score beyond the table.
+        let at = if self.absolute { d.unsigned_abs() } else { d.wrapping_add(PACKED_RANGE) as u32 };
+        self.by_difference[(at as usize).min(self.by_difference.len() - 1)]
+    }
+
+    /// Σ_k score(x[k], y[k]).
+    #[inline]
+    pub fn sum(&self, x: &[u64], y: &[u64]) -> i64 {
+        x.iter().zip(y).map(|(&a, &b)| self.score(a, b)).sum()
+    }
+}
+
+impl Scores {
+    /// The packed form of the similarity (`similarity` true) or likelihood table, when
+    /// these scores have one: `--by function`, no control flow, no named difference
+    /// beyond ±64.
+    pub fn packed(&self, similarity: bool) -> Option<Packed> {
+        let t = if similarity { &self.similarity } else { &self.likelihood };
+        let fits = t.offset.named().keys().all(|d| d.abs() <= PACKED_RANGE);
+        if self.by != Granularity::Function || self.flow.is_some() || !fits {
+            return None;
+        }
+        let first = if similarity { 0 } else { -PACKED_RANGE };
+        let mut by_difference: Vec<i64> = (first..=PACKED_RANGE).map(|d| t.function_match + t.offset.get(d)).collect();
+        by_difference.push(t.function_match + t.offset.default_score());
+        Some(Packed { function_mismatch: t.function_mismatch, by_difference, absolute: similarity })
     }
 }
 

@@ -2,23 +2,47 @@
 //! order-preserving interleavings enumerated by brute force, on random small groups.
 
 use kansoku_reconstruct::merge::{best_merge, brute_force_merge, order_likelihood, walk_likelihood};
-use kansoku_reconstruct::{Granularity, Info, Scores, Weighting};
+use std::collections::HashMap;
+
+use kansoku_reconstruct::{ControlFlow, Granularity, Info, Scores, Weighting};
 use proptest::prelude::*;
 
 fn info() -> impl Strategy<Value = Info> {
-    (0u32..3, 0i32..12, 0i32..4, 0i32..5).prop_map(|(f, o, b, bo)| Info::new(f, o, (f as u64) << 16 | o as u64).with_block(b, bo))
+    (0u32..3, 0i32..12, 0i32..4, 0i32..5).prop_map(|(f, o, b, bo)| Info::new(f, o, addr(f, o)).with_block(b, bo))
 }
 
 fn group() -> impl Strategy<Value = Vec<Vec<Info>>> {
     prop::collection::vec(prop::collection::vec(info(), 0..5), 1..5)
 }
 
+fn addr(f: u32, o: i32) -> u64 {
+    (f as u64) << 16 | o as u64
+}
+
+/// Control-flow scores (`--likelihood cfg`) from a random successor relation over the
+/// addresses `info()` makes: the likelihood must still decompose pairwise.
+fn flow() -> impl Strategy<Value = Option<ControlFlow>> {
+    let edge = (0u32..3, 0i32..12, 0u32..3, 0i32..12);
+    prop::option::of(prop::collection::vec(edge, 0..60).prop_map(|edges| {
+        let mut successors: HashMap<u64, Vec<u64>> = HashMap::new();
+        for (f, o, g, p) in edges {
+            successors.entry(addr(f, o)).or_default().push(addr(g, p));
+        }
+        let sampled = (0..3).flat_map(|f| (0..12).map(move |o| addr(f, o)));
+        ControlFlow::new(&successors, sampled, None)
+    }))
+}
+
 fn scores() -> impl Strategy<Value = Scores> {
-    (prop::bool::ANY, prop::bool::ANY).prop_map(|(block, time)| {
-        Scores::defaults(
+    (prop::bool::ANY, prop::bool::ANY, flow()).prop_map(|(block, time, flow)| {
+        let s = Scores::defaults(
             if block { Granularity::Block } else { Granularity::Function },
             if time { Weighting::Time } else { Weighting::Count },
-        )
+        );
+        match flow {
+            Some(f) => s.with_flow(f),
+            None => s,
+        }
     })
 }
 

@@ -1,6 +1,7 @@
 //! One module per subcommand; each has `Args` (clap) and `run(args) -> anyhow::Result<()>`.
 
 pub mod cache;
+pub mod control_flow;
 pub mod demo;
 pub mod inspect;
 pub mod monitor;

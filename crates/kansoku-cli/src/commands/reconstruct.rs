@@ -5,7 +5,7 @@
 //! A TRACE file is text: a `#` header line, then one instruction per line:
 //! `0xADDRESS function:offset function:block:offset`.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
@@ -35,6 +35,12 @@ pub struct Args {
     /// Similarity and likelihood tables (TOML, or JSON by extension) overriding the defaults.
     #[arg(long)]
     pub scores: Option<PathBuf>,
+    /// Where pair scores come from: seed (the seed's tables: offset differences inside a
+    /// function, every call and return a mismatch) or cfg (beyond the seed: distances
+    /// along the program's control-flow graph, decoded from the binary, so calls and
+    /// returns score like neighbours; both similarity and likelihood).
+    #[arg(long, default_value = "seed")]
+    pub likelihood: Likelihood,
     /// Patent solver: try the K most similar pairs each round, keep the most likely merge.
     #[arg(long, default_value_t = 1)]
     pub top_k: usize,
@@ -53,6 +59,26 @@ pub struct Args {
     pub output: Option<PathBuf>,
     #[arg(long)]
     pub json: bool,
+}
+
+/// `--likelihood`: the seed's score tables, or control-flow distances (see
+/// `kansoku_reconstruct::flow` for why).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Likelihood {
+    Seed,
+    Cfg,
+}
+
+impl std::str::FromStr for Likelihood {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "seed" => Ok(Likelihood::Seed),
+            "cfg" => Ok(Likelihood::Cfg),
+            _ => Err(format!("unknown likelihood '{s}' (use seed or cfg)")),
+        }
+    }
 }
 
 #[derive(clap::Args)]
@@ -81,6 +107,10 @@ pub struct Loaded {
     pub observations: Vec<Observation>,
     pub weighting: Weighting,
     pub period: Option<u64>,
+    /// The recorded modules (for `--likelihood cfg`).
+    pub modules: Vec<kansoku_core::Module>,
+    /// The marker function the recording was cut at, when the header names it.
+    pub marker: Option<String>,
     pub warnings: Vec<String>,
 }
 
@@ -118,7 +148,9 @@ pub fn load_samples(path: &Path) -> Result<Loaded> {
         _ => Weighting::Count,
     };
     let period = header.parameters.get("period").and_then(|v| v.as_u64());
-    Ok(Loaded { header, names, observations, weighting, period, warnings })
+    let marker = header.parameters.get("marker").and_then(|v| v.as_str()).map(str::to_string);
+    let modules = sym.modules().to_vec();
+    Ok(Loaded { header, names, observations, weighting, period, modules, marker, warnings })
 }
 
 /// The reconstruction and, with `--exact`, its scores.
@@ -135,11 +167,23 @@ pub struct Report {
 
 /// Everything `kansoku reconstruct` does but printing; shared with the demo and benchmarks.
 pub fn reconstruct_file(args: &Args) -> Result<(Report, Vec<String>, Names)> {
-    let loaded = load_samples(&args.recording)?;
-    let scores = match &args.scores {
+    let mut loaded = load_samples(&args.recording)?;
+    let mut scores = match &args.scores {
         Some(f) => Scores::from_file(f, args.by, loaded.weighting)?,
         None => Scores::defaults(args.by, loaded.weighting),
     };
+    if args.likelihood == Likelihood::Cfg {
+        let sampled: HashSet<u64> = loaded
+            .observations
+            .iter()
+            .filter_map(|o| match o {
+                Observation::Sample { info, .. } => Some(info.addr),
+                Observation::Marker { .. } => None,
+            })
+            .collect();
+        let flow = super::control_flow::control_flow(&loaded.modules, &sampled, loaded.marker.as_deref(), &mut loaded.warnings);
+        scores = scores.with_flow(flow);
+    }
     let options = Options {
         split: args.split.clone(),
         solver: args.solver,
@@ -398,6 +442,7 @@ pub fn demo_stage(dir: &Path) -> Result<String> {
             split: Split::Marker,
             solver,
             scores: None,
+            likelihood: Likelihood::Seed,
             top_k: 1,
             sequences: None,
             period: None,
