@@ -131,6 +131,20 @@ impl Kernel {
         s
     }
 
+    /// The same kernel with array extents evaluated at `values` (the arrays' declared
+    /// capacity), loop bounds untouched: what the set method models when extents would
+    /// otherwise depend on parameters. `None` names an extent that still has a variable.
+    pub fn with_fixed_extents(&self, values: &std::collections::BTreeMap<String, i64>) -> Result<Kernel, String> {
+        let mut k = self.clone();
+        for a in &mut k.arrays {
+            for d in &mut a.dims {
+                let v = d.eval(&|n| values.get(n).copied()).ok_or_else(|| format!("array '{}' has extent {d}: give a value for {}", a.name, d.vars().collect::<Vec<_>>().join(", ")))?;
+                *d = Affine::constant(v);
+            }
+        }
+        Ok(k)
+    }
+
     /// Maximum loop depth of the nest.
     pub fn max_depth(&self) -> usize {
         self.loops.iter().map(|l| l.depth + 1).max().unwrap_or(0)

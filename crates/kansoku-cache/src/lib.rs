@@ -33,6 +33,7 @@ pub mod info;
 pub mod kernel;
 pub mod model;
 pub mod parse;
+pub mod sets;
 pub mod sim;
 
 pub use config::{parse_params, CacheConfig, LayoutSpec, ParamValues};

@@ -1,0 +1,445 @@
+//! The seed's set-based method (paragraphs 0013–0153), made exact.
+//!
+//! Every access is a point of one *time* space `Ti[c0, v0, c1, v1, …, c_d, pos]` (a 2d+1
+//! schedule: constant positions in the loop tree interleaved with loop variables, plus the
+//! reference's place in its statement), so program order is lexicographic order. The
+//! *line* of an access is `Li[floor(address / B)]`, affine in loop variables and
+//! parameters with one floor. With isl (crate `kansoku-isl`), per reference R:
+//!
+//! * **hit condition** `{ t -> t' : t' ≺ t, line(t') = line(t) }` (earlier accesses of the
+//!   same line, by any reference — also other arrays sharing the line);
+//! * **hit source** = its parametric lexicographic maximum (PIP): the last earlier access;
+//! * **compulsory misses** = accesses of R without a hit source;
+//! * **conflict-miss factors**: per reference r, the lines r touches strictly between the
+//!   hit source and the access that fall into the same cache set;
+//! * **distinct-line sets** `E_k` (our exact replacement of the seed's split and common
+//!   sets): accesses with at least k *distinct* such lines, built as
+//!   `E_1 = lines`, `E_k = { t -> l ∈ lines(t) : ∃ l' ∈ E_{k-1}(t), l' < l }` — one range
+//!   dimension at every step, so A steps instead of an A-fold product;
+//! * **conflict misses** = domain of `E_A`: an A-way LRU evicts the line exactly when A
+//!   distinct other lines of its set were used since its last use.
+//!
+//! Each counted set is coalesced, given explicit divisions, made disjoint and lifted
+//! (divisions become variables with their two defining constraints, so each point has
+//! exactly one lifted image); PolyLib (crate `kansoku-ehrhart`) counts each lifted
+//! polytope parametrically. The result is a [`PwQp`]: a sum of piecewise quasi-polynomials
+//! in all the kernel's parameters.
+//!
+//! **Limits.** Addresses must be affine: array extents (and so the layout) must not depend
+//! on parameters; `ModelOptions::extents` fixes them. isl work is bounded
+//! (`max_operations`); past it the build fails with a message naming the reference.
+
+use crate::affine::Affine;
+use crate::config::{resolve_layout, CacheConfig, LayoutSpec, ParamValues};
+use crate::error::{CacheError, Result};
+use crate::kernel::{Kernel, Node};
+use kansoku_ehrhart::qpoly::{Constraint, Domain, PwQp};
+use kansoku_isl::{Ctx, Map, Set};
+use serde::{Deserialize, Serialize};
+use std::time::Instant;
+
+/// JSON format tag of [`SetFormulas`].
+pub const FORMAT: &str = "kansoku-cache-set-formulas/1";
+
+/// Options of [`build_set_model`].
+#[derive(Clone, Debug)]
+pub struct SetModelOptions {
+    pub layout: LayoutSpec,
+    pub cache: CacheConfig,
+    /// Values for parameters that appear in array extents (the arrays' declared capacity);
+    /// loop bounds keep them symbolic. Empty when extents are constants.
+    pub extents: ParamValues,
+    /// Smallest value of every parameter the formulas are derived for.
+    pub param_min: i64,
+    /// Keep the intermediate sets as isl text (`--explain`).
+    pub explain: bool,
+    /// isl operation budget per reference (0 = unbounded).
+    pub max_operations: u64,
+    /// Only these references (all when empty).
+    pub refs: Vec<usize>,
+}
+
+impl SetModelOptions {
+    pub fn new(layout: LayoutSpec, cache: CacheConfig) -> Self {
+        SetModelOptions { layout, cache, extents: ParamValues::new(), param_min: 1, explain: false, max_operations: 0, refs: Vec::new() }
+    }
+}
+
+/// The intermediate sets of one reference, in isl syntax.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Explanation {
+    pub access: String,
+    pub hit_condition: String,
+    pub hit_source: String,
+    pub compulsory_set: String,
+    /// Per intervening reference: the lines it inserts into the set between hit source
+    /// and access (the seed's conflict-miss factors).
+    pub conflict_factors: Vec<(String, String)>,
+    /// `E_k`, k = 1..=A: accesses with ≥ k distinct lines of their set in between.
+    pub distinct_lines: Vec<String>,
+    pub conflict_set: String,
+    /// Counts of each lifted disjoint piece, for checking by hand.
+    pub counted_pieces: usize,
+}
+
+/// The formulas of one reference.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RefSetFormulas {
+    pub reference: String,
+    pub statement: String,
+    pub side: String,
+    pub position: usize,
+    pub text: String,
+    /// The seed's first count.
+    pub accesses: PwQp,
+    /// First − second count.
+    pub compulsory: PwQp,
+    /// Third − fourth count.
+    pub conflict: PwQp,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explain: Option<Explanation>,
+    pub build_seconds: f64,
+}
+
+/// All formulas of a kernel for one cache and layout (JSON `kansoku-cache-set-formulas/1`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SetFormulas {
+    pub format: String,
+    pub kernel: String,
+    pub cache: CacheConfig,
+    pub layout: LayoutSpec,
+    pub extents: ParamValues,
+    pub params: Vec<String>,
+    /// Conditions on the parameters the formulas hold for.
+    pub context: Domain,
+    pub refs: Vec<RefSetFormulas>,
+    pub build_seconds: f64,
+}
+
+/// Counts of one reference at a parameter point.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct RefSetEvaluation {
+    pub reference: String,
+    pub accesses: i64,
+    pub compulsory: i64,
+    pub conflict: i64,
+    pub hits: i64,
+}
+
+impl SetFormulas {
+    /// Evaluates every reference's formulas; refuses parameters outside the context.
+    pub fn eval(&self, values: &ParamValues) -> Result<Vec<RefSetEvaluation>> {
+        let p = self.point(values)?;
+        self.refs
+            .iter()
+            .map(|r| {
+                let e = |q: &PwQp| q.eval(&p).map_err(|e| CacheError::Params(format!("{}: {e}", r.reference)));
+                let (a, c, x) = (e(&r.accesses)?, e(&r.compulsory)?, e(&r.conflict)?);
+                Ok(RefSetEvaluation { reference: r.reference.clone(), accesses: a, compulsory: c, conflict: x, hits: a - c - x })
+            })
+            .collect()
+    }
+
+    fn point(&self, values: &ParamValues) -> Result<Vec<i64>> {
+        for name in values.keys() {
+            if !self.params.contains(name) {
+                return Err(CacheError::Params(format!("'{name}' is not a parameter of these formulas (parameters: {})", self.params.join(", "))));
+            }
+        }
+        let p: Vec<i64> = self
+            .params
+            .iter()
+            .map(|n| values.get(n).copied().ok_or_else(|| CacheError::Params(format!("no value for parameter '{n}' (give --param {n}=N)"))))
+            .collect::<Result<_>>()?;
+        if !self.context.contains(&p) {
+            return Err(CacheError::Params(format!(
+                "{} is outside the range these formulas were derived for ({})",
+                self.params.iter().zip(&p).map(|(n, v)| format!("{n}={v}")).collect::<Vec<_>>().join(","),
+                self.context.show(&self.params)
+            )));
+        }
+        Ok(p)
+    }
+}
+
+/// Names used inside isl text: tuple names and loop variables get prefixes so that they
+/// cannot collide with parameter names.
+const TIME: &str = "Ti";
+const LINE: &str = "Li";
+
+fn loop_var(name: &str) -> String {
+    format!("v_{name}")
+}
+
+/// An affine expression in isl syntax: parameters by name, loop variables prefixed.
+fn isl_affine(a: &Affine, params: &[String]) -> String {
+    let mut s = a.constant.to_string();
+    for (v, c) in &a.coeffs {
+        let name = if params.contains(v) { v.clone() } else { loop_var(v) };
+        s += &if *c < 0 { format!(" - {}*{name}", -c) } else { format!(" + {c}*{name}") };
+    }
+    s
+}
+
+/// Position of one access in the common time space, and its domain constraints.
+struct AccessSpace {
+    /// Tuple elements (constants or loop variables), padded to the common dimension.
+    tuple: Vec<String>,
+    constraints: Vec<String>,
+}
+
+/// The 2d+1 schedule: per reference its time tuple and iteration-domain constraints.
+fn schedule(k: &Kernel) -> Vec<AccessSpace> {
+    let depth = k.max_depth();
+    let dim = 2 * depth + 2;
+    let mut out: Vec<Option<AccessSpace>> = (0..k.refs.len()).map(|_| None).collect();
+    fn walk(k: &Kernel, nodes: &[Node], prefix: &mut Vec<String>, cons: &mut Vec<String>, dim: usize, out: &mut Vec<Option<AccessSpace>>) {
+        for (ci, n) in nodes.iter().enumerate() {
+            match n {
+                Node::Loop { id, body } => {
+                    let l = &k.loops[*id];
+                    let v = loop_var(&l.var);
+                    let lo = isl_affine(&l.lower, &k.params);
+                    let hi = isl_affine(&l.upper, &k.params);
+                    prefix.push(ci.to_string());
+                    prefix.push(v.clone());
+                    cons.push(format!("{lo} <= {v} < {hi}"));
+                    if l.step > 1 {
+                        cons.push(format!("({v} - ({lo})) mod {} = 0", l.step));
+                    }
+                    walk(k, body, prefix, cons, dim, out);
+                    prefix.truncate(prefix.len() - 2);
+                    cons.pop();
+                    if l.step > 1 {
+                        cons.pop();
+                    }
+                }
+                Node::Stmt(s) => {
+                    for (pos, &r) in k.statements[*s].refs.iter().enumerate() {
+                        let mut tuple = prefix.clone();
+                        tuple.push(ci.to_string());
+                        while tuple.len() < dim - 1 {
+                            tuple.push("0".into());
+                        }
+                        tuple.push(pos.to_string());
+                        out[r] = Some(AccessSpace { tuple, constraints: cons.clone() });
+                    }
+                }
+            }
+        }
+    }
+    walk(k, &k.body, &mut Vec::new(), &mut Vec::new(), dim, &mut out);
+    out.into_iter().map(|a| a.expect("every reference is in the loop tree")).collect()
+}
+
+/// Byte address of a reference as an affine expression (extents must be constant).
+fn address(k: &Kernel, r: usize, starts: &[u64], extents: &ParamValues) -> Result<Affine> {
+    let rf = &k.refs[r];
+    let a = &k.arrays[rf.array];
+    let dims: Vec<i64> = a
+        .dims
+        .iter()
+        .map(|d| {
+            d.eval(&|n| extents.get(n).copied()).ok_or_else(|| {
+                CacheError::Model(format!(
+                    "array '{}' has extent {d}, which depends on a parameter: the set method needs constant extents \
+                     (give --extent {}=VALUE for the arrays' capacity, or use --method interpolate)",
+                    a.name,
+                    d.vars().collect::<Vec<_>>().join(",")
+                ))
+            })
+        })
+        .collect::<Result<_>>()?;
+    let mut lin = Affine::constant(0);
+    for (i, s) in rf.subscripts.iter().enumerate() {
+        let stride: i64 = dims[i + 1..].iter().product();
+        lin = lin.add(&s.scale(stride));
+    }
+    Ok(lin.scale(a.elem_size as i64).add(&Affine::constant(starts[rf.array] as i64)))
+}
+
+struct Builder<'c> {
+    ctx: &'c Ctx,
+    params: String,
+    dim: usize,
+}
+
+impl<'c> Builder<'c> {
+    fn map(&self, body: &str) -> Result<Map<'c>> {
+        let text = format!("{} -> {{ {body} }}", self.params);
+        self.ctx.map(&text).map_err(|e| CacheError::Model(format!("{e} (in {text})")))
+    }
+    fn vars(&self, prefix: &str) -> Vec<String> {
+        (0..self.dim).map(|i| format!("{prefix}{i}")).collect()
+    }
+    /// `{ Ti[a] -> Ti[b] : b ≺ a }`: the second access is earlier.
+    fn earlier(&self) -> Result<Map<'c>> {
+        let (a, b) = (self.vars("a"), self.vars("b"));
+        let mut ors = Vec::new();
+        for i in 0..self.dim {
+            let mut c: Vec<String> = (0..i).map(|j| format!("{} = {}", b[j], a[j])).collect();
+            c.push(format!("{} < {}", b[i], a[i]));
+            ors.push(format!("({})", c.join(" and ")));
+        }
+        self.map(&format!("{TIME}[{}] -> {TIME}[{}] : {}", a.join(","), b.join(","), ors.join(" or ")))
+    }
+}
+
+fn m<T>(r: kansoku_isl::Result<T>, what: &str, reference: &str) -> Result<T> {
+    r.map_err(|e| CacheError::Model(format!("{reference}: {what}: {e} (the sets grew beyond the isl budget; try --method interpolate)")))
+}
+
+/// Builds the formulas of every (selected) reference.
+pub fn build_set_model(k: &Kernel, opts: &SetModelOptions) -> Result<SetFormulas> {
+    let t0 = Instant::now();
+    opts.cache.validate().map_err(|msg| CacheError::CacheConfig { spec: format!("{:?}", opts.cache), msg })?;
+    for p in &k.params {
+        if p == TIME || p == LINE || p.starts_with("v_") {
+            return Err(CacheError::Model(format!("parameter name '{p}' is reserved by the set method; rename it")));
+        }
+    }
+    let data = resolve_layout(k, &opts.layout, &opts.extents_with_defaults(k))?;
+    let starts: Vec<u64> = data.iter().map(|d| d.start).collect();
+    let sched = schedule(k);
+    let mut access_text = Vec::new();
+    for (r, sp) in sched.iter().enumerate() {
+        let addr = isl_affine(&address(k, r, &starts, &opts.extents)?, &k.params);
+        let cons = if sp.constraints.is_empty() { String::new() } else { format!(" : {}", sp.constraints.join(" and ")) };
+        access_text.push(format!("{TIME}[{}] -> {LINE}[floor(({addr})/{})]{cons}", sp.tuple.join(","), opts.cache.line));
+    }
+    let context = Domain {
+        constraints: k.params.iter().enumerate().map(|(i, _)| Constraint { equality: false, coeffs: (0..k.params.len()).map(|j| (i == j) as i64).collect(), constant: -opts.param_min }).collect(),
+    };
+    let selected: Vec<usize> = if opts.refs.is_empty() { (0..k.refs.len()).collect() } else { opts.refs.clone() };
+    let mut refs = Vec::new();
+    for r in selected {
+        let t = Instant::now();
+        let (accesses, compulsory, conflict, explain) = reference_formulas(k, r, &access_text, opts, &context)?;
+        let rf = &k.refs[r];
+        refs.push(RefSetFormulas {
+            reference: format!("P{r}"),
+            statement: k.statements[rf.stmt].label.clone(),
+            side: rf.side.as_str().into(),
+            position: rf.position,
+            text: k.ref_text(rf),
+            accesses,
+            compulsory,
+            conflict,
+            explain,
+            build_seconds: t.elapsed().as_secs_f64(),
+        });
+    }
+    Ok(SetFormulas {
+        format: FORMAT.into(),
+        kernel: k.file.clone(),
+        cache: opts.cache,
+        layout: opts.layout.clone(),
+        extents: opts.extents.clone(),
+        params: k.params.clone(),
+        context,
+        refs,
+        build_seconds: t0.elapsed().as_secs_f64(),
+    })
+}
+
+impl SetModelOptions {
+    /// Parameter values for resolving the layout: the extents (others do not matter once
+    /// extents are constant, but `resolve_layout` wants every parameter it meets).
+    fn extents_with_defaults(&self, k: &Kernel) -> ParamValues {
+        let mut v = self.extents.clone();
+        for p in &k.params {
+            v.entry(p.clone()).or_insert(0);
+        }
+        v
+    }
+}
+
+type RefResult = (PwQp, PwQp, PwQp, Option<Explanation>);
+
+fn reference_formulas(k: &Kernel, r: usize, access_text: &[String], opts: &SetModelOptions, context: &Domain) -> Result<RefResult> {
+    let ctx = Ctx::new();
+    ctx.set_max_operations(opts.max_operations);
+    let name = format!("P{r}");
+    let b = Builder { ctx: &ctx, params: format!("[{}]", k.params.join(",")), dim: 2 * k.max_depth() + 2 };
+    let acc_r = b.map(&access_text[r])?;
+    let acc_all = b.map(&access_text.join("; "))?;
+    let earlier = b.earlier()?;
+    // Hit condition: earlier accesses of the same line.
+    let line_to_access = m(acc_all.clone().map_reverse(), "same line", &name)?;
+    let same_line = m(acc_r.clone().map_apply_range(line_to_access), "same line", &name)?;
+    let hit_condition = m(m(same_line.map_intersect(earlier.clone()), "hit condition", &name)?.map_coalesce(), "hit condition", &name)?;
+    let hit_source = m(hit_condition.clone().map_lexmax(), "hit source (lexmax)", &name)?;
+    let domain = m(acc_r.clone().map_domain(), "domain", &name)?;
+    let with_source = m(hit_source.clone().map_domain(), "domain of hit source", &name)?;
+    let compulsory_set = m(m(domain.clone().set_subtract(with_source), "compulsory", &name)?.set_coalesce(), "compulsory", &name)?;
+
+    // Accesses strictly between the hit source and the access.
+    let later = m(earlier.clone().map_reverse(), "order", &name)?;
+    let between = m(m(hit_source.clone().map_apply_range(later), "between", &name)?.map_intersect(earlier), "between", &name)?;
+    let same_set = same_set_map(&b, &acc_r, opts.cache.sets, &name)?;
+    let lines = m(m(between.clone().map_apply_range(acc_all), "lines between", &name)?.map_intersect(same_set.clone()), "lines between", &name)?;
+    let lines = m(lines.map_coalesce(), "lines between", &name)?;
+
+    let greater = b.map(&format!("{LINE}[x] -> {LINE}[y] : y > x"))?;
+    let mut e_k = lines.clone();
+    let mut distinct = vec![];
+    for step in 2..=opts.cache.assoc {
+        let above = m(e_k.map_apply_range(greater.clone()), "distinct lines", &name)?;
+        e_k = m(m(lines.clone().map_intersect(above), "distinct lines", &name)?.map_coalesce(), "distinct lines", &name)?;
+        if opts.explain {
+            distinct.push((step, e_k.to_string()));
+        }
+    }
+    let conflict_set = m(m(e_k.map_domain(), "conflict set", &name)?.set_coalesce(), "conflict set", &name)?;
+
+    let names = k.params.clone();
+    let accesses = count(&domain, context, &names, &name)?;
+    let compulsory = count(&compulsory_set, context, &names, &name)?;
+    let conflict = count(&conflict_set, context, &names, &name)?;
+    let explain = if opts.explain {
+        let mut factors = Vec::new();
+        for (q, text) in access_text.iter().enumerate() {
+            let acc_q = b.map(text)?;
+            let f = m(m(between.clone().map_apply_range(acc_q), "factor", &name)?.map_intersect(same_set.clone()), "factor", &name)?;
+            let f = m(f.map_coalesce(), "factor", &name)?;
+            if !m(f.map_is_empty(), "factor", &name)? {
+                factors.push((format!("P{q} {}", k.ref_text(&k.refs[q])), f.to_string()));
+            }
+        }
+        let mut d = vec![lines.to_string()];
+        d.extend(distinct.into_iter().map(|(_, s)| s));
+        Some(Explanation {
+            access: acc_r.to_string(),
+            hit_condition: hit_condition.to_string(),
+            hit_source: hit_source.to_string(),
+            compulsory_set: compulsory_set.to_string(),
+            conflict_factors: factors,
+            distinct_lines: d,
+            conflict_set: conflict_set.to_string(),
+            counted_pieces: accesses.cells.len() + compulsory.cells.len() + conflict.cells.len(),
+        })
+    } else {
+        None
+    };
+    Ok((accesses, compulsory, conflict, explain))
+}
+
+/// `{ t -> l : l ≡ line(t) (mod S) }`: lines that share the access's cache set.
+fn same_set_map<'c>(b: &Builder<'c>, acc_r: &Map<'c>, sets: u32, name: &str) -> Result<Map<'c>> {
+    let congruent = b.map(&format!("{LINE}[x] -> {LINE}[y] : (y - x) mod {sets} = 0"))?;
+    m(acc_r.clone().map_apply_range(congruent), "same set", name)
+}
+
+/// Parametric number of points of `set`: disjoint basic sets with explicit divisions,
+/// lifted, each counted by PolyLib.
+fn count(set: &Set<'_>, context: &Domain, names: &[String], reference: &str) -> Result<PwQp> {
+    let s = m(set.clone().set_compute_divs(), "explicit divisions", reference)?;
+    let s = m(s.set_make_disjoint(), "disjoint", reference)?;
+    let pieces = m(s.set_lifted_basic_sets(), "lift", reference)?;
+    let mut parts = Vec::new();
+    for p in pieces {
+        let poly = kansoku_ehrhart::Polytope { n_vars: p.n_set, n_params: p.n_param, equalities: p.equalities, inequalities: p.inequalities };
+        parts.push(kansoku_ehrhart::enumerate(&poly, context, names).map_err(|e| CacheError::Model(format!("{reference}: counting: {e}")))?);
+    }
+    Ok(kansoku_ehrhart::sum(parts, names, context))
+}

@@ -1,0 +1,599 @@
+//! # kansoku-ehrhart — parametric counting of integer points
+//!
+//! Seed 004 counts its sets by "parametric discrete volume": the number of integer points
+//! of a parametric polytope as a function of the parameters — an Ehrhart quasi-polynomial
+//! per chamber. isl has no counter (barvinok has, but is not packaged in Debian), and
+//! PolyLib's `Polyhedron_Enumerate` (Debian `libpolylib64-dev`, GPL-3) aborts the process
+//! with "arithmetic overflow" on the seed's own lifted sets in its 64-bit build (measured;
+//! docs/rooms/seed004-cache.md). So we count ourselves, by **summation over chambers**:
+//!
+//! * unit equalities are substituted away (a bijection of integer points);
+//! * one variable x at a time: its lower bounds `L_i / a_i <= x` and upper bounds
+//!   `x <= U_j / b_j` split the remaining space into chambers where bound i is the largest
+//!   lower and j the smallest upper (ties broken by index, so chambers are disjoint) and
+//!   the interval is rationally non-empty; an integer-empty chamber is dropped (isl);
+//! * in each chamber the summand f is summed over `ceil(L_i/a_i) ..= floor(U_j/b_j)`:
+//!   floor terms of f that contain x are removed by splitting x into residue classes
+//!   `x = D·q + r`, and `Σ q^k` over `ceil(..) ..= floor(..)` is Faulhaber's polynomial
+//!   evaluated at floor terms — exact also when the interval holds no integer (then the
+//!   bounds differ by one and the sum is 0);
+//! * after the last variable each chamber is a domain over the parameters with a
+//!   polynomial in parameters and floor terms: a [`qpoly::Cell`].
+
+pub mod qpoly;
+
+use qpoly::{gcd128, Cell, Constraint, Domain, Expr as QExpr, Floor, Monomial, PwQp, Rat};
+use std::collections::{BTreeMap, HashMap};
+
+/// A parametric polytope: `{ x : E·(x, p, 1) = 0, I·(x, p, 1) >= 0 }`.
+#[derive(Clone, Debug)]
+pub struct Polytope {
+    pub n_vars: usize,
+    pub n_params: usize,
+    pub equalities: Vec<Vec<i64>>,
+    pub inequalities: Vec<Vec<i64>>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum EhrhartError {
+    #[error("constraint row of length {got}, expected {expected}")]
+    Shape { got: usize, expected: usize },
+    #[error("the set is unbounded in a counted variable")]
+    Unbounded,
+    #[error("counting grew beyond {0} chambers")]
+    TooManyChambers(usize),
+    #[error("isl: {0}")]
+    Isl(String),
+}
+
+/// Upper bound on chambers per count before giving up.
+pub const MAX_CHAMBERS: usize = 20_000;
+
+fn gcd(a: i64, b: i64) -> i64 {
+    gcd128(a as i128, b as i128) as i64
+}
+
+type Row = Vec<i64>;
+
+/// Divides a row by the gcd of its coefficients (constant rounded down: same integer points).
+/// `None` when the row is a false constant; `Some(None)` when it is trivially true.
+fn normalize(mut r: Row) -> Option<Option<Row>> {
+    let w = r.len() - 1;
+    let g = r[..w].iter().fold(0, |g, c| gcd(g, *c));
+    if g == 0 {
+        return if r[w] < 0 { None } else { Some(None) };
+    }
+    for c in r[..w].iter_mut() {
+        *c /= g;
+    }
+    r[w] = r[w].div_euclid(g);
+    Some(Some(r))
+}
+
+impl Polytope {
+    /// Substitutes every variable defined by an equality with coefficient ±1, and turns the
+    /// remaining equalities into two inequalities. `None`: no integer point.
+    fn to_inequalities(&self) -> Option<(Vec<bool>, Vec<Row>)> {
+        let w = self.n_vars + self.n_params + 1;
+        let mut eqs = self.equalities.clone();
+        let mut ineqs = self.inequalities.clone();
+        let mut live = vec![true; self.n_vars];
+        while let Some((ei, v)) = eqs.iter().enumerate().find_map(|(ei, r)| (0..self.n_vars).find(|&v| r[v].abs() == 1).map(|v| (ei, v))) {
+            let row = eqs.remove(ei);
+            let s = row[v];
+            for r in eqs.iter_mut().chain(ineqs.iter_mut()) {
+                let f = r[v] * s;
+                if f != 0 {
+                    for j in 0..w {
+                        r[j] -= f * row[j];
+                    }
+                }
+            }
+            live[v] = false;
+        }
+        for e in eqs {
+            let g = e[..w - 1].iter().fold(0, |g, c| gcd(g, *c));
+            if g == 0 && e[w - 1] != 0 || g != 0 && e[w - 1] % g != 0 {
+                return None;
+            }
+            ineqs.push(e.iter().map(|x| -x).collect());
+            ineqs.push(e);
+        }
+        let mut out = Vec::new();
+        for r in ineqs {
+            match normalize(r)? {
+                Some(r) if !out.contains(&r) => out.push(r),
+                _ => {}
+            }
+        }
+        Some((live, out))
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Working expressions: polynomials over symbols. Symbols < w are columns (variables then
+// parameters), w.. are interned floor atoms over columns, Q is the residue-class variable.
+
+const Q: usize = usize::MAX;
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Atom {
+    coeffs: Vec<i64>,
+    constant: i64,
+    den: i64,
+}
+
+struct Atoms {
+    w: usize,
+    list: Vec<Atom>,
+    index: HashMap<Atom, usize>,
+}
+
+type Mono = Vec<(usize, u32)>;
+
+#[derive(Clone, Debug, Default, PartialEq)]
+struct Poly(BTreeMap<Mono, Rat>);
+
+impl Poly {
+    fn constant(c: Rat) -> Poly {
+        let mut m = BTreeMap::new();
+        if !c.is_zero() {
+            m.insert(vec![], c);
+        }
+        Poly(m)
+    }
+    fn sym(s: usize) -> Poly {
+        let mut m = BTreeMap::new();
+        m.insert(vec![(s, 1)], Rat::int(1));
+        Poly(m)
+    }
+    fn add_term(&mut self, mono: Mono, c: Rat) {
+        let e = self.0.entry(mono).or_insert(Rat::zero());
+        *e = e.add(c);
+        if e.is_zero() {
+            let key: Vec<Mono> = self.0.iter().filter(|(_, v)| v.is_zero()).map(|(k, _)| k.clone()).collect();
+            for k in key {
+                self.0.remove(&k);
+            }
+        }
+    }
+    fn add(&self, o: &Poly) -> Poly {
+        let mut r = self.clone();
+        for (m, c) in &o.0 {
+            r.add_term(m.clone(), *c);
+        }
+        r
+    }
+    fn scale(&self, k: Rat) -> Poly {
+        if k.is_zero() {
+            return Poly::default();
+        }
+        Poly(self.0.iter().map(|(m, c)| (m.clone(), c.mul(k))).collect())
+    }
+    fn mul(&self, o: &Poly) -> Poly {
+        let mut r = Poly::default();
+        for (m1, c1) in &self.0 {
+            for (m2, c2) in &o.0 {
+                r.add_term(mono_mul(m1, m2), c1.mul(*c2));
+            }
+        }
+        r
+    }
+    fn pow(&self, k: u32) -> Poly {
+        let mut r = Poly::constant(Rat::int(1));
+        for _ in 0..k {
+            r = r.mul(self);
+        }
+        r
+    }
+}
+
+fn mono_mul(a: &Mono, b: &Mono) -> Mono {
+    let mut m: BTreeMap<usize, u32> = a.iter().copied().collect();
+    for &(s, k) in b {
+        *m.entry(s).or_insert(0) += k;
+    }
+    m.into_iter().collect()
+}
+
+impl Atoms {
+    /// `floor((row[..w]·cols + row[w]) / den)` as a polynomial, canonical: linear when den
+    /// divides every coefficient, otherwise an interned atom plus an integer.
+    fn floor(&mut self, row: &[i64], den: i64) -> Poly {
+        let w = self.w;
+        let (mut coeffs, mut constant, mut den) = (row[..w].to_vec(), row[w], den);
+        if den < 0 {
+            coeffs.iter_mut().for_each(|c| *c = -*c);
+            constant = -constant;
+            den = -den;
+        }
+        let g = coeffs.iter().fold(den, |g, c| gcd(g, *c));
+        if g > 1 {
+            coeffs.iter_mut().for_each(|c| *c /= g);
+            constant = constant.div_euclid(g);
+            den /= g;
+        }
+        // floor(-y/d) = -floor((y + d - 1)/d): one canonical atom per pair, so terms cancel.
+        let negate = coeffs.iter().find(|c| **c != 0).is_some_and(|c| *c < 0);
+        if negate && den > 1 {
+            let mut row: Row = coeffs.iter().map(|c| -c).collect();
+            row.push(-constant + den - 1);
+            return self.floor(&row, den).scale(Rat::int(-1));
+        }
+        let shift = constant.div_euclid(den);
+        constant -= shift * den;
+        let mut p = Poly::constant(Rat::int(shift as i128));
+        if den == 1 {
+            for (i, c) in coeffs.iter().enumerate() {
+                if *c != 0 {
+                    p.add_term(vec![(i, 1)], Rat::int(*c as i128));
+                }
+            }
+            p.add_term(vec![], Rat::int(constant as i128));
+            return p;
+        }
+        if coeffs.iter().all(|c| *c == 0) {
+            return p; // 0 <= constant < den: floor is 0
+        }
+        let atom = Atom { coeffs, constant, den };
+        let id = match self.index.get(&atom) {
+            Some(id) => *id,
+            None => {
+                self.list.push(atom.clone());
+                self.index.insert(atom, self.list.len() - 1);
+                self.list.len() - 1
+            }
+        };
+        p.add(&Poly::sym(w + id))
+    }
+
+    fn involves(&self, s: usize, x: usize) -> bool {
+        s == x || (s >= self.w && s != Q && self.list[s - self.w].coeffs[x] != 0)
+    }
+}
+
+/// Σ_{q=1}^{n} q^k as a polynomial in n (coefficients of n^0..n^{k+1}); Faulhaber with B1 = +1/2.
+fn faulhaber(k: usize) -> Vec<Rat> {
+    let binom = |n: usize, r: usize| -> i128 { (0..r).fold(1i128, |acc, i| acc * (n - i) as i128 / (i + 1) as i128) };
+    let mut b = vec![Rat::int(1)];
+    for m in 1..=k {
+        let mut s = Rat::zero();
+        for (j, bj) in b.iter().enumerate() {
+            s = s.add(bj.mul(Rat::int(binom(m + 1, j))));
+        }
+        b.push(s.mul(Rat::new(-1, (m + 1) as i128)));
+    }
+    if k >= 1 {
+        b[1] = Rat::new(1, 2);
+    }
+    let mut coeffs = vec![Rat::zero(); k + 2];
+    for (j, bj) in b.iter().enumerate().take(k + 1) {
+        coeffs[k + 1 - j] = coeffs[k + 1 - j].add(bj.mul(Rat::new(binom(k + 1, j), (k + 1) as i128)));
+    }
+    coeffs
+}
+
+/// Substitutes `x = D·Q + r` in `f`; atoms containing x lose it (D makes c·D/den integral).
+fn substitute_residue(f: &Poly, x: usize, d: i64, r: i64, atoms: &mut Atoms) -> Poly {
+    let w = atoms.w;
+    let mut out = Poly::default();
+    for (mono, c) in &f.0 {
+        let mut term = Poly::constant(*c);
+        for &(s, k) in mono {
+            let factor = if s == x {
+                Poly::sym(Q).scale(Rat::int(d as i128)).add(&Poly::constant(Rat::int(r as i128))).pow(k)
+            } else if atoms.involves(s, x) {
+                let a = atoms.list[s - w].clone();
+                let cx = a.coeffs[x];
+                let mut row = a.coeffs.clone();
+                row.push(a.constant + cx * r);
+                row[x] = 0;
+                let rest = atoms.floor(&row, a.den);
+                Poly::sym(Q).scale(Rat::int((cx * d / a.den) as i128)).add(&rest).pow(k)
+            } else {
+                Poly::sym(s).pow(k)
+            };
+            term = term.mul(&factor);
+        }
+        out = out.add(&term);
+    }
+    out
+}
+
+/// Σ_{x = ceil(lo/a)}^{floor(hi/b)} f, where `lo`, `hi` are rows without x.
+fn sum_over(f: &Poly, x: usize, lo: &Row, a: i64, hi: &Row, b: i64, atoms: &mut Atoms) -> Poly {
+    let w = atoms.w;
+    let mut d: i64 = 1;
+    for mono in f.0.keys() {
+        for &(s, _) in mono {
+            if s >= w && s != Q && atoms.involves(s, x) {
+                let at = &atoms.list[s - w];
+                let need = at.den / gcd(at.coeffs[x], at.den);
+                d = d / gcd(d, need) * need;
+            }
+        }
+    }
+    let mut total = Poly::default();
+    for r in 0..d {
+        let g = substitute_residue(f, x, d, r, atoms);
+        // q from ceil((lo - a r)/(a d)) to floor((hi - b r)/(b d)).
+        let mut neg_lo: Row = lo.iter().map(|v| -v).collect();
+        neg_lo[w] += a * r;
+        let q0_minus_1 = atoms.floor(&neg_lo, a * d).scale(Rat::int(-1)).add(&Poly::constant(Rat::int(-1)));
+        let mut hi_r = hi.clone();
+        hi_r[w] -= b * r;
+        let q1 = atoms.floor(&hi_r, b * d);
+        // Collect g by powers of Q.
+        let mut by_power: BTreeMap<u32, Poly> = BTreeMap::new();
+        for (mono, c) in &g.0 {
+            let k = mono.iter().find(|(s, _)| *s == Q).map(|(_, k)| *k).unwrap_or(0);
+            let rest: Mono = mono.iter().filter(|(s, _)| *s != Q).copied().collect();
+            by_power.entry(k).or_default().add_term(rest, *c);
+        }
+        for (k, coeff) in by_power {
+            let fh = faulhaber(k as usize);
+            let eval_at = |n: &Poly| fh.iter().enumerate().fold(Poly::default(), |acc, (i, c)| acc.add(&n.pow(i as u32).scale(*c)));
+            let s = eval_at(&q1).add(&eval_at(&q0_minus_1).scale(Rat::int(-1)));
+            total = total.add(&coeff.mul(&s));
+        }
+    }
+    total
+}
+
+/// Integer emptiness of `rows` (over w columns, params after n_vars) within the context.
+fn is_empty(ctx: &kansoku_isl::Ctx, rows: &[Row], n_vars: usize, n_params: usize, context: &Domain) -> Result<bool, EhrhartError> {
+    let name = |i: usize| if i < n_vars { format!("x{i}") } else { format!("p{}", i - n_vars) };
+    let lin = |r: &[i64], c: i64| {
+        let mut s = c.to_string();
+        for (i, v) in r.iter().enumerate() {
+            if *v != 0 {
+                s += &format!(" + {v}*{}", name(i));
+            }
+        }
+        s
+    };
+    let mut cons: Vec<String> = rows.iter().map(|r| format!("{} >= 0", lin(&r[..r.len() - 1], r[r.len() - 1]))).collect();
+    for c in &context.constraints {
+        let mut r = vec![0; n_vars];
+        r.extend(&c.coeffs);
+        cons.push(format!("{} {} 0", lin(&r, c.constant), if c.equality { "=" } else { ">=" }));
+    }
+    let params: Vec<String> = (0..n_params).map(|i| format!("p{i}")).collect();
+    let vars: Vec<String> = (0..n_vars).map(|i| format!("x{i}")).collect();
+    let text = format!("[{}] -> {{ [{}] : {} }}", params.join(","), vars.join(","), if cons.is_empty() { "true".into() } else { cons.join(" and ") });
+    let s = ctx.set(&text).map_err(|e| EhrhartError::Isl(e.to_string()))?;
+    s.set_is_empty().map_err(|e| EhrhartError::Isl(e.to_string()))
+}
+
+struct Counter<'a> {
+    n_vars: usize,
+    n_params: usize,
+    context: &'a Domain,
+    ctx: kansoku_isl::Ctx,
+    atoms: Atoms,
+    cells: Vec<(Vec<Row>, Poly)>,
+    chambers: usize,
+}
+
+impl Counter<'_> {
+    fn run(&mut self, rows: Vec<Row>, f: Poly, mut live: Vec<bool>) -> Result<(), EhrhartError> {
+        self.chambers += 1;
+        if self.chambers > MAX_CHAMBERS {
+            return Err(EhrhartError::TooManyChambers(MAX_CHAMBERS));
+        }
+        // The variable with the fewest chamber pairs.
+        let pick = (0..self.n_vars).filter(|&v| live[v]).min_by_key(|&v| {
+            let lo = rows.iter().filter(|r| r[v] > 0).count();
+            let hi = rows.iter().filter(|r| r[v] < 0).count();
+            lo * hi
+        });
+        let Some(x) = pick else {
+            self.cells.push((rows, f));
+            return Ok(());
+        };
+        let w = self.n_vars + self.n_params;
+        let lowers: Vec<(Row, i64)> = rows.iter().filter(|r| r[x] > 0).map(|r| {
+            let mut l: Row = r.iter().map(|v| -v).collect();
+            l[x] = 0;
+            (l, r[x])
+        }).collect();
+        let uppers: Vec<(Row, i64)> = rows.iter().filter(|r| r[x] < 0).map(|r| {
+            let mut u = r.clone();
+            u[x] = 0;
+            (u, -r[x])
+        }).collect();
+        if lowers.is_empty() || uppers.is_empty() {
+            return Err(EhrhartError::Unbounded);
+        }
+        let others: Vec<Row> = rows.iter().filter(|r| r[x] == 0).cloned().collect();
+        live[x] = false;
+        let comb = |p: &Row, kp: i64, q: &Row, kq: i64, strict: bool| -> Row {
+            // kp·p - kq·q >= (strict ? 1 : 0)
+            let mut r: Row = (0..=w).map(|j| kp * p[j] - kq * q[j]).collect();
+            if strict {
+                r[w] -= 1;
+            }
+            r
+        };
+        for (i, (li, ai)) in lowers.iter().enumerate() {
+            for (j, (uj, bj)) in uppers.iter().enumerate() {
+                let mut new_rows = others.clone();
+                let mut extra = Vec::new();
+                for (k, (lk, ak)) in lowers.iter().enumerate() {
+                    if k != i {
+                        extra.push(comb(li, *ak, lk, *ai, k < i));
+                    }
+                }
+                for (k, (uk, bk)) in uppers.iter().enumerate() {
+                    if k != j {
+                        extra.push(comb(uk, *bj, uj, *bk, k < j));
+                    }
+                }
+                extra.push(comb(uj, *ai, li, *bj, false));
+                let mut feasible = true;
+                for r in extra {
+                    match normalize(r) {
+                        None => feasible = false,
+                        Some(Some(r)) if !new_rows.contains(&r) => new_rows.push(r),
+                        _ => {}
+                    }
+                }
+                if !feasible || is_empty(&self.ctx, &new_rows, self.n_vars, self.n_params, self.context)? {
+                    continue;
+                }
+                let g = sum_over(&f, x, li, *ai, uj, *bj, &mut self.atoms);
+                if g.0.is_empty() {
+                    continue;
+                }
+                self.run(new_rows, g, live.clone())?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Counts the integer points of `poly` as a function of its parameters, for parameters in
+/// `context` (constraints over the parameters). The cells are disjoint.
+pub fn enumerate(poly: &Polytope, context: &Domain, param_names: &[String]) -> Result<PwQp, EhrhartError> {
+    let w = poly.n_vars + poly.n_params + 1;
+    for r in poly.equalities.iter().chain(&poly.inequalities) {
+        if r.len() != w {
+            return Err(EhrhartError::Shape { got: r.len(), expected: w });
+        }
+    }
+    let mut out = PwQp { params: param_names.to_vec(), context: context.clone(), cells: Vec::new() };
+    let Some((live, rows)) = poly.to_inequalities() else {
+        return Ok(out);
+    };
+    let mut c = Counter {
+        n_vars: poly.n_vars,
+        n_params: poly.n_params,
+        context,
+        ctx: kansoku_isl::Ctx::new(),
+        atoms: Atoms { w: w - 1, list: Vec::new(), index: HashMap::new() },
+        cells: Vec::new(),
+        chambers: 0,
+    };
+    if is_empty(&c.ctx, &rows, poly.n_vars, poly.n_params, context)? {
+        return Ok(out);
+    }
+    c.run(rows, Poly::constant(Rat::int(1)), live)?;
+    for (rows, f) in std::mem::take(&mut c.cells) {
+        out.cells.push(Cell { domain: param_domain(&rows, poly.n_vars), value: to_qexpr(&f, &c.atoms, poly.n_vars, poly.n_params)? });
+    }
+    Ok(out)
+}
+
+fn param_domain(rows: &[Row], n_vars: usize) -> Domain {
+    Domain {
+        constraints: rows
+            .iter()
+            .map(|r| Constraint { equality: false, coeffs: r[n_vars..r.len() - 1].to_vec(), constant: r[r.len() - 1] })
+            .collect(),
+    }
+}
+
+/// Converts a working polynomial over parameters and atoms into the output type.
+fn to_qexpr(f: &Poly, atoms: &Atoms, n_vars: usize, n_params: usize) -> Result<QExpr, EhrhartError> {
+    let w = atoms.w;
+    let mut floors: Vec<Floor> = Vec::new();
+    let mut remap: HashMap<usize, usize> = HashMap::new();
+    let mut terms = Vec::new();
+    for (mono, c) in &f.0 {
+        let mut powers = Vec::new();
+        for &(s, k) in mono {
+            let sym = if s < w {
+                if s < n_vars {
+                    return Err(EhrhartError::Unbounded);
+                }
+                s - n_vars
+            } else {
+                let id = *remap.entry(s).or_insert_with(|| {
+                    let a = &atoms.list[s - w];
+                    floors.push(Floor { coeffs: a.coeffs[n_vars..].to_vec(), constant: a.constant, den: a.den });
+                    floors.len() - 1
+                });
+                n_params + id
+            };
+            powers.push((sym, k));
+        }
+        powers.sort();
+        terms.push(Monomial { num: c.n as i64, den: c.d as i64, powers });
+    }
+    Ok(QExpr { floors, terms })
+}
+
+/// Adds counts: the cells of all parts (each part's cells disjoint; parts are summed).
+pub fn sum(parts: Vec<PwQp>, params: &[String], context: &Domain) -> PwQp {
+    PwQp { params: params.to_vec(), context: context.clone(), cells: parts.into_iter().flat_map(|p| p.cells).collect() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ge(coeffs: Vec<i64>, constant: i64) -> Constraint {
+        Constraint { equality: false, coeffs, constant }
+    }
+
+    #[test]
+    fn faulhaber_sums() {
+        for k in 0..6usize {
+            let c = faulhaber(k);
+            for n in -5i128..8 {
+                let v = c.iter().enumerate().fold(Rat::zero(), |acc, (i, ci)| acc.add(ci.mul(Rat::int(n.pow(i as u32)))));
+                let expect: i128 = if n >= 0 { (1..=n).map(|q| q.pow(k as u32)).sum() } else { -(n + 1..=0).map(|q| q.pow(k as u32)).sum::<i128>() };
+                assert_eq!(v, Rat::int(expect), "k={k} n={n}");
+            }
+        }
+    }
+
+    /// Triangle with a stride: { (i, j, q) : i = 3q, 0 <= j <= i < N }.
+    #[test]
+    fn triangle_with_stride() {
+        let poly = Polytope { n_vars: 3, n_params: 1, equalities: vec![vec![1, 0, -3, 0, 0]], inequalities: vec![vec![0, 1, 0, 0, 0], vec![1, -1, 0, 0, 0], vec![-1, 0, 0, 1, -1]] };
+        let names = vec!["N".to_string()];
+        let ctx = Domain { constraints: vec![ge(vec![1], -1)] };
+        let f = enumerate(&poly, &ctx, &names).unwrap();
+        for n in 1..40i64 {
+            let expect: i64 = (0..n).filter(|i| i % 3 == 0).map(|i| i + 1).sum();
+            assert_eq!(f.eval(&[n]).unwrap(), expect, "N={n}\n{f}");
+        }
+    }
+
+    /// The polytope on which PolyLib's 64-bit Ehrhart aborted (seed example, P1):
+    /// { (a, b) : X-4 <= 4a <= X-1, 1 <= b, 4b <= Y-1, 4a <= 96 + 4b }.
+    #[test]
+    fn seed_piece_three_parameters() {
+        let poly = Polytope {
+            n_vars: 2,
+            n_params: 3,
+            equalities: vec![],
+            inequalities: vec![vec![4, 0, -1, 0, 0, 4], vec![-4, 0, 1, 0, 0, -1], vec![-4, 4, 0, 0, 0, 96], vec![0, 1, 0, 0, 0, -1], vec![0, -4, 0, 1, 0, -1]],
+        };
+        let names: Vec<String> = ["X", "Y", "Z"].iter().map(|s| s.to_string()).collect();
+        let ctx = Domain { constraints: (0..3).map(|i| ge((0..3).map(|j| (i == j) as i64).collect(), -1)).collect() };
+        let f = enumerate(&poly, &ctx, &names).unwrap();
+        for x in 1..120i64 {
+            for y in (1..120i64).step_by(7) {
+                let a = (x - 1).div_euclid(4);
+                let expect = (1..=(y - 1).div_euclid(4)).filter(|b| 4 * a <= 96 + 4 * b).count() as i64;
+                assert_eq!(f.eval(&[x, y, 5]).unwrap(), expect, "X={x} Y={y}\n{f}");
+            }
+        }
+    }
+
+    /// Two parameters with a chamber wall: { i : 0 <= i < N, i < M }.
+    #[test]
+    fn two_parameters_min() {
+        let poly = Polytope { n_vars: 1, n_params: 2, equalities: vec![], inequalities: vec![vec![1, 0, 0, 0], vec![-1, 1, 0, -1], vec![-1, 0, 1, -1]] };
+        let names = vec!["N".to_string(), "M".to_string()];
+        let ctx = Domain { constraints: vec![ge(vec![1, 0], -1), ge(vec![0, 1], -1)] };
+        let f = enumerate(&poly, &ctx, &names).unwrap();
+        for n in 1..15 {
+            for m in 1..15 {
+                assert_eq!(f.eval(&[n, m]).unwrap(), n.min(m), "{f}");
+            }
+        }
+    }
+}

@@ -1,0 +1,254 @@
+//! Piecewise quasi-polynomials with floor terms: serialisable (JSON), evaluated exactly
+//! with 128-bit rationals in microseconds, printed readably
+//! (`1/2*X*floor((X + 3)/4) - 3   if X >= 8 and Y - X >= 0`).
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// `floor((coeffs · params + constant) / den)`, `den >= 2`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Floor {
+    pub coeffs: Vec<i64>,
+    pub constant: i64,
+    pub den: i64,
+}
+
+/// `num/den · Π symbol^power`; symbols `0..p` are the parameters, `p..` the floors.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Monomial {
+    pub num: i64,
+    pub den: i64,
+    pub powers: Vec<(usize, u32)>,
+}
+
+/// A polynomial in the parameters and floor terms with rational coefficients.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Expr {
+    pub floors: Vec<Floor>,
+    pub terms: Vec<Monomial>,
+}
+
+/// `coeffs · params + constant (= 0 | >= 0)`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Constraint {
+    pub equality: bool,
+    pub coeffs: Vec<i64>,
+    pub constant: i64,
+}
+
+/// A convex domain of the parameters (conjunction of constraints).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Domain {
+    pub constraints: Vec<Constraint>,
+}
+
+/// A chamber and the count's quasi-polynomial in it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cell {
+    pub domain: Domain,
+    pub value: Expr,
+}
+
+/// A count as a function of named parameters: the sum of the values of the cells whose
+/// domain holds the parameters (cells of one count are disjoint), valid on `context`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PwQp {
+    pub params: Vec<String>,
+    /// Where the formula was derived for (e.g. every parameter ≥ 1).
+    pub context: Domain,
+    pub cells: Vec<Cell>,
+}
+
+/// Exact rational with 128-bit parts (internal).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Rat {
+    pub n: i128,
+    pub d: i128,
+}
+
+pub(crate) fn gcd128(a: i128, b: i128) -> i128 {
+    let (mut a, mut b) = (a.abs(), b.abs());
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
+impl Rat {
+    pub fn new(n: i128, d: i128) -> Rat {
+        let s = if d < 0 { -1 } else { 1 };
+        let g = gcd128(n, d).max(1);
+        Rat { n: s * n / g, d: s * d / g }
+    }
+    pub fn int(n: i128) -> Rat {
+        Rat { n, d: 1 }
+    }
+    pub fn zero() -> Rat {
+        Rat { n: 0, d: 1 }
+    }
+    pub fn add(self, o: Rat) -> Rat {
+        let g = gcd128(self.d, o.d).max(1);
+        Rat::new(self.n * (o.d / g) + o.n * (self.d / g), self.d / g * o.d)
+    }
+    pub fn mul(self, o: Rat) -> Rat {
+        let g1 = gcd128(self.n, o.d).max(1);
+        let g2 = gcd128(o.n, self.d).max(1);
+        Rat::new((self.n / g1) * (o.n / g2), (self.d / g2) * (o.d / g1))
+    }
+    pub fn is_zero(self) -> bool {
+        self.n == 0
+    }
+}
+
+/// Why an evaluation was refused.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum EvalError {
+    #[error("expected {expected} parameter values, got {got}")]
+    Arity { expected: usize, got: usize },
+    #[error("parameters outside the domain the formula was derived for: {0}")]
+    OutsideContext(String),
+    #[error("the formula does not give an integer at {0}; it is not a count there")]
+    NotInteger(String),
+}
+
+fn dot(coeffs: &[i64], p: &[i64], constant: i64) -> i128 {
+    coeffs.iter().zip(p).map(|(a, b)| *a as i128 * *b as i128).sum::<i128>() + constant as i128
+}
+
+impl Constraint {
+    pub fn holds(&self, p: &[i64]) -> bool {
+        let v = dot(&self.coeffs, p, self.constant);
+        if self.equality {
+            v == 0
+        } else {
+            v >= 0
+        }
+    }
+}
+
+impl Domain {
+    pub fn contains(&self, p: &[i64]) -> bool {
+        self.constraints.iter().all(|c| c.holds(p))
+    }
+}
+
+impl Expr {
+    fn eval_rat(&self, p: &[i64]) -> Rat {
+        let floors: Vec<i128> = self.floors.iter().map(|f| dot(&f.coeffs, p, f.constant).div_euclid(f.den as i128)).collect();
+        let np = p.len();
+        let mut total = Rat::zero();
+        for m in &self.terms {
+            let mut v: i128 = 1;
+            for &(s, k) in &m.powers {
+                let x = if s < np { p[s] as i128 } else { floors[s - np] };
+                v *= x.pow(k);
+            }
+            total = total.add(Rat::new(m.num as i128 * v, m.den as i128));
+        }
+        total
+    }
+}
+
+impl PwQp {
+    /// The exact value at the parameter values `p` (in `params` order).
+    pub fn eval(&self, p: &[i64]) -> Result<i64, EvalError> {
+        if p.len() != self.params.len() {
+            return Err(EvalError::Arity { expected: self.params.len(), got: p.len() });
+        }
+        if !self.context.contains(p) {
+            return Err(EvalError::OutsideContext(format!("{} (derived for {})", self.point(p), self.context.show(&self.params))));
+        }
+        let mut total = Rat::zero();
+        for c in &self.cells {
+            if c.domain.contains(p) {
+                total = total.add(c.value.eval_rat(p));
+            }
+        }
+        if total.d != 1 {
+            return Err(EvalError::NotInteger(self.point(p)));
+        }
+        Ok(total.n as i64)
+    }
+
+    fn point(&self, p: &[i64]) -> String {
+        self.params.iter().zip(p).map(|(n, v)| format!("{n}={v}")).collect::<Vec<_>>().join(",")
+    }
+}
+
+pub(crate) fn show_linear(coeffs: &[i64], constant: i64, names: &[String]) -> String {
+    let mut s = String::new();
+    for (c, n) in coeffs.iter().zip(names) {
+        if *c == 0 {
+            continue;
+        }
+        let mag = c.abs();
+        let term = if mag == 1 { n.clone() } else { format!("{mag}*{n}") };
+        if s.is_empty() {
+            s = if *c < 0 { format!("-{term}") } else { term };
+        } else {
+            s += &format!(" {} {term}", if *c < 0 { "-" } else { "+" });
+        }
+    }
+    if s.is_empty() {
+        return constant.to_string();
+    }
+    if constant != 0 {
+        s += &format!(" {} {}", if constant < 0 { "-" } else { "+" }, constant.abs());
+    }
+    s
+}
+
+impl Domain {
+    /// Readable conditions, e.g. `X >= 1 and -X + Z >= 3`.
+    pub fn show(&self, names: &[String]) -> String {
+        if self.constraints.is_empty() {
+            return "true".into();
+        }
+        self.constraints
+            .iter()
+            .map(|c| format!("{} {} {}", show_linear(&c.coeffs, 0, names), if c.equality { "=" } else { ">=" }, -c.constant))
+            .collect::<Vec<_>>()
+            .join(" and ")
+    }
+}
+
+impl Expr {
+    /// Readable polynomial with floor terms.
+    pub fn show(&self, names: &[String]) -> String {
+        let np = names.len();
+        let sym = |s: usize| if s < np { names[s].clone() } else { let f = &self.floors[s - np]; format!("floor(({})/{})", show_linear(&f.coeffs, f.constant, names), f.den) };
+        let mut out = String::new();
+        for m in &self.terms {
+            let mag = if m.den == 1 { m.num.abs().to_string() } else { format!("{}/{}", m.num.abs(), m.den) };
+            let factors: Vec<String> = m.powers.iter().map(|&(s, k)| if k == 1 { sym(s) } else { format!("{}^{k}", sym(s)) }).collect();
+            let body = match (mag.as_str(), factors.is_empty()) {
+                (_, true) => mag,
+                ("1", false) => factors.join("*"),
+                _ => format!("{mag}*{}", factors.join("*")),
+            };
+            if out.is_empty() {
+                out = if m.num < 0 { format!("-{body}") } else { body };
+            } else {
+                out += &format!(" {} {body}", if m.num < 0 { "-" } else { "+" });
+            }
+        }
+        if out.is_empty() {
+            "0".into()
+        } else {
+            out
+        }
+    }
+}
+
+impl fmt::Display for PwQp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let live: Vec<&Cell> = self.cells.iter().filter(|c| !c.value.terms.is_empty()).collect();
+        if live.is_empty() {
+            return writeln!(f, "    0");
+        }
+        for c in live {
+            writeln!(f, "    {}   if {}", c.value.show(&self.params), c.domain.show(&self.params))?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,426 @@
+//! # kansoku-isl — a small safe layer over isl
+//!
+//! isl (the Integer Set Library, MIT) is the field's standard for Presburger sets. Seed 004
+//! needs a few of its operations: sets and maps read from isl's text syntax (readable in
+//! `--explain`), union, intersection, difference, composition, reversal, parametric
+//! lexicographic extrema (PIP), projection onto domain or range, disjoint decomposition,
+//! explicit divisions, and the constraint matrices of basic sets (for counting elsewhere).
+//!
+//! Every object borrows its [`Ctx`]; operations consume their operands like isl's
+//! `__isl_take` and return a new owned object or an [`IslError`] carrying isl's message.
+//! An operation budget ([`Ctx::set_max_operations`]) turns a blow-up into an error instead
+//! of an endless computation.
+
+mod ffi;
+
+use std::ffi::{CStr, CString};
+use std::marker::PhantomData;
+use std::os::raw::{c_int, c_void};
+
+/// An isl failure: the operation and isl's last message.
+#[derive(Debug, thiserror::Error)]
+#[error("isl: {op}: {msg}")]
+pub struct IslError {
+    pub op: &'static str,
+    pub msg: String,
+}
+
+pub type Result<T> = std::result::Result<T, IslError>;
+
+/// An isl context. Not shared between threads (isl contexts are not thread-safe); make one
+/// per computation.
+pub struct Ctx {
+    raw: *mut ffi::isl_ctx,
+}
+
+impl Ctx {
+    pub fn new() -> Ctx {
+        // SAFETY: isl_ctx_alloc has no preconditions; errors are reported, not aborted on.
+        let raw = unsafe { ffi::isl_ctx_alloc() };
+        assert!(!raw.is_null(), "isl_ctx_alloc failed (out of memory)");
+        unsafe { ffi::isl_options_set_on_error(raw, ffi::ISL_ON_ERROR_CONTINUE) };
+        Ctx { raw }
+    }
+
+    /// Bounds the work of each later operation (0 = unbounded); exceeding it is an error.
+    pub fn set_max_operations(&self, max: u64) {
+        unsafe {
+            ffi::isl_ctx_set_max_operations(self.raw, max as _);
+            ffi::isl_ctx_reset_operations(self.raw);
+        }
+    }
+
+    fn error(&self, op: &'static str) -> IslError {
+        // SAFETY: the message pointer is owned by the context and valid until the next error.
+        let msg = unsafe {
+            let p = ffi::isl_ctx_last_error_msg(self.raw);
+            let m = if p.is_null() { "operation failed".to_string() } else { CStr::from_ptr(p).to_string_lossy().into_owned() };
+            ffi::isl_ctx_reset_error(self.raw);
+            m
+        };
+        IslError { op, msg }
+    }
+
+    /// Reads a set in isl syntax, e.g. `[N] -> { S[i] : 0 <= i < N }`.
+    pub fn set(&self, text: &str) -> Result<Set<'_>> {
+        let c = CString::new(text).map_err(|_| IslError { op: "read set", msg: "NUL in text".into() })?;
+        Set::wrap(self, unsafe { ffi::isl_set_read_from_str(self.raw, c.as_ptr()) }, "read set")
+    }
+
+    /// Reads a map in isl syntax, e.g. `[N] -> { S[i] -> L[floor(i/4)] }`.
+    pub fn map(&self, text: &str) -> Result<Map<'_>> {
+        let c = CString::new(text).map_err(|_| IslError { op: "read map", msg: "NUL in text".into() })?;
+        Map::wrap(self, unsafe { ffi::isl_map_read_from_str(self.raw, c.as_ptr()) }, "read map")
+    }
+}
+
+impl Default for Ctx {
+    fn default() -> Self {
+        Ctx::new()
+    }
+}
+
+impl Drop for Ctx {
+    fn drop(&mut self) {
+        // SAFETY: every Set/Map borrows the Ctx, so all are freed before this runs.
+        unsafe { ffi::isl_ctx_free(self.raw) }
+    }
+}
+
+fn take_string(p: *mut std::os::raw::c_char) -> String {
+    if p.is_null() {
+        return String::from("<isl: no text>");
+    }
+    // SAFETY: isl returns a malloc'd NUL-terminated string that we own.
+    unsafe {
+        let s = CStr::from_ptr(p).to_string_lossy().into_owned();
+        ffi::free(p as *mut c_void);
+        s
+    }
+}
+
+/// An isl set (a finite union of basic sets, possibly parametric).
+pub struct Set<'c> {
+    ctx: &'c Ctx,
+    raw: *mut ffi::isl_set,
+    _p: PhantomData<&'c Ctx>,
+}
+
+/// An isl map (a binary relation, possibly parametric).
+pub struct Map<'c> {
+    ctx: &'c Ctx,
+    raw: *mut ffi::isl_map,
+    _p: PhantomData<&'c Ctx>,
+}
+
+macro_rules! set_op1 {
+    ($(#[$m:meta])* $name:ident, $f:ident) => {
+        $(#[$m])*
+        pub fn $name(self) -> Result<Set<'c>> {
+            let ctx = self.ctx;
+            Set::wrap(ctx, unsafe { ffi::$f(self.into_raw()) }, stringify!($name))
+        }
+    };
+}
+macro_rules! set_op2 {
+    ($(#[$m:meta])* $name:ident, $f:ident) => {
+        $(#[$m])*
+        pub fn $name(self, other: Set<'c>) -> Result<Set<'c>> {
+            let ctx = self.ctx;
+            Set::wrap(ctx, unsafe { ffi::$f(self.into_raw(), other.into_raw()) }, stringify!($name))
+        }
+    };
+}
+macro_rules! map_op1 {
+    ($(#[$m:meta])* $name:ident, $f:ident) => {
+        $(#[$m])*
+        pub fn $name(self) -> Result<Map<'c>> {
+            let ctx = self.ctx;
+            Map::wrap(ctx, unsafe { ffi::$f(self.into_raw()) }, stringify!($name))
+        }
+    };
+}
+macro_rules! map_op2 {
+    ($(#[$m:meta])* $name:ident, $f:ident) => {
+        $(#[$m])*
+        pub fn $name(self, other: Map<'c>) -> Result<Map<'c>> {
+            let ctx = self.ctx;
+            Map::wrap(ctx, unsafe { ffi::$f(self.into_raw(), other.into_raw()) }, stringify!($name))
+        }
+    };
+}
+
+impl<'c> Set<'c> {
+    fn wrap(ctx: &'c Ctx, raw: *mut ffi::isl_set, op: &'static str) -> Result<Set<'c>> {
+        if raw.is_null() {
+            Err(ctx.error(op))
+        } else {
+            Ok(Set { ctx, raw, _p: PhantomData })
+        }
+    }
+    fn into_raw(self) -> *mut ffi::isl_set {
+        let r = self.raw;
+        std::mem::forget(self);
+        r
+    }
+    set_op2!(set_union, isl_set_union);
+    set_op2!(set_intersect, isl_set_intersect);
+    set_op2!(set_subtract, isl_set_subtract);
+    set_op1!(set_coalesce, isl_set_coalesce);
+    set_op1!(
+        /// Rewrites the set as a union of pairwise disjoint basic sets.
+        set_make_disjoint, isl_set_make_disjoint);
+    set_op1!(
+        /// Turns every existentially quantified variable into an explicit division.
+        set_compute_divs, isl_set_compute_divs);
+
+    pub fn set_is_empty(&self) -> Result<bool> {
+        match unsafe { ffi::isl_set_is_empty(self.raw) } {
+            r if r < 0 => Err(self.ctx.error("set_is_empty")),
+            r => Ok(r != 0),
+        }
+    }
+
+    pub fn set_n_basic_set(&self) -> usize {
+        unsafe { ffi::isl_set_n_basic_set(self.raw) }.max(0) as usize
+    }
+
+    /// Number of points of a set without parameters (or with all parameters fixed).
+    pub fn set_count(&self) -> Result<i64> {
+        let v = unsafe { ffi::isl_set_count_val(self.raw) };
+        if v.is_null() {
+            return Err(self.ctx.error("set_count"));
+        }
+        let n = unsafe { ffi::isl_val_get_num_si(v) };
+        unsafe { ffi::isl_val_free(v) };
+        Ok(n)
+    }
+
+    /// The basic sets with their divisions lifted to set dimensions, as constraint rows.
+    pub fn set_lifted_basic_sets(&self) -> Result<Vec<LiftedBasicSet>> {
+        struct Acc {
+            out: Vec<LiftedBasicSet>,
+            failed: bool,
+        }
+        unsafe extern "C" fn each(b: *mut ffi::isl_basic_set, user: *mut c_void) -> c_int {
+            let acc = &mut *(user as *mut Acc);
+            let lifted = ffi::isl_basic_set_lift(b);
+            if lifted.is_null() {
+                acc.failed = true;
+                return -1;
+            }
+            match LiftedBasicSet::from_raw(lifted) {
+                Some(l) => acc.out.push(l),
+                None => acc.failed = true,
+            }
+            ffi::isl_basic_set_free(lifted);
+            if acc.failed {
+                -1
+            } else {
+                0
+            }
+        }
+        let mut acc = Acc { out: Vec::new(), failed: false };
+        let r = unsafe { ffi::isl_set_foreach_basic_set(self.raw, each, &mut acc as *mut Acc as *mut c_void) };
+        if r < 0 || acc.failed {
+            return Err(self.ctx.error("set_lifted_basic_sets"));
+        }
+        Ok(acc.out)
+    }
+}
+
+impl<'c> Clone for Set<'c> {
+    fn clone(&self) -> Self {
+        Set { ctx: self.ctx, raw: unsafe { ffi::isl_set_copy(self.raw) }, _p: PhantomData }
+    }
+}
+
+impl Drop for Set<'_> {
+    fn drop(&mut self) {
+        unsafe { ffi::isl_set_free(self.raw) };
+    }
+}
+
+impl std::fmt::Display for Set<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&take_string(unsafe { ffi::isl_set_to_str(self.raw) }))
+    }
+}
+
+impl<'c> Map<'c> {
+    fn wrap(ctx: &'c Ctx, raw: *mut ffi::isl_map, op: &'static str) -> Result<Map<'c>> {
+        if raw.is_null() {
+            Err(ctx.error(op))
+        } else {
+            Ok(Map { ctx, raw, _p: PhantomData })
+        }
+    }
+    fn into_raw(self) -> *mut ffi::isl_map {
+        let r = self.raw;
+        std::mem::forget(self);
+        r
+    }
+    map_op2!(map_union, isl_map_union);
+    map_op2!(map_intersect, isl_map_intersect);
+    map_op2!(map_subtract, isl_map_subtract);
+    map_op2!(
+        /// `{ x -> z : exists y: x -> y in self, y -> z in other }`.
+        map_apply_range, isl_map_apply_range);
+    map_op1!(map_reverse, isl_map_reverse);
+    map_op1!(
+        /// For every domain element, the lexicographically largest image (parametric, by PIP).
+        map_lexmax, isl_map_lexmax);
+    map_op1!(map_lexmin, isl_map_lexmin);
+    map_op1!(map_coalesce, isl_map_coalesce);
+
+    pub fn map_domain(self) -> Result<Set<'c>> {
+        let ctx = self.ctx;
+        Set::wrap(ctx, unsafe { ffi::isl_map_domain(self.into_raw()) }, "map_domain")
+    }
+    pub fn map_range(self) -> Result<Set<'c>> {
+        let ctx = self.ctx;
+        Set::wrap(ctx, unsafe { ffi::isl_map_range(self.into_raw()) }, "map_range")
+    }
+    pub fn map_intersect_domain(self, s: Set<'c>) -> Result<Map<'c>> {
+        let ctx = self.ctx;
+        Map::wrap(ctx, unsafe { ffi::isl_map_intersect_domain(self.into_raw(), s.into_raw()) }, "map_intersect_domain")
+    }
+    pub fn map_intersect_range(self, s: Set<'c>) -> Result<Map<'c>> {
+        let ctx = self.ctx;
+        Map::wrap(ctx, unsafe { ffi::isl_map_intersect_range(self.into_raw(), s.into_raw()) }, "map_intersect_range")
+    }
+    pub fn map_is_empty(&self) -> Result<bool> {
+        match unsafe { ffi::isl_map_is_empty(self.raw) } {
+            r if r < 0 => Err(self.ctx.error("map_is_empty")),
+            r => Ok(r != 0),
+        }
+    }
+}
+
+impl<'c> Clone for Map<'c> {
+    fn clone(&self) -> Self {
+        Map { ctx: self.ctx, raw: unsafe { ffi::isl_map_copy(self.raw) }, _p: PhantomData }
+    }
+}
+
+impl Drop for Map<'_> {
+    fn drop(&mut self) {
+        unsafe { ffi::isl_map_free(self.raw) };
+    }
+}
+
+impl std::fmt::Display for Map<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&take_string(unsafe { ffi::isl_map_to_str(self.raw) }))
+    }
+}
+
+/// A basic set without divisions (they were lifted to set dimensions, with their defining
+/// constraints), as integer constraint rows. Each row is `[set dims.., params.., constant]`;
+/// equalities mean `row · (x, p, 1) = 0`, inequalities `≥ 0`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LiftedBasicSet {
+    pub n_set: usize,
+    pub n_param: usize,
+    pub equalities: Vec<Vec<i64>>,
+    pub inequalities: Vec<Vec<i64>>,
+    /// isl's text of the lifted basic set (for `--explain`).
+    pub text: String,
+}
+
+impl LiftedBasicSet {
+    unsafe fn from_raw(b: *mut ffi::isl_basic_set) -> Option<LiftedBasicSet> {
+        let n_set = ffi::isl_basic_set_dim(b, ffi::ISL_DIM_SET);
+        let n_param = ffi::isl_basic_set_dim(b, ffi::ISL_DIM_PARAM);
+        let n_div = ffi::isl_basic_set_dim(b, ffi::ISL_DIM_DIV);
+        if n_set < 0 || n_param < 0 || n_div != 0 {
+            return None;
+        }
+        let order = (ffi::ISL_DIM_SET, ffi::ISL_DIM_PARAM, ffi::ISL_DIM_CST, ffi::ISL_DIM_DIV);
+        let eq = mat_rows(ffi::isl_basic_set_equalities_matrix(b, order.0, order.1, order.2, order.3))?;
+        let ineq = mat_rows(ffi::isl_basic_set_inequalities_matrix(b, order.0, order.1, order.2, order.3))?;
+        let text = take_string(ffi::isl_basic_set_to_str(b));
+        Some(LiftedBasicSet { n_set: n_set as usize, n_param: n_param as usize, equalities: eq, inequalities: ineq, text })
+    }
+}
+
+unsafe fn mat_rows(m: *mut ffi::isl_mat) -> Option<Vec<Vec<i64>>> {
+    if m.is_null() {
+        return None;
+    }
+    let (rows, cols) = (ffi::isl_mat_rows(m), ffi::isl_mat_cols(m));
+    let mut out = Vec::with_capacity(rows.max(0) as usize);
+    let mut ok = rows >= 0 && cols >= 0;
+    for r in 0..rows.max(0) {
+        let mut row = Vec::with_capacity(cols as usize);
+        for c in 0..cols.max(0) {
+            let v = ffi::isl_mat_get_element_val(m, r, c);
+            if v.is_null() {
+                ok = false;
+                break;
+            }
+            // Coefficients of our sets are small; a non-integer cannot occur in a matrix.
+            ok &= ffi::isl_val_is_int(v) == 1;
+            row.push(ffi::isl_val_get_num_si(v) as i64);
+            ffi::isl_val_free(v);
+        }
+        out.push(row);
+    }
+    ffi::isl_mat_free(m);
+    ok.then_some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lexmax_and_lift() {
+        let ctx = Ctx::new();
+        let prev = ctx.map("[N] -> { S[i] -> S[j] : 0 <= j < i < N and floor(j/4) = floor(i/4) }").unwrap();
+        let h = prev.map_lexmax().unwrap();
+        assert!(h.to_string().contains("-1 + i"), "{h}");
+        let s = ctx.set("[N] -> { S[i] : 0 <= i < N and i mod 4 = 0 }").unwrap();
+        let l = s.set_compute_divs().unwrap().set_lifted_basic_sets().unwrap();
+        assert_eq!(l.len(), 1);
+        assert_eq!(l[0].n_set, 2, "{:?}", l[0]);
+        let fixed = ctx.set("{ S[i] : 0 <= i < 10 and i mod 4 = 0 }").unwrap();
+        assert_eq!(fixed.set_count().unwrap(), 3);
+    }
+
+    #[test]
+    fn bad_text_is_an_error() {
+        let ctx = Ctx::new();
+        let e = ctx.set("{ S[i] : i <").err().unwrap();
+        assert_eq!(e.op, "read set");
+    }
+}
+
+#[cfg(test)]
+mod lift_tests {
+    use super::*;
+
+    /// Lifting must add the constraints that define each division, otherwise counting
+    /// the lifted polytope would count the division variable freely.
+    #[test]
+    fn lift_keeps_division_definitions() {
+        let ctx = Ctx::new();
+        let s = ctx.set("{ S[i] : 0 <= i < 20 and i - 4*floor(i/4) <= 1 }").unwrap();
+        let l = s.clone().set_compute_divs().unwrap().set_lifted_basic_sets().unwrap();
+        let mut count = 0;
+        for b in &l {
+            assert_eq!(b.n_set, 2, "{}", b.text);
+            for i in -5..30i64 {
+                for q in -10..10i64 {
+                    let x = [i, q, 1];
+                    let dot = |r: &Vec<i64>| r.iter().zip(x.iter()).map(|(a, b)| a * b).sum::<i64>();
+                    if b.equalities.iter().all(|r| dot(r) == 0) && b.inequalities.iter().all(|r| dot(r) >= 0) {
+                        count += 1;
+                    }
+                }
+            }
+        }
+        assert_eq!(count, 10);
+        assert_eq!(s.set_count().unwrap(), 10);
+    }
+}
