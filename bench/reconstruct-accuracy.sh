@@ -1,30 +1,45 @@
 #!/usr/bin/env bash
-# Seed 000 accuracy: exact traces of four programs sampled at periods 7, 31, 101, 997 with
-# `kansoku sample`, reconstructed by every solver, lcs_ratio against the exact trace.
-# Usage: bench/reconstruct-accuracy.sh   (matrix at 997 single-steps ~4 M instructions: minutes)
+# Seed 000 accuracy grid: exact traces of four programs with branches and loops, sampled
+# with `kansoku sample` at periods 7, 31, 101, 997, reconstructed by every solver with the
+# seed's scores (--likelihood seed) and with control-flow scores (--likelihood cfg);
+# lcs_ratio against the exact trace's first iteration.
+# Usage: bench/reconstruct-accuracy.sh [ITERATIONS]   (default 1010: every period, 997
+# included, sees each position of every iteration; tracing runs at ~15 k instructions/s,
+# about a minute for the four programs)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release -q -p kansoku-cli
 K=$PWD/target/release/kansoku
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
-$K demo --dir "$work/demo" >/dev/null 2>&1 || true
-cc -O1 -g -fno-inline -fno-optimize-sibling-calls -fno-omit-frame-pointer -o "$work/branchy" crates/kansoku-reconstruct/c/branchy.c
+iters=${1:-1010}
+flags="-O1 -g -fno-inline -fno-optimize-sibling-calls -fno-omit-frame-pointer"
+cc $flags -o "$work/seed000" crates/kansoku-examples/c/seed000.c
+cc $flags -o "$work/recursion" crates/kansoku-examples/c/recursion.c
+cc $flags -o "$work/branchy" crates/kansoku-reconstruct/c/branchy.c
+cc $flags -o "$work/sortfixed" crates/kansoku-reconstruct/c/sortfixed.c
 periods="7 31 101 997"
-iters=1000
-printf "%-10s %6s %6s %-7s %-8s %8s %8s\n" program period T solver used lcs_ratio seconds
-run() { # name marker prog args...
+columns="patent:seed patent:cfg exact:seed exact:cfg phase:seed"
+printf "| program | T | period | %s |\n" "$(echo $columns | sed 's/ / | /g')"
+printf "|---|---|---|%s\n" "$(for c in $columns; do printf -- '---|'; done)"
+lcs() { # recording exact solver likelihood -> "lcs_ratio T" (or "failed -")
+  $K reconstruct "$1" --solver "$3" --likelihood "$4" --exact "$2" --json 2>/dev/null \
+    | python3 -c "import json,sys; d=json.load(sys.stdin); print('%.4f%s %s' % (d['comparison']['lcs_ratio'], '' if d['solver']==sys.argv[1] else ' ('+d['solver']+')', d['split']['iteration_length']))" "$3" \
+    || echo "failed -"
+}
+run() { # name marker program args...
   local name=$1 marker=$2; shift 2
-  $K trace exact --marker "$marker" --iterations $iters -o "$work/$name.ksk" -- "$@" >/dev/null
+  $K trace exact --marker "$marker" --iterations "$iters" -o "$work/$name.ksk" -- "$@" >/dev/null
   for p in $periods; do
     $K sample --period "$p" "$work/$name.ksk" -o "$work/$name-$p.ksk" >/dev/null
-    for s in patent exact phase; do
-      $K reconstruct "$work/$name-$p.ksk" --solver $s --by block --exact "$work/$name.ksk" --json 2>/dev/null \
-        | python3 -c "import json,sys; d=json.load(sys.stdin); print('%-10s %6s %6s %-7s %-8s %8.4f %8.2f' % ('$name', $p, d['split']['iteration_length'], '$s', d['solver'], d['comparison']['lcs_ratio'], d['seconds']))" \
-        || printf "%-10s %6s %6s %-7s failed\n" "$name" "$p" - "$s"
+    local row="" t="-"
+    for c in $columns; do
+      read -r ratio t < <(lcs "$work/$name-$p.ksk" "$work/$name.ksk" "${c%%:*}" "${c##*:}" | sed 's/ (\(.*\))/_(\1)/')
+      row="$row | ${ratio//_/ }"
     done
+    printf "| %s | %s | %s%s |\n" "$name" "$t" "$p" "$row"
   done
 }
-run seed000 func_M "$work/demo/bin/seed000" $((iters + 10))
-run recursion work "$work/demo/bin/recursion" 6 $((iters + 10))
+run seed000 func_M "$work/seed000" $((iters + 10))
+run recursion work "$work/recursion" 4 $((iters + 10))
 run branchy region "$work/branchy" $((iters + 10))
-run matrix multiply "$work/demo/bin/matrix" $((iters + 10))
+run sortfixed region "$work/sortfixed" $((iters + 10))

@@ -5,7 +5,7 @@
 //!
 //! Up to [`EXACT_LIMIT`] sequences: Held–Karp dynamic programming over subsets, exact.
 //! Beyond: the better of the seed's order and a greedy chain, improved by Or-opt moves
-//! (moving runs of 1–3 sequences) until no move gains, with an upper bound on the optimum
+//! (moving runs of 1–24 sequences) until no move gains, with an upper bound on the optimum
 //! (each sequence's best successor) so the optimality gap is reported.
 
 use crate::error::ReconstructError;
@@ -223,7 +223,11 @@ fn greedy_chain(m: &Matrix) -> Vec<usize> {
     order
 }
 
-/// Or-opt: move runs of 1..=3 consecutive sequences to the best other place while that
+/// Longest run Or-opt moves. The classic 3 left seed000-like orders stuck at P ≥ T,
+/// where whole call bodies (7–20 one-sample sequences) sit in the wrong place.
+const OR_OPT_RUN: usize = 24;
+
+/// Or-opt: move runs of 1..=OR_OPT_RUN consecutive sequences to the best other place while that
 /// gains. Each move's gain is computed from the edges it changes (and the closing W edge).
 fn or_opt(m: &Matrix, mut order: Vec<usize>) -> (Vec<usize>, usize) {
     let n = order.len();
@@ -236,7 +240,7 @@ fn or_opt(m: &Matrix, mut order: Vec<usize>) -> (Vec<usize>, usize) {
     while improved && rounds < 50 {
         improved = false;
         rounds += 1;
-        for len in 1..=3usize.min(n - 1) {
+        for len in 1..=OR_OPT_RUN.min(n - 1) {
             let mut i = 0;
             while i + len <= n {
                 let before = m.total_local(&order, i, len);

@@ -22,7 +22,8 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
-use crate::scores::ScoreTable;
+use crate::info::Info;
+use crate::scores::{ScoreTable, Scores};
 
 /// Distances beyond this many instructions are not looked for: the seed's likelihood
 /// table gives nothing beyond an offset difference of 8.
@@ -38,6 +39,10 @@ pub struct ControlFlow {
     /// The region's first instruction (the marker function's entry), when known: a
     /// reconstructed iteration is a cycle, and this says where to open it.
     pub entry: Option<u64>,
+    /// Sampled call instructions → their return site (the next instruction).
+    calls: HashMap<u64, u64>,
+    /// Sampled return instructions.
+    returns: HashSet<u64>,
 }
 
 impl ControlFlow {
@@ -75,6 +80,15 @@ impl ControlFlow {
         }
     }
 
+    /// Adds the calls (call instruction → return site) and return instructions, for
+    /// [`repair_nesting`]; only sampled ones are kept.
+    pub fn with_calls(mut self, calls: &HashMap<u64, u64>, returns: &HashSet<u64>) -> ControlFlow {
+        let sampled: HashSet<u64> = self.known.iter().copied().collect();
+        self.calls = calls.iter().filter(|(c, _)| sampled.contains(c)).map(|(&c, &s)| (c, s)).collect();
+        self.returns = returns.iter().copied().filter(|r| sampled.contains(r)).collect();
+        self
+    }
+
     /// Whether `addr`'s successors are known.
     pub fn knows(&self, addr: u64) -> bool {
         self.known.contains(&addr)
@@ -108,4 +122,99 @@ impl ControlFlow {
     pub fn size(&self) -> (usize, usize) {
         (self.known.len(), self.distance.len())
     }
+}
+
+/// Where a reconstructed trace breaks call/return nesting: indices `k` of returns that are
+/// followed by another instruction than the return site of the call they return from
+/// (simulated with a stack from the start of the trace; returns past the start are not
+/// judged). Each entry: (k, the expected return site).
+pub fn nesting_breaks(trace: &[Info], flow: &ControlFlow) -> Vec<(usize, u64)> {
+    let mut stack: Vec<u64> = Vec::new();
+    let mut out = Vec::new();
+    for (k, i) in trace.iter().enumerate() {
+        if let Some(&site) = flow.calls.get(&i.addr) {
+            stack.push(site);
+        } else if flow.returns.contains(&i.addr) {
+            if let (Some(site), Some(next)) = (stack.pop(), trace.get(k + 1)) {
+                if next.addr != site {
+                    out.push((k, site));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Static successors cannot tell which call a return returns from: seed000's three
+/// calls of func_B end in the same `ret`, whose successors are all three return sites,
+/// so swapping the code after two of them scores the same and a solver may pick either.
+/// The nesting of calls and returns can tell: after each solver, a return followed by the
+/// wrong return site is repaired by moving the run that starts at the right return site
+/// (after another return of the same function) there — a rotation of
+/// `trace[k+1..=m]` — when that does not lower the likelihood of the trace's neighbours
+/// and leaves fewer nesting breaks. Returns how many repairs were made.
+pub fn repair_nesting(trace: &mut [Info], flow: &ControlFlow, scores: &Scores) -> usize {
+    let mut repairs = 0;
+    let mut breaks = nesting_breaks(trace, flow).len();
+    // Each repair removes at least one break: at most `breaks` rounds.
+    while breaks > 0 {
+        let Some((next, left)) = best_repair(trace, flow, scores, breaks) else { break };
+        trace.copy_from_slice(&next);
+        breaks = left;
+        repairs += 1;
+    }
+    repairs
+}
+
+/// The first rotation that keeps the neighbours' likelihood and lowers the breaks.
+fn best_repair(trace: &[Info], flow: &ControlFlow, scores: &Scores, breaks: usize) -> Option<(Vec<Info>, usize)> {
+    for (k, site) in nesting_breaks(trace, flow) {
+        let ret = trace[k];
+        for j in k + 2..trace.len() {
+            if trace[j].addr != site || !is_return_of(&trace[j - 1], &ret, flow) {
+                continue;
+            }
+            let Some(m) = run_end(trace, flow, &ret, j) else { continue };
+            let mut next = trace.to_vec();
+            next[k + 1..=m].rotate_left(j - k - 1);
+            if neighbours(scores, &next) < neighbours(scores, trace) {
+                continue;
+            }
+            let left = nesting_breaks(&next, flow).len();
+            if left < breaks {
+                return Some((next, left));
+            }
+        }
+    }
+    None
+}
+
+/// Whether `i` is a return instruction of the function `ret` returns from.
+fn is_return_of(i: &Info, ret: &Info, flow: &ControlFlow) -> bool {
+    i.function == ret.function && flow.returns.contains(&i.addr)
+}
+
+/// The end of the run starting at a return site `j`: the first return of `ret`'s
+/// function at the run's own call depth (calls inside the run are matched).
+fn run_end(trace: &[Info], flow: &ControlFlow, ret: &Info, j: usize) -> Option<usize> {
+    let mut depth = 0i64;
+    for (m, i) in trace.iter().enumerate().skip(j) {
+        if flow.calls.contains_key(&i.addr) {
+            depth += 1;
+        } else if flow.returns.contains(&i.addr) {
+            depth -= 1;
+            if depth == 0 && is_return_of(i, ret, flow) {
+                return Some(m);
+            }
+            if depth < 0 {
+                return None;
+            }
+        }
+    }
+    None
+}
+
+/// Σ likelihood of neighbouring instructions of a trace.
+fn neighbours(scores: &Scores, trace: &[Info]) -> i64 {
+    trace.windows(2).map(|w| scores.likelihood(&w[0], &w[1])).sum()
 }

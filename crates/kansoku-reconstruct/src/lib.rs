@@ -101,6 +101,9 @@ pub struct Reconstruction {
     /// `phase`: positions covered of the iteration, and disagreeing samples.
     pub covered_positions: Option<u64>,
     pub conflicts: Option<u64>,
+    /// `--likelihood cfg`: returns moved to their right return site (see
+    /// [`flow::repair_nesting`]).
+    pub nesting_repairs: Option<usize>,
     pub seconds: f64,
 }
 
@@ -123,6 +126,7 @@ pub fn reconstruct(observations: &[Observation], names: &Names, options: &Option
         optimality_gap: None,
         covered_positions: None,
         conflicts: None,
+        nesting_repairs: None,
         seconds: 0.0,
     };
     if options.solver == Solver::Phase {
@@ -169,10 +173,11 @@ pub fn reconstruct(observations: &[Observation], names: &Names, options: &Option
             rec.optimality_gap = Some(r.gap);
         }
     }
-    if options.split == Split::Marker {
-        if let Some(entry) = options.scores.flow.as_ref().and_then(|f| f.entry) {
+    if let Some(flow) = options.scores.flow.as_ref() {
+        if let (Split::Marker, Some(entry)) = (&options.split, flow.entry) {
             open_at(&mut rec.trace, entry);
         }
+        rec.nesting_repairs = Some(flow::repair_nesting(&mut rec.trace, flow, &options.scores));
     }
     Ok(finish(rec, started))
 }

@@ -73,3 +73,18 @@ proptest! {
         prop_assert_eq!(pb, ib);
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    /// The packed form the patent loop and the merge use gives exactly the tables' scores,
+    /// offsets beyond the flat table and negative ones included.
+    #[test]
+    fn packed_scores_equal_the_tables(f in 0u32..3, g in 0u32..3, o in -200i32..200, p in -200i32..200) {
+        let scores = Scores::defaults(Granularity::Function, Weighting::Count);
+        let (a, b) = (Info::new(f, o, 0), Info::new(g, p, 0));
+        let (pa, pb) = (kansoku_reconstruct::scores::pack(&a), kansoku_reconstruct::scores::pack(&b));
+        prop_assert_eq!(scores.packed(true).unwrap().score(pa, pb), scores.similarity(&a, &b));
+        prop_assert_eq!(scores.packed(false).unwrap().score(pa, pb), scores.likelihood(&a, &b));
+    }
+}

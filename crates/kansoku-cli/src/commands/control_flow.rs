@@ -23,6 +23,8 @@ use kansoku_reconstruct::ControlFlow;
 /// then apply to what could not be decoded.
 pub fn control_flow(modules: &[Module], sampled: &HashSet<u64>, marker: Option<&str>, warnings: &mut Vec<String>) -> ControlFlow {
     let mut successors: HashMap<u64, Vec<u64>> = HashMap::new();
+    let mut calls: HashMap<u64, u64> = HashMap::new();
+    let mut returns: HashSet<u64> = HashSet::new();
     let mut entry = None;
     for module in modules.iter().filter(|m| sampled.iter().any(|&a| m.contains(a))) {
         let program = match Program::open(&module.path) {
@@ -33,10 +35,22 @@ pub fn control_flow(modules: &[Module], sampled: &HashSet<u64>, marker: Option<&
             }
         };
         let to_runtime = |link: u64| runtime_address(modules, &program, &module.path, link);
-        for (from, next) in link_successors(&program) {
+        let decoded = decode(&program);
+        for (from, next) in link_successors(&decoded) {
             let Some(from) = to_runtime(from) else { continue };
             let next: Vec<u64> = next.into_iter().filter_map(to_runtime).collect();
             successors.insert(from, next);
+        }
+        for i in decoded.iter().flat_map(|c| &c.instructions) {
+            match i.kind {
+                InstructionKind::Call => {
+                    if let (Some(c), Some(s)) = (to_runtime(i.address), to_runtime(i.next_address())) {
+                        calls.insert(c, s);
+                    }
+                }
+                InstructionKind::Return => returns.extend(to_runtime(i.address)),
+                _ => {}
+            }
         }
         if let Some(name) = marker {
             if let Ok(f) = program.function_named(name) {
@@ -47,16 +61,19 @@ pub fn control_flow(modules: &[Module], sampled: &HashSet<u64>, marker: Option<&
     if let (Some(name), None) = (marker, entry) {
         warnings.push(format!("--likelihood cfg: marker function '{name}' not found in the sampled modules; the trace may start anywhere in the iteration"));
     }
-    ControlFlow::new(&successors, sampled.iter().copied(), entry)
+    ControlFlow::new(&successors, sampled.iter().copied(), entry).with_calls(&calls, &returns)
 }
 
-/// Link-time successors of every instruction of every function of `program` whose
-/// successors are known.
-fn link_successors(program: &Program) -> HashMap<u64, Vec<u64>> {
-    let cfgs: Vec<FunctionCfg> = program.functions().iter().map(|f| FunctionCfg::build(program, f)).collect();
-    let return_sites = return_sites(&cfgs);
+/// Every function of `program`, decoded.
+fn decode(program: &Program) -> Vec<FunctionCfg> {
+    program.functions().iter().map(|f| FunctionCfg::build(program, f)).collect()
+}
+
+/// Link-time successors of every decoded instruction whose successors are known.
+fn link_successors(cfgs: &[FunctionCfg]) -> HashMap<u64, Vec<u64>> {
+    let return_sites = return_sites(cfgs);
     let mut out = HashMap::new();
-    for cfg in &cfgs {
+    for cfg in cfgs {
         for i in &cfg.instructions {
             let next = i.next_address();
             let repeated = i.raw.has_rep_prefix() || i.raw.has_repne_prefix();
