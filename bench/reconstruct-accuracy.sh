@@ -2,7 +2,7 @@
 # Seed 000 accuracy grid: exact traces of four programs with branches and loops, sampled
 # with `kansoku sample` at periods 7, 31, 101, 997, reconstructed by every solver with the
 # seed's scores (--likelihood seed) and with control-flow scores (--likelihood cfg);
-# lcs_ratio against the exact trace's first iteration.
+# lcs_ratio against the exact trace's first iteration, and the likelihood of the order found.
 # Usage: bench/reconstruct-accuracy.sh [ITERATIONS]   (default 1010: every period, 997
 # included, sees each position of every iteration; tracing runs at ~15 k instructions/s,
 # about a minute for the four programs)
@@ -21,9 +21,17 @@ periods="7 31 101 997"
 columns="patent:seed patent:cfg exact:seed exact:cfg phase:seed"
 printf "| program | T | period | %s |\n" "$(echo $columns | sed 's/ / | /g')"
 printf "|---|---|---|%s\n" "$(for c in $columns; do printf -- '---|'; done)"
-lcs() { # recording exact solver likelihood -> "lcs_ratio T" (or "failed -")
+# A cell: lcs_ratio, then for patent/exact the total likelihood of the order found (L),
+# which tells a search that fell short (L below another solver's) from orders the scores
+# cannot tell apart (same L as the truth's, different trace).
+lcs() { # recording exact solver likelihood -> "cell T" (or "failed -")
   $K reconstruct "$1" --solver "$3" --likelihood "$4" --exact "$2" --json 2>/dev/null \
-    | python3 -c "import json,sys; d=json.load(sys.stdin); print('%.4f%s %s' % (d['comparison']['lcs_ratio'], '' if d['solver']==sys.argv[1] else ' ('+d['solver']+')', d['split']['iteration_length']))" "$3" \
+    | python3 -c "
+import json,sys; d=json.load(sys.stdin)
+cell = '%.4f' % d['comparison']['lcs_ratio']
+if d['likelihood'] is not None: cell += '_L%d' % d['likelihood']
+if d['solver'] != sys.argv[1]: cell += '_(' + d['solver'] + ')'
+print(cell, d['split']['iteration_length'])" "$3" \
     || echo "failed -"
 }
 run() { # name marker program args...
@@ -33,7 +41,7 @@ run() { # name marker program args...
     $K sample --period "$p" "$work/$name.ksk" -o "$work/$name-$p.ksk" >/dev/null
     local row="" t="-"
     for c in $columns; do
-      read -r ratio t < <(lcs "$work/$name-$p.ksk" "$work/$name.ksk" "${c%%:*}" "${c##*:}" | sed 's/ (\(.*\))/_(\1)/')
+      read -r ratio t < <(lcs "$work/$name-$p.ksk" "$work/$name.ksk" "${c%%:*}" "${c##*:}")
       row="$row | ${ratio//_/ }"
     done
     printf "| %s | %s | %s%s |\n" "$name" "$t" "$p" "$row"

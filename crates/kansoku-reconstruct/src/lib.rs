@@ -72,7 +72,7 @@ pub struct Options {
     pub scores: Scores,
     /// Sampling period in instructions, when the recording was made by instruction count.
     pub period: Option<u64>,
-    /// `--top-k` for the patent solver.
+    /// `--top-k` for the patent solver; 0 = [`TOP_K_SWEEP`], the most likely result kept.
     pub top_k: usize,
     /// Use at most this many partial sequences (default: as many as cover one iteration
     /// once when its length is known, else all).
@@ -94,6 +94,8 @@ pub struct Reconstruction {
     pub samples_used: usize,
     /// Total likelihood of the final pattern (patent, exact).
     pub likelihood: Option<i64>,
+    /// Patent: the `--top-k` whose result was kept.
+    pub top_k: Option<usize>,
     /// `exact`: whether proven optimal, the upper bound and the relative gap.
     pub optimal: Option<bool>,
     pub upper_bound: Option<i64>,
@@ -121,6 +123,7 @@ pub fn reconstruct(observations: &[Observation], names: &Names, options: &Option
         sequences_used: 0,
         samples_used: 0,
         likelihood: None,
+        top_k: None,
         optimal: None,
         upper_bound: None,
         optimality_gap: None,
@@ -155,13 +158,14 @@ pub fn reconstruct(observations: &[Observation], names: &Names, options: &Option
     rec.samples_used = sequences.iter().map(Vec::len).sum();
     match rec.solver {
         Solver::Patent | Solver::Phase => {
-            let r = patent::solve_patent(&options.scores, &sequences, options.top_k, progress);
-            rec.trace = r.trace;
-            rec.likelihood = Some(r.likelihood);
+            let r = solve_patent(&options.scores, &sequences, options.top_k, progress);
+            rec.top_k = Some(r.top_k);
+            rec.trace = r.result.trace;
+            rec.likelihood = Some(r.result.likelihood);
         }
         Solver::Exact => {
             let start = if sequences.len() > exact::EXACT_LIMIT {
-                Some(patent::solve_patent(&options.scores, &sequences, options.top_k, progress).order)
+                Some(solve_patent(&options.scores, &sequences, options.top_k, progress).result.order)
             } else {
                 None
             };
@@ -180,6 +184,31 @@ pub fn reconstruct(observations: &[Observation], names: &Names, options: &Option
         rec.nesting_repairs = Some(flow::repair_nesting(&mut rec.trace, flow, &options.scores));
     }
     Ok(finish(rec, started))
+}
+
+/// `--top-k 0`: the k tried. The loop is greedy, and which k merges well depends on the
+/// data; the seed judges patterns by their likelihood, so of these runs the most likely
+/// result is kept (the first of equals).
+pub const TOP_K_SWEEP: [usize; 5] = [1, 2, 4, 8, 16];
+
+struct PatentRun {
+    result: patent::PatentResult,
+    top_k: usize,
+}
+
+/// The seed's loop with `top_k`, or with every k of [`TOP_K_SWEEP`] when `top_k` is 0.
+fn solve_patent(scores: &Scores, sequences: &[Vec<Info>], top_k: usize, progress: &mut dyn FnMut(usize, usize)) -> PatentRun {
+    if top_k > 0 {
+        return PatentRun { result: patent::solve_patent(scores, sequences, top_k, progress), top_k };
+    }
+    let mut best: Option<PatentRun> = None;
+    for k in TOP_K_SWEEP {
+        let result = patent::solve_patent(scores, sequences, k, progress);
+        if best.as_ref().map_or(true, |b| result.likelihood > b.result.likelihood) {
+            best = Some(PatentRun { result, top_k: k });
+        }
+    }
+    best.expect("the sweep tries at least one k")
 }
 
 /// A reconstructed iteration is a cycle: the likelihood of a pattern does not say where

@@ -41,9 +41,11 @@ pub struct Args {
     /// returns score like neighbours; both similarity and likelihood).
     #[arg(long, default_value = "seed")]
     pub likelihood: Likelihood,
-    /// Patent solver: try the K most similar pairs each round, keep the most likely merge.
-    #[arg(long, default_value_t = 1)]
-    pub top_k: usize,
+    /// Patent solver: try the K most similar pairs each round, keep the most likely merge;
+    /// 0 runs the loop with K = 1, 2, 4, 8, 16 and keeps the most likely result. Default:
+    /// 1 with the seed's scores, 0 with --likelihood cfg.
+    #[arg(long)]
+    pub top_k: Option<usize>,
     /// Use at most N partial sequences (default: enough to cover one iteration once when
     /// its length is known, else all).
     #[arg(long)]
@@ -189,7 +191,7 @@ pub fn reconstruct_file(args: &Args) -> Result<(Report, Vec<String>, Names)> {
         solver: args.solver,
         scores,
         period: args.period.or(loaded.period),
-        top_k: args.top_k,
+        top_k: args.top_k.unwrap_or(if args.likelihood == Likelihood::Cfg { 0 } else { 1 }),
         sequences: args.sequences,
     };
     if args.period == Some(0) {
@@ -443,7 +445,7 @@ pub fn demo_stage(dir: &Path) -> Result<String> {
             solver,
             scores: None,
             likelihood: Likelihood::Seed,
-            top_k: 1,
+            top_k: None,
             sequences: None,
             period: None,
             exact: Some(exact.clone()),
