@@ -201,12 +201,15 @@ const PACKED_RANGE: i32 = 64;
 /// exactly [`Scores::similarity`] resp. [`Scores::likelihood`].
 #[derive(Clone, Debug)]
 pub struct Packed {
-    function_mismatch: i64,
-    /// function_match + offset score for d = −64..=64 (similarity: |d| = 0..=64), then
-    /// the score beyond.
-    by_difference: Vec<i64>,
-    absolute: bool,
+    /// Index d + 64 (d = −64..=64): function_match + the offset score (similarity: of
+    /// |d|); [`BEYOND`]: the score beyond ±64; [`MISMATCH`]: function_mismatch. A fixed
+    /// array, so the hot loop has no bounds check and no branch.
+    table: [i64; PACKED_LEN],
 }
+
+const BEYOND: usize = 2 * PACKED_RANGE as usize + 1;
+const MISMATCH: usize = BEYOND + 1;
+const PACKED_LEN: usize = MISMATCH + 1;
 
 /// One instruction in [`Packed`] form.
 #[inline]
@@ -218,14 +221,11 @@ impl Packed {
     /// Score of `b` after (or beside, for similarity) `a`.
     #[inline(always)]
     pub fn score(&self, a: u64, b: u64) -> i64 {
-        if (a ^ b) >> 32 != 0 {
-            return self.function_mismatch;
-        }
         let d = (b as u32 as i32).wrapping_sub(a as u32 as i32);
-        // Similarity: index |d|; likelihood: index d + 64 (negative wraps to huge). Both
-        // clamp to the last entry, the score beyond the table.
-        let at = if self.absolute { d.unsigned_abs() } else { d.wrapping_add(PACKED_RANGE) as u32 };
-        self.by_difference[(at as usize).min(self.by_difference.len() - 1)]
+        // d + 64 wraps to a huge index when d < −64: both sides clamp to BEYOND.
+        let at = (d.wrapping_add(PACKED_RANGE) as u32 as usize).min(BEYOND);
+        let at = if (a ^ b) >> 32 != 0 { MISMATCH } else { at };
+        self.table[at]
     }
 
     /// Σ_k score(x[k], y[k]).
@@ -245,10 +245,13 @@ impl Scores {
         if self.by != Granularity::Function || self.flow.is_some() || !fits {
             return None;
         }
-        let first = if similarity { 0 } else { -PACKED_RANGE };
-        let mut by_difference: Vec<i64> = (first..=PACKED_RANGE).map(|d| t.function_match + t.offset.get(d)).collect();
-        by_difference.push(t.function_match + t.offset.default_score());
-        Some(Packed { function_mismatch: t.function_mismatch, by_difference, absolute: similarity })
+        let mut table = [0i64; PACKED_LEN];
+        for d in -PACKED_RANGE..=PACKED_RANGE {
+            table[(d + PACKED_RANGE) as usize] = t.function_match + t.offset.get(if similarity { d.abs() } else { d });
+        }
+        table[BEYOND] = t.function_match + t.offset.default_score();
+        table[MISMATCH] = t.function_mismatch;
+        Some(Packed { table })
     }
 }
 
