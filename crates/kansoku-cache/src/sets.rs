@@ -57,11 +57,13 @@ pub struct SetModelOptions {
     pub max_operations: u64,
     /// Only these references (all when empty).
     pub refs: Vec<usize>,
+    /// Give up (an error naming the reference) when the whole build takes longer.
+    pub time_budget: Option<std::time::Duration>,
 }
 
 impl SetModelOptions {
     pub fn new(layout: LayoutSpec, cache: CacheConfig) -> Self {
-        SetModelOptions { layout, cache, extents: ParamValues::new(), param_min: 1, explain: false, max_operations: 0, refs: Vec::new() }
+        SetModelOptions { layout, cache, extents: ParamValues::new(), param_min: 1, explain: false, max_operations: 0, refs: Vec::new(), time_budget: None }
     }
 }
 
@@ -310,11 +312,12 @@ pub fn build_set_model(k: &Kernel, opts: &SetModelOptions) -> Result<SetFormulas
     let context = Domain {
         constraints: k.params.iter().enumerate().map(|(i, _)| Constraint { equality: false, coeffs: (0..k.params.len()).map(|j| (i == j) as i64).collect(), constant: -opts.param_min }).collect(),
     };
+    let deadline = opts.time_budget.map(|b| t0 + b);
     let selected: Vec<usize> = if opts.refs.is_empty() { (0..k.refs.len()).collect() } else { opts.refs.clone() };
     let mut refs = Vec::new();
     for r in selected {
         let t = Instant::now();
-        let (accesses, compulsory, conflict, explain) = reference_formulas(k, r, &access_text, opts, &context)?;
+        let (accesses, compulsory, conflict, explain) = reference_formulas(k, r, &access_text, opts, &context, deadline)?;
         let rf = &k.refs[r];
         refs.push(RefSetFormulas {
             reference: format!("P{r}"),
@@ -356,7 +359,7 @@ impl SetModelOptions {
 
 type RefResult = (PwQp, PwQp, PwQp, Option<Explanation>);
 
-fn reference_formulas(k: &Kernel, r: usize, access_text: &[String], opts: &SetModelOptions, context: &Domain) -> Result<RefResult> {
+fn reference_formulas(k: &Kernel, r: usize, access_text: &[String], opts: &SetModelOptions, context: &Domain, deadline: Option<Instant>) -> Result<RefResult> {
     let ctx = Ctx::new();
     ctx.set_max_operations(opts.max_operations);
     let name = format!("P{r}");
@@ -384,6 +387,7 @@ fn reference_formulas(k: &Kernel, r: usize, access_text: &[String], opts: &SetMo
     let mut e_k = lines.clone();
     let mut distinct = vec![];
     for step in 2..=opts.cache.assoc {
+        out_of_time(deadline, &name)?;
         let above = m(e_k.map_apply_range(greater.clone()), "distinct lines", &name)?;
         e_k = m(m(lines.clone().map_intersect(above), "distinct lines", &name)?.map_coalesce(), "distinct lines", &name)?;
         if opts.explain {
@@ -393,9 +397,9 @@ fn reference_formulas(k: &Kernel, r: usize, access_text: &[String], opts: &SetMo
     let conflict_set = m(m(e_k.map_domain(), "conflict set", &name)?.set_coalesce(), "conflict set", &name)?;
 
     let names = k.params.clone();
-    let accesses = count(&domain, context, &names, &name)?;
-    let compulsory = count(&compulsory_set, context, &names, &name)?;
-    let conflict = count(&conflict_set, context, &names, &name)?;
+    let c = |s: &Set<'_>| count(s, context, &names, &name, deadline);
+    out_of_time(deadline, &name)?;
+    let (accesses, compulsory, conflict) = (c(&domain)?, c(&compulsory_set)?, c(&conflict_set)?);
     let explain = if opts.explain {
         let mut factors = Vec::new();
         for (q, text) in access_text.iter().enumerate() {
@@ -432,14 +436,21 @@ fn same_set_map<'c>(b: &Builder<'c>, acc_r: &Map<'c>, sets: u32, name: &str) -> 
 
 /// Parametric number of points of `set`: disjoint basic sets with explicit divisions,
 /// lifted, each counted by PolyLib.
-fn count(set: &Set<'_>, context: &Domain, names: &[String], reference: &str) -> Result<PwQp> {
+fn out_of_time(deadline: Option<Instant>, reference: &str) -> Result<()> {
+    if deadline.is_some_and(|d| Instant::now() > d) {
+        return Err(CacheError::Model(format!("{reference}: the set method exceeded its time budget (use --method interpolate, or a larger --budget)")));
+    }
+    Ok(())
+}
+
+fn count(set: &Set<'_>, context: &Domain, names: &[String], reference: &str, deadline: Option<Instant>) -> Result<PwQp> {
     let s = m(set.clone().set_compute_divs(), "explicit divisions", reference)?;
     let s = m(s.set_make_disjoint(), "disjoint", reference)?;
     let pieces = m(s.set_lifted_basic_sets(), "lift", reference)?;
     let mut parts = Vec::new();
     for p in pieces {
         let poly = kansoku_ehrhart::Polytope { n_vars: p.n_set, n_params: p.n_param, equalities: p.equalities, inequalities: p.inequalities };
-        parts.push(kansoku_ehrhart::enumerate(&poly, context, names).map_err(|e| CacheError::Model(format!("{reference}: counting: {e}")))?);
+        parts.push(kansoku_ehrhart::enumerate_until(&poly, context, names, deadline).map_err(|e| CacheError::Model(format!("{reference}: counting: {e} (use --method interpolate, or a larger --budget)")))?);
     }
     Ok(kansoku_ehrhart::sum(parts, names, context))
 }

@@ -32,7 +32,7 @@ fn info_simulate_model_eval_on_the_seed_example() {
     let dir = std::env::temp_dir().join(format!("kansoku-cache-cli-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("f.json");
-    let out = ok(&["cache", "model", &k, "--base", base, "--ref", "S3:right:1", "--param", "X=10,Y=10,Z=10", "--explain", "-o", file.to_str().unwrap()]);
+    let out = ok(&["cache", "model", &k, "--method", "interpolate", "--base", base, "--ref", "S3:right:1", "--param", "X=10,Y=10,Z=10", "--explain", "-o", file.to_str().unwrap()]);
     assert!(out.contains("hit sources {P0: 3, P2: 7}  conflict-miss factors {P3: 1}"), "{out}");
     let v: serde_json::Value = serde_json::from_str(&ok(&["cache", "eval", file.to_str().unwrap(), "--param", "X=10,Y=10,Z=10", "--json"])).unwrap();
     let e = &v["evaluation"]["refs"][0];
@@ -60,5 +60,40 @@ fn bad_kernel_names_file_line_column() {
     assert!(err.contains(&format!("{}:4:10: undeclared array 'Q'", k.display())), "{err}");
     let o = kansoku(&["cache", "simulate", &seed_kernel(), "--param", "X=1,Y=1,Z=1", "--cache", "assoc=2,line=24,sets=4"]);
     assert!(String::from_utf8_lossy(&o.stderr).contains("line size 24 is not a power of two"));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// The default method is the seed's set-based one: formulas in X, Y, Z independently,
+/// the intermediate sets with --explain, evaluation, verification, refusal outside the
+/// derivation domain; kernels whose extents depend on parameters fall back to
+/// interpolation with a note unless --extent fixes them.
+#[test]
+fn set_method_on_the_seed_example() {
+    let k = seed_kernel();
+    let dir = std::env::temp_dir().join(format!("kansoku-cache-sets-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("sets.json");
+    let out = ok(&["cache", "model", &k, "--base", "A=0,B=800,C=1600", "--ref", "S3:right:1", "--param", "X=10,Y=10,Z=10", "--explain", "-o", file.to_str().unwrap()]);
+    assert!(out.contains("set method") && out.contains("floor((Z + 3)/4)"), "{out}");
+    for needle in ["hit condition:", "hit source (lexmax):", "compulsory set (no hit source):", "conflict-miss factor P3 C[k]:", "E_2 (>= 2 distinct lines", "conflict set (E_A's domain):"] {
+        assert!(out.contains(needle), "{needle} missing:\n{out}");
+    }
+    let row: Vec<Vec<&str>> = out.lines().map(|l| l.split_whitespace().collect()).collect();
+    assert!(row.contains(&vec!["P2", "10", "9", "0", "1"]), "{out}");
+    let out = ok(&["cache", "eval", file.to_str().unwrap(), "--param", "X=150,Y=7,Z=190", "--verify"]);
+    assert!(out.contains("verified: the simulator gives the same counts"), "{out}");
+    let o = kansoku(&["cache", "eval", file.to_str().unwrap(), "--param", "X=0,Y=7,Z=190"]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("X=0,Y=7,Z=190 is outside the range these formulas were derived for (X >= 1 and Y >= 1 and Z >= 1)"), "{err}");
+
+    let jacobi = format!("{}/../kansoku-cache/kernels/jacobi1d.k", env!("CARGO_MANIFEST_DIR"));
+    let o = kansoku(&["cache", "model", &jacobi, "--param", "T=20,N=20"]);
+    assert!(o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("note: the set method cannot be used here") && err.contains("--extent"), "{err}");
+    let out = ok(&["cache", "model", &jacobi, "--extent", "N=32", "--param", "T=2,N=20", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["formulas"]["format"].as_str(), Some("kansoku-cache-set-formulas/1"));
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -42,6 +42,8 @@ pub enum EhrhartError {
     Unbounded,
     #[error("counting grew beyond {0} chambers")]
     TooManyChambers(usize),
+    #[error("counting exceeded its time budget")]
+    OutOfTime,
     #[error("isl: {0}")]
     Isl(String),
 }
@@ -148,20 +150,31 @@ impl Poly {
         Poly(m)
     }
     fn add_term(&mut self, mono: Mono, c: Rat) {
-        let e = self.0.entry(mono).or_insert(Rat::zero());
-        *e = e.add(c);
-        if e.is_zero() {
-            let key: Vec<Mono> = self.0.iter().filter(|(_, v)| v.is_zero()).map(|(k, _)| k.clone()).collect();
-            for k in key {
-                self.0.remove(&k);
+        if c.is_zero() {
+            return;
+        }
+        match self.0.entry(mono) {
+            std::collections::btree_map::Entry::Vacant(v) => {
+                v.insert(c);
             }
+            std::collections::btree_map::Entry::Occupied(mut o) => {
+                let sum = o.get().add(c);
+                if sum.is_zero() {
+                    o.remove();
+                } else {
+                    *o.get_mut() = sum;
+                }
+            }
+        }
+    }
+    fn add_assign(&mut self, o: &Poly) {
+        for (m, c) in &o.0 {
+            self.add_term(m.clone(), *c);
         }
     }
     fn add(&self, o: &Poly) -> Poly {
         let mut r = self.clone();
-        for (m, c) in &o.0 {
-            r.add_term(m.clone(), *c);
-        }
+        r.add_assign(o);
         r
     }
     fn scale(&self, k: Rat) -> Poly {
@@ -179,12 +192,14 @@ impl Poly {
         }
         r
     }
-    fn pow(&self, k: u32) -> Poly {
-        let mut r = Poly::constant(Rat::int(1));
-        for _ in 0..k {
-            r = r.mul(self);
+    /// self^0 ..= self^k.
+    fn powers(&self, k: usize) -> Vec<Poly> {
+        let mut out = vec![Poly::constant(Rat::int(1))];
+        for i in 0..k {
+            let next = out[i].mul(self);
+            out.push(next);
         }
-        r
+        out
     }
 }
 
@@ -277,25 +292,42 @@ fn faulhaber(k: usize) -> Vec<Rat> {
 fn substitute_residue(f: &Poly, x: usize, d: i64, r: i64, atoms: &mut Atoms) -> Poly {
     let w = atoms.w;
     let mut out = Poly::default();
+    // Replacement of each symbol containing x, and its powers, computed once.
+    let mut repl: HashMap<usize, Vec<Poly>> = HashMap::new();
     for (mono, c) in &f.0 {
+        let mut plain: Mono = Vec::new();
         let mut term = Poly::constant(*c);
         for &(s, k) in mono {
-            let factor = if s == x {
-                Poly::sym(Q).scale(Rat::int(d as i128)).add(&Poly::constant(Rat::int(r as i128))).pow(k)
-            } else if atoms.involves(s, x) {
-                let a = atoms.list[s - w].clone();
-                let cx = a.coeffs[x];
-                let mut row = a.coeffs.clone();
-                row.push(a.constant + cx * r);
-                row[x] = 0;
-                let rest = atoms.floor(&row, a.den);
-                Poly::sym(Q).scale(Rat::int((cx * d / a.den) as i128)).add(&rest).pow(k)
-            } else {
-                Poly::sym(s).pow(k)
-            };
-            term = term.mul(&factor);
+            if s != x && !atoms.involves(s, x) {
+                plain.push((s, k));
+                continue;
+            }
+            if !repl.contains_key(&s) {
+                let base = if s == x {
+                    Poly::sym(Q).scale(Rat::int(d as i128)).add(&Poly::constant(Rat::int(r as i128)))
+                } else {
+                    let a = atoms.list[s - w].clone();
+                    let cx = a.coeffs[x];
+                    let mut row = a.coeffs.clone();
+                    row.push(a.constant + cx * r);
+                    row[x] = 0;
+                    let rest = atoms.floor(&row, a.den);
+                    Poly::sym(Q).scale(Rat::int((cx * d / a.den) as i128)).add(&rest)
+                };
+                repl.insert(s, vec![Poly::constant(Rat::int(1)), base]);
+            }
+            let pw = repl.get_mut(&s).expect("inserted above");
+            while pw.len() <= k as usize {
+                let next = pw[pw.len() - 1].mul(&pw[1]);
+                pw.push(next);
+            }
+            term = term.mul(&pw[k as usize]);
         }
-        out = out.add(&term);
+        if plain.is_empty() {
+            out.add_assign(&term);
+        } else {
+            out.add_assign(&term.mul(&Poly(std::iter::once((plain, Rat::int(1))).collect())));
+        }
     }
     out
 }
@@ -330,11 +362,16 @@ fn sum_over(f: &Poly, x: usize, lo: &Row, a: i64, hi: &Row, b: i64, atoms: &mut 
             let rest: Mono = mono.iter().filter(|(s, _)| *s != Q).copied().collect();
             by_power.entry(k).or_default().add_term(rest, *c);
         }
+        let top = by_power.keys().max().copied().unwrap_or(0) as usize + 1;
+        let (p1, p0) = (q1.powers(top), q0_minus_1.powers(top));
         for (k, coeff) in by_power {
             let fh = faulhaber(k as usize);
-            let eval_at = |n: &Poly| fh.iter().enumerate().fold(Poly::default(), |acc, (i, c)| acc.add(&n.pow(i as u32).scale(*c)));
-            let s = eval_at(&q1).add(&eval_at(&q0_minus_1).scale(Rat::int(-1)));
-            total = total.add(&coeff.mul(&s));
+            let mut s = Poly::default();
+            for (i, c) in fh.iter().enumerate() {
+                s.add_assign(&p1[i].scale(*c));
+                s.add_assign(&p0[i].scale(Rat::new(-c.n, c.d)));
+            }
+            total.add_assign(&coeff.mul(&s));
         }
     }
     total
@@ -373,6 +410,7 @@ struct Counter<'a> {
     atoms: Atoms,
     cells: Vec<(Vec<Row>, Poly)>,
     chambers: usize,
+    deadline: Option<std::time::Instant>,
 }
 
 impl Counter<'_> {
@@ -381,11 +419,18 @@ impl Counter<'_> {
         if self.chambers > MAX_CHAMBERS {
             return Err(EhrhartError::TooManyChambers(MAX_CHAMBERS));
         }
-        // The variable with the fewest chamber pairs.
+        if self.deadline.is_some_and(|d| std::time::Instant::now() > d) {
+            return Err(EhrhartError::OutOfTime);
+        }
+        // Prefer a variable that no floor term of the summand contains (no residue
+        // classes: one Faulhaber sum), then the one with the fewest chamber pairs.
         let pick = (0..self.n_vars).filter(|&v| live[v]).min_by_key(|&v| {
             let lo = rows.iter().filter(|r| r[v] > 0).count();
             let hi = rows.iter().filter(|r| r[v] < 0).count();
-            lo * hi
+            let in_floor = f.0.keys().any(|m| m.iter().any(|&(s, _)| s >= self.atoms.w && s != Q && self.atoms.involves(s, v)));
+            // Bounds with coefficient ±1 create no floor terms.
+            let non_unit = rows.iter().filter(|r| r[v].abs() > 1).count();
+            (in_floor, non_unit, lo * hi)
         });
         let Some(x) = pick else {
             self.cells.push((rows, f));
@@ -455,6 +500,11 @@ impl Counter<'_> {
 /// Counts the integer points of `poly` as a function of its parameters, for parameters in
 /// `context` (constraints over the parameters). The cells are disjoint.
 pub fn enumerate(poly: &Polytope, context: &Domain, param_names: &[String]) -> Result<PwQp, EhrhartError> {
+    enumerate_until(poly, context, param_names, None)
+}
+
+/// [`enumerate`], giving up with [`EhrhartError::OutOfTime`] after `deadline`.
+pub fn enumerate_until(poly: &Polytope, context: &Domain, param_names: &[String], deadline: Option<std::time::Instant>) -> Result<PwQp, EhrhartError> {
     let w = poly.n_vars + poly.n_params + 1;
     for r in poly.equalities.iter().chain(&poly.inequalities) {
         if r.len() != w {
@@ -473,6 +523,7 @@ pub fn enumerate(poly: &Polytope, context: &Domain, param_names: &[String]) -> R
         atoms: Atoms { w: w - 1, list: Vec::new(), index: HashMap::new() },
         cells: Vec::new(),
         chambers: 0,
+        deadline,
     };
     if is_empty(&c.ctx, &rows, poly.n_vars, poly.n_params, context)? {
         return Ok(out);
