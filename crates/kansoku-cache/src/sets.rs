@@ -51,6 +51,10 @@ pub struct SetModelOptions {
     pub extents: ParamValues,
     /// Smallest value of every parameter the formulas are derived for.
     pub param_min: i64,
+    /// Largest values of parameters the formulas are derived for. Parameters in `extents`
+    /// default to their extent (indices stay inside the arrays; beyond, arrays would
+    /// overlap and the sets — and formulas — grow much more complex).
+    pub param_max: ParamValues,
     /// Keep the intermediate sets as isl text (`--explain`).
     pub explain: bool,
     /// isl operation budget per reference (0 = unbounded).
@@ -63,7 +67,7 @@ pub struct SetModelOptions {
 
 impl SetModelOptions {
     pub fn new(layout: LayoutSpec, cache: CacheConfig) -> Self {
-        SetModelOptions { layout, cache, extents: ParamValues::new(), param_min: 1, explain: false, max_operations: 0, refs: Vec::new(), time_budget: None }
+        SetModelOptions { layout, cache, extents: ParamValues::new(), param_min: 1, param_max: ParamValues::new(), explain: false, max_operations: 0, refs: Vec::new(), time_budget: None }
     }
 }
 
@@ -82,6 +86,11 @@ pub struct Explanation {
     pub conflict_set: String,
     /// Counts of each lifted disjoint piece, for checking by hand.
     pub counted_pieces: usize,
+    /// The conflict misses as the seed's split and common sets count them (a miss unless
+    /// the per-factor line counts sum to less than A): a line inserted by two factors
+    /// counts twice there. `None` when there are too many combinations (> 256).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed_conflict: Option<PwQp>,
 }
 
 /// The formulas of one reference.
@@ -303,15 +312,26 @@ pub fn build_set_model(k: &Kernel, opts: &SetModelOptions) -> Result<SetFormulas
     let data = resolve_layout(k, &opts.layout, &opts.extents_with_defaults(k))?;
     let starts: Vec<u64> = data.iter().map(|d| d.start).collect();
     let sched = schedule(k);
+    let mut param_max = opts.param_max.clone();
+    for (p, v) in &opts.extents {
+        param_max.entry(p.clone()).or_insert(*v);
+    }
+    let np = k.params.len();
+    let unit = |i: usize, sign: i64| (0..np).map(|j| if i == j { sign } else { 0 }).collect::<Vec<i64>>();
+    let mut context = Domain { constraints: (0..np).map(|i| Constraint { equality: false, coeffs: unit(i, 1), constant: -opts.param_min }).collect() };
+    let mut context_text: Vec<String> = k.params.iter().map(|p| format!("{p} >= {}", opts.param_min)).collect();
+    for (i, p) in k.params.iter().enumerate() {
+        if let Some(max) = param_max.get(p) {
+            context.constraints.push(Constraint { equality: false, coeffs: unit(i, -1), constant: *max });
+            context_text.push(format!("{p} <= {max}"));
+        }
+    }
     let mut access_text = Vec::new();
     for (r, sp) in sched.iter().enumerate() {
         let addr = isl_affine(&address(k, r, &starts, &opts.extents)?, &k.params);
-        let cons = if sp.constraints.is_empty() { String::new() } else { format!(" : {}", sp.constraints.join(" and ")) };
-        access_text.push(format!("{TIME}[{}] -> {LINE}[floor(({addr})/{})]{cons}", sp.tuple.join(","), opts.cache.line));
+        let cons: Vec<String> = sp.constraints.iter().chain(&context_text).cloned().collect();
+        access_text.push(format!("{TIME}[{}] -> {LINE}[floor(({addr})/{})] : {}", sp.tuple.join(","), opts.cache.line, cons.join(" and ")));
     }
-    let context = Domain {
-        constraints: k.params.iter().enumerate().map(|(i, _)| Constraint { equality: false, coeffs: (0..k.params.len()).map(|j| (i == j) as i64).collect(), constant: -opts.param_min }).collect(),
-    };
     let deadline = opts.time_budget.map(|b| t0 + b);
     let selected: Vec<usize> = if opts.refs.is_empty() { (0..k.refs.len()).collect() } else { opts.refs.clone() };
     let mut refs = Vec::new();
@@ -374,7 +394,7 @@ fn reference_formulas(k: &Kernel, r: usize, access_text: &[String], opts: &SetMo
     let hit_source = m(hit_condition.clone().map_lexmax(), "hit source (lexmax)", &name)?;
     let domain = m(acc_r.clone().map_domain(), "domain", &name)?;
     let with_source = m(hit_source.clone().map_domain(), "domain of hit source", &name)?;
-    let compulsory_set = m(m(domain.clone().set_subtract(with_source), "compulsory", &name)?.set_coalesce(), "compulsory", &name)?;
+    let compulsory_set = m(m(domain.clone().set_subtract(with_source.clone()), "compulsory", &name)?.set_coalesce(), "compulsory", &name)?;
 
     // Accesses strictly between the hit source and the access.
     let later = m(earlier.clone().map_reverse(), "order", &name)?;
@@ -402,14 +422,20 @@ fn reference_formulas(k: &Kernel, r: usize, access_text: &[String], opts: &SetMo
     let (accesses, compulsory, conflict) = (c(&domain)?, c(&compulsory_set)?, c(&conflict_set)?);
     let explain = if opts.explain {
         let mut factors = Vec::new();
+        let mut factor_maps = Vec::new();
         for (q, text) in access_text.iter().enumerate() {
             let acc_q = b.map(text)?;
             let f = m(m(between.clone().map_apply_range(acc_q), "factor", &name)?.map_intersect(same_set.clone()), "factor", &name)?;
             let f = m(f.map_coalesce(), "factor", &name)?;
             if !m(f.map_is_empty(), "factor", &name)? {
                 factors.push((format!("P{q} {}", k.ref_text(&k.refs[q])), f.to_string()));
+                factor_maps.push(f);
             }
         }
+        let seed_conflict = match seed_style_conflict_set(&b, &factor_maps, &with_source, opts.cache.assoc, &name)? {
+            Some(set) => Some(c(&set)?),
+            None => None,
+        };
         let mut d = vec![lines.to_string()];
         d.extend(distinct.into_iter().map(|(_, s)| s));
         Some(Explanation {
@@ -421,11 +447,79 @@ fn reference_formulas(k: &Kernel, r: usize, access_text: &[String], opts: &SetMo
             distinct_lines: d,
             conflict_set: conflict_set.to_string(),
             counted_pieces: accesses.cells.len() + compulsory.cells.len() + conflict.cells.len(),
+            seed_conflict,
         })
     } else {
         None
     };
     Ok((accesses, compulsory, conflict, explain))
+}
+
+/// The seed's construction: per factor q the *split sets* `F_q^{=j}` (accesses whose window
+/// holds exactly j distinct lines of q, j < A), the *common sets* `∩_q F_q^{=j_q}` with
+/// `Σ j_q < A` (predicted hits), and the predicted conflict misses = accesses with a hit
+/// source outside every common set. Exact per factor, but summing over factors counts a
+/// line that two factors insert twice.
+fn seed_style_conflict_set<'c>(b: &Builder<'c>, factors: &[Map<'c>], with_source: &Set<'c>, assoc: u32, name: &str) -> Result<Option<Set<'c>>> {
+    let a = assoc as usize;
+    let combos = count_combos(factors.len(), a - 1);
+    if combos > 256 {
+        return Ok(None);
+    }
+    let greater = b.map(&format!("{LINE}[x] -> {LINE}[y] : y > x"))?;
+    // at_least[q][j] = accesses with >= j distinct lines of factor q (j = 0..=A).
+    let mut at_least: Vec<Vec<Set<'c>>> = Vec::new();
+    for f in factors {
+        let mut levels = vec![with_source.clone()];
+        let mut e = f.clone();
+        for j in 1..=a {
+            if j > 1 {
+                let above = m(e.map_apply_range(greater.clone()), "seed split sets", name)?;
+                e = m(m(f.clone().map_intersect(above), "seed split sets", name)?.map_coalesce(), "seed split sets", name)?;
+            }
+            levels.push(m(m(e.clone().map_domain(), "seed split sets", name)?.set_intersect(with_source.clone()), "seed split sets", name)?);
+        }
+        at_least.push(levels);
+    }
+    let exactly = |q: usize, j: usize| -> Result<Set<'c>> { m(at_least[q][j].clone().set_subtract(at_least[q][j + 1].clone()), "seed split sets", name) };
+    let mut hits: Option<Set<'c>> = None;
+    let mut js = vec![0usize; factors.len()];
+    loop {
+        if js.iter().sum::<usize>() < a {
+            let mut common = with_source.clone();
+            for (q, &j) in js.iter().enumerate() {
+                common = m(common.set_intersect(exactly(q, j)?), "seed common sets", name)?;
+            }
+            hits = Some(match hits {
+                None => common,
+                Some(h) => m(h.set_union(common), "seed common sets", name)?,
+            });
+        }
+        // Next assignment (odometer over 0..A per factor, sums >= A skipped above).
+        let mut i = 0;
+        while i < js.len() {
+            js[i] += 1;
+            if js[i] < a {
+                break;
+            }
+            js[i] = 0;
+            i += 1;
+        }
+        if i == js.len() {
+            break;
+        }
+    }
+    let misses = match hits {
+        None => with_source.clone(),
+        Some(h) => m(with_source.clone().set_subtract(h), "seed conflict set", name)?,
+    };
+    Ok(Some(m(misses.set_coalesce(), "seed conflict set", name)?))
+}
+
+/// Assignments the odometer visits: A^n (those with sum ≥ A are skipped); decides whether
+/// the seed's construction is affordable.
+fn count_combos(n: usize, max_sum: usize) -> usize {
+    (0..n).fold(1usize, |acc, _| acc.saturating_mul(max_sum + 1))
 }
 
 /// `{ t -> l : l ≡ line(t) (mod S) }`: lines that share the access's cache set.

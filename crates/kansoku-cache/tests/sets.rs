@@ -68,3 +68,29 @@ fn parameters_outside_the_context_are_refused() {
     let e = f.eval(&parse_params("X=1,Y=10").unwrap()).unwrap_err().to_string();
     assert!(e.contains("no value for parameter 'Z'"), "{e}");
 }
+
+/// Where the seed's split/common construction is not exact: between two writes of A[0]
+/// the loop reads B[i] twice (two references, one line). LRU keeps A[0] in a 2-line
+/// cache (one other line), the seed's sum of per-factor line counts says 2 >= A = 2 and
+/// predicts a conflict miss every iteration. Our distinct-line sets give the simulator's 0.
+#[test]
+fn the_seed_counts_a_line_inserted_by_two_references_twice() {
+    let src = "param N;\ndouble A[8], B[100];\nfor (i = 0; i < N; i++)\n  A[0] = B[i] + B[i];\n";
+    let k = parse_kernel("twice.k", src).unwrap();
+    let layout = LayoutSpec::parse_bases("A=0,B=64").unwrap();
+    let cache = CacheConfig::parse("assoc=2,line=8,sets=1").unwrap();
+    let mut opts = SetModelOptions::new(layout.clone(), cache);
+    opts.explain = true;
+    let f = build_set_model(&k, &opts).unwrap();
+    let a0 = f.refs.iter().find(|r| r.text == "A[0]").unwrap();
+    let seed = a0.explain.as_ref().unwrap().seed_conflict.as_ref().unwrap();
+    for n in [2i64, 10, 77] {
+        let p = parse_params(&format!("N={n}")).unwrap();
+        let sim = simulate(&k, &p, &layout, cache).unwrap();
+        let ours = f.eval(&p).unwrap();
+        let i = a0.reference[1..].parse::<usize>().unwrap();
+        assert_eq!(sim[i].other, 0);
+        assert_eq!(ours.iter().find(|r| r.reference == a0.reference).unwrap().conflict, 0);
+        assert_eq!(seed.eval(&[n]).unwrap(), n - 1, "the seed's construction predicts a miss per iteration after the first");
+    }
+}

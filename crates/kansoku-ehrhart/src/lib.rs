@@ -302,7 +302,7 @@ fn substitute_residue(f: &Poly, x: usize, d: i64, r: i64, atoms: &mut Atoms) -> 
                 plain.push((s, k));
                 continue;
             }
-            if !repl.contains_key(&s) {
+            if let std::collections::hash_map::Entry::Vacant(slot) = repl.entry(s) {
                 let base = if s == x {
                     Poly::sym(Q).scale(Rat::int(d as i128)).add(&Poly::constant(Rat::int(r as i128)))
                 } else {
@@ -314,7 +314,7 @@ fn substitute_residue(f: &Poly, x: usize, d: i64, r: i64, atoms: &mut Atoms) -> 
                     let rest = atoms.floor(&row, a.den);
                     Poly::sym(Q).scale(Rat::int((cx * d / a.den) as i128)).add(&rest)
                 };
-                repl.insert(s, vec![Poly::constant(Rat::int(1)), base]);
+                slot.insert(vec![Poly::constant(Rat::int(1)), base]);
             }
             let pw = repl.get_mut(&s).expect("inserted above");
             while pw.len() <= k as usize {

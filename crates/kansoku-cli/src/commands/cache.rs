@@ -401,6 +401,10 @@ fn print_set_formulas(f: &kansoku_cache::sets::SetFormulas, explain: bool) {
                 println!("    E_{} (>= {} distinct lines of the set in between; replaces the seed's split/common sets): {set}", i + 1, i + 1);
             }
             println!("    conflict set (E_A's domain): {}", x.conflict_set);
+            if let Some(seed) = &x.seed_conflict {
+                println!("  the seed's split/common construction (sums per-factor line counts; a line two factors insert counts twice) would give:");
+                print!("{seed}");
+            }
         }
     }
     println!("

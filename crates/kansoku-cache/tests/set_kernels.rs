@@ -1,0 +1,66 @@
+//! The set method on the bundled kernels × direct-mapped, 2-, 4- and 8-way caches (4 sets,
+//! 32-byte lines): every reference's accesses, compulsory and conflict formulas at ≥ 20
+//! parameter points (parameters independent, drawn at random within the derivation
+//! domain) equal the simulator. Array extents are fixed (`--extent`), loop bounds are
+//! symbolic. Combinations the set method cannot build within its budget are listed in
+//! docs/BENCHMARKS.md (seed 004) and tested by hand with `--ignored`.
+
+use kansoku_cache::sets::*;
+use kansoku_cache::*;
+use std::time::Duration;
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self, lo: i64, hi: i64) -> i64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        lo + (self.0 % (hi - lo + 1) as u64) as i64
+    }
+}
+
+const CACHES: [&str; 4] = ["assoc=1,line=32,sets=4", "assoc=2,line=32,sets=4", "assoc=4,line=32,sets=4", "assoc=8,line=32,sets=4"];
+
+/// Builds the formulas and compares every reference at `points` random parameter points
+/// (each parameter in 1..=its bound: the extent for parameters in extents, `free_max` for others).
+fn check(kernel: &str, cache: &str, extents: &str, free_max: i64, points: usize) {
+    let src = BUNDLED_KERNELS.iter().find(|(n, _)| *n == kernel).unwrap().1;
+    let ext = parse_params(extents).unwrap();
+    let k = parse_kernel(kernel, src).unwrap().with_fixed_extents(&ext).unwrap();
+    let layout = if kernel == "seed" { LayoutSpec::parse_bases(seed_example::BASES).unwrap() } else { LayoutSpec::default() };
+    let cache = CacheConfig::parse(cache).unwrap();
+    let mut opts = SetModelOptions::new(layout.clone(), cache);
+    opts.extents = ext.clone();
+    opts.time_budget = Some(Duration::from_secs(600));
+    let f = build_set_model(&k, &opts).unwrap_or_else(|e| panic!("{kernel} {cache}: {e}"));
+    let mut rng = Rng(0x4b41_4e53 ^ kernel.len() as u64 ^ (cache.assoc as u64) << 8);
+    for _ in 0..points {
+        let p: ParamValues = k.params.iter().map(|n| (n.clone(), rng.next(1, *ext.get(n).unwrap_or(&free_max)))).collect();
+        let sim = simulate(&k, &p, &layout, cache).unwrap();
+        for m in f.eval(&p).unwrap() {
+            let s = &sim[m.reference[1..].parse::<usize>().unwrap()];
+            assert_eq!((m.accesses, m.compulsory, m.conflict), (s.accesses as i64, s.compulsory as i64, s.other as i64), "{kernel} {cache} {} at {p:?}", m.reference);
+        }
+    }
+}
+
+#[test]
+fn seed_example_all_associativities() {
+    for c in CACHES {
+        check("seed", c, "", 200, 20);
+    }
+}
+
+#[test]
+fn jacobi1d_all_associativities() {
+    for c in CACHES {
+        check("jacobi1d", c, "N=32", 6, 20);
+    }
+}
+
+#[test]
+fn trisolv_direct_mapped_and_2_way() {
+    for c in &CACHES[..2] {
+        check("trisolv", c, "N=32", 0, 20);
+    }
+}
