@@ -9,6 +9,7 @@ fn main() {
     let layout = if a[1] == "seed" { LayoutSpec::parse_bases(seed_example::BASES).unwrap() } else { LayoutSpec::default() };
     let cache = CacheConfig::parse(&a[2]).unwrap();
     let mut o = SetModelOptions::new(layout.clone(), cache);
+    o.extents = ext.clone();
     o.time_budget = std::env::var("BUDGET").ok().map(|s| std::time::Duration::from_secs(s.parse().unwrap()));
     let t = std::time::Instant::now();
     let f = match build_set_model(&k, &o) {
