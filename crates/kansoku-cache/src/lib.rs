@@ -8,6 +8,9 @@
 //!   array information; references numbered `P0`, `P1`, ... in execution order);
 //! * [`Program::simulate`] is the exact oracle: an A-way set-associative LRU simulation
 //!   of every access, counting per reference accesses, hits, compulsory and other misses;
+//! * [`sets::build_set_model`] is the seed's set-based method (isl sets, parametric
+//!   counting): per reference compulsory- and conflict-miss formulas as piecewise
+//!   quasi-polynomials in all parameters, exact on their whole derivation domain;
 //! * [`model::build_model`] derives, per reference, piecewise quasi-polynomial formulas
 //!   in a size variable `n` (each parameter equal to `a·n + b` or fixed) for accesses,
 //!   compulsory misses and conflict (other) misses — and, on request, per hit source and
