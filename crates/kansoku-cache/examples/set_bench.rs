@@ -13,6 +13,12 @@ fn main() {
         ("jacobi1d", "assoc=8,line=32,sets=4", "N=4096", "T=100,N=4096"),
         ("trisolv", "assoc=1,line=32,sets=4", "N=2048", "N=2048"),
         ("trisolv", "assoc=2,line=32,sets=4", "N=2048", "N=2048"),
+        ("gemm", "assoc=2,line=32,sets=4", "N=64", "N=64"),
+        ("atax", "assoc=2,line=32,sets=4", "N=256", "N=256"),
+        ("mvt", "assoc=2,line=32,sets=4", "N=256", "N=256"),
+        ("bicg", "assoc=2,line=32,sets=4", "N=256", "N=256"),
+        ("jacobi2d", "assoc=1,line=32,sets=4", "N=16", "T=100,N=16"),
+        ("seidel2d", "assoc=1,line=32,sets=4", "N=16", "T=100,N=16"),
     ];
     println!("| kernel | cache | extents | refs | build s | cells | eval all refs µs | point | accesses | sim s | M acc/s | break-even accesses (sim > build + eval) |");
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
