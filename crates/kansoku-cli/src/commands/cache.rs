@@ -551,21 +551,9 @@ fn eval(a: EvalArgs) -> Result<()> {
     let verified = match &a.verify {
         None => None,
         Some(path) => {
-            let kpath = if path.is_empty() { PathBuf::from(&f.kernel) } else { PathBuf::from(path) };
-            let k = load(&kpath).with_context(|| format!("--verify needs the kernel the formulas were derived from ({})", f.kernel))?;
-            let sim = Program::new(&k, &p, &f.layout)?.simulate(&[f.cache]).pop().unwrap();
-            let mut mismatches = Vec::new();
-            for e in &ev.refs {
-                let r = k.find_ref(&e.reference).with_context(|| format!("{} has no reference {}", kpath.display(), e.reference))?;
-                let s = &sim[r];
-                if (e.accesses, e.compulsory, e.conflict) != (s.accesses as i128, s.compulsory as i128, s.other as i128) {
-                    mismatches.push(format!(
-                        "{}: formulas {}/{}/{} simulator {}/{}/{} (accesses/compulsory/conflict)",
-                        e.reference, e.accesses, e.compulsory, e.conflict, s.accesses, s.compulsory, s.other
-                    ));
-                }
-            }
-            Some(mismatches)
+            let k = verify_kernel(path, &f.kernel)?;
+            let counts = ev.refs.iter().map(|e| (e.reference.as_str(), [e.accesses, e.compulsory, e.conflict]));
+            Some(mismatches_with_simulator(&k, &p, &f.layout, f.cache, counts)?)
         }
     };
     if a.json {
@@ -594,6 +582,35 @@ fn eval(a: EvalArgs) -> Result<()> {
     Ok(())
 }
 
+/// The kernel `eval --verify` re-simulates: the one named, or the one the formulas name.
+fn verify_kernel(path: &str, derived_from: &str) -> Result<Kernel> {
+    let kpath = if path.is_empty() { PathBuf::from(derived_from) } else { PathBuf::from(path) };
+    load(&kpath).with_context(|| format!("--verify needs the kernel the formulas were derived from ({derived_from})"))
+}
+
+/// Simulates `k` at `p` and lists every reference whose formula counts
+/// (accesses, compulsory, conflict) differ from the simulator's.
+fn mismatches_with_simulator<'a>(
+    k: &Kernel,
+    p: &ParamValues,
+    layout: &LayoutSpec,
+    cache: CacheConfig,
+    counts: impl Iterator<Item = (&'a str, [i128; 3])>,
+) -> Result<Vec<String>> {
+    let sim = Program::new(k, p, layout)?.simulate(&[cache]).pop().unwrap();
+    let mut mismatches = Vec::new();
+    for (reference, [accesses, compulsory, conflict]) in counts {
+        let s = &sim[k.find_ref(reference).with_context(|| format!("the kernel has no reference {reference}"))?];
+        if [accesses, compulsory, conflict] != [s.accesses, s.compulsory, s.other].map(i128::from) {
+            mismatches.push(format!(
+                "{reference}: formulas {accesses}/{compulsory}/{conflict} simulator {}/{}/{} (accesses/compulsory/conflict)",
+                s.accesses, s.compulsory, s.other
+            ));
+        }
+    }
+    Ok(mismatches)
+}
+
 fn eval_sets(a: &EvalArgs, text: &str) -> Result<()> {
     let f: kansoku_cache::sets::SetFormulas = serde_json::from_str(text).with_context(|| format!("{} is not a set-method formulas file", a.formulas.display()))?;
     let p = params(&a.param)?;
@@ -603,19 +620,9 @@ fn eval_sets(a: &EvalArgs, text: &str) -> Result<()> {
     let verified = match &a.verify {
         None => None,
         Some(path) => {
-            let kpath = if path.is_empty() { PathBuf::from(&f.kernel) } else { PathBuf::from(path) };
-            let k = load(&kpath).with_context(|| format!("--verify needs the kernel the formulas were derived from ({})", f.kernel))?;
-            let k = k.with_fixed_extents(&f.extents).map_err(anyhow::Error::msg)?;
-            let sim = Program::new(&k, &p, &f.layout)?.simulate(&[f.cache]).pop().unwrap();
-            let mut mismatches = Vec::new();
-            for e in &ev {
-                let r = k.find_ref(&e.reference).with_context(|| format!("{} has no reference {}", kpath.display(), e.reference))?;
-                let s = &sim[r];
-                if (e.accesses, e.compulsory, e.conflict) != (s.accesses as i64, s.compulsory as i64, s.other as i64) {
-                    mismatches.push(format!("{}: formulas {}/{}/{} simulator {}/{}/{} (accesses/compulsory/conflict)", e.reference, e.accesses, e.compulsory, e.conflict, s.accesses, s.compulsory, s.other));
-                }
-            }
-            Some(mismatches)
+            let k = verify_kernel(path, &f.kernel)?.with_fixed_extents(&f.extents).map_err(anyhow::Error::msg)?;
+            let counts = ev.iter().map(|e| (e.reference.as_str(), [e.accesses, e.compulsory, e.conflict].map(i128::from)));
+            Some(mismatches_with_simulator(&k, &p, &f.layout, f.cache, counts)?)
         }
     };
     if a.json {
