@@ -121,6 +121,12 @@ fn demo_writes_its_directory() {
     assert!(Path::new(&out.join("seed000-exact.ksk")).exists());
     let summary = std::fs::read_to_string(out.join("summary.txt")).unwrap();
     assert!(summary.contains("44 per iteration"), "{summary}");
+    // seed 000: sparse samples rebuilt with both score tables, drawn, and a real recording
+    assert!(summary.contains("sampled every 101 instructions") && summary.contains("kansoku record of seed000"), "{summary}");
+    let svg = out.join("seed000-p101-timeline.svg");
+    let png = dir.path().join("timeline.png");
+    let r = Command::new("rsvg-convert").arg(&svg).arg("-o").arg(&png).status().expect("rsvg-convert (scripts/setup installs librsvg2-bin)");
+    assert!(r.success() && std::fs::metadata(&png).unwrap().len() > 1000, "{} renders", svg.display());
 }
 
 #[test]

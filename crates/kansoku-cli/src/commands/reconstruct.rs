@@ -365,12 +365,12 @@ pub fn compare_keys(keys: &[String], exact: &Path, iteration: usize) -> Result<C
     Ok(compare(&r, &t))
 }
 
-/// The exact and the reconstructed trace as two rows coloured by function (the part of
-/// a `function:offset` key before the last ':').
-fn timeline_svg(exact: &[String], rebuilt: &[String], title: &str) -> String {
+/// Traces as rows coloured by function (the part of a `function:offset` key before the
+/// last ':'), the exact one first; the plot marks where the rows differ.
+fn timeline_svg(rows: &[(&str, &[String])], title: &str) -> String {
     let function_of = |k: &String| k.rsplit_once(':').map_or(k.clone(), |(f, _)| f.to_string());
     let mut functions: Vec<String> = Vec::new();
-    let mut row = |keys: &[String]| -> Vec<Option<usize>> {
+    let mut cells = |keys: &[String]| -> Vec<Option<usize>> {
         keys.iter()
             .map(|k| {
                 let f = function_of(k);
@@ -381,10 +381,7 @@ fn timeline_svg(exact: &[String], rebuilt: &[String], title: &str) -> String {
             })
             .collect()
     };
-    let rows = [
-        kansoku_plot::TimelineRow { label: "exact", cells: row(exact) },
-        kansoku_plot::TimelineRow { label: "reconstructed", cells: row(rebuilt) },
-    ];
+    let rows: Vec<_> = rows.iter().map(|(label, keys)| kansoku_plot::TimelineRow { label, cells: cells(keys) }).collect();
     let names: Vec<&str> = functions.iter().map(String::as_str).collect();
     kansoku_plot::timeline(title, "instruction in the iteration", &rows, &names)
 }
@@ -410,7 +407,7 @@ pub fn run_compare(args: CompareArgs) -> Result<()> {
     let c = compare_keys(&keys, &args.exact, args.iteration)?;
     if let Some(svg) = &args.svg {
         let truth = exact_iteration(&args.exact, args.iteration)?;
-        let picture = timeline_svg(&truth, &keys, &format!("{} against the exact trace (lcs_ratio {:.3})", args.trace.display(), c.lcs_ratio));
+        let picture = timeline_svg(&[("exact", &truth), ("reconstructed", &keys)], &format!("{} against the exact trace (lcs_ratio {:.3})", args.trace.display(), c.lcs_ratio));
         std::fs::write(svg, picture).with_context(|| format!("writing {}", svg.display()))?;
     }
     if args.json {
@@ -420,43 +417,94 @@ pub fn run_compare(args: CompareArgs) -> Result<()> {
     Ok(())
 }
 
-/// Demo stage: the exact trace of 60 calls of seed000's func_M, sampled every 7
-/// instructions, rebuilt by each solver and scored against the exact trace.
+/// Demo stage on seed000 (func_M is the repeated region): its exact trace of 60 calls,
+/// sampled every 7 instructions and rebuilt by each solver; sampled every 101 (more than
+/// two iterations per sample) and rebuilt with the seed's and the control-flow scores,
+/// drawn as a timeline against the exact trace; and a real recording by `kansoku record`.
 pub fn demo_stage(dir: &Path) -> Result<String> {
     let program = kansoku_examples::build("seed000", &dir.join("bin"))?;
-    let exact = dir.join("seed000-60.ksk");
+    let exact = dir.join("seed000-200.ksk");
     let options = kansoku_probe::ExactTraceOptions {
-        program,
-        args: vec!["100".into()],
+        program: program.clone(),
+        args: vec!["1000".into()],
         marker: Some("func_M".into()),
-        iterations: Some(60),
+        iterations: Some(200),
         max_instructions: None,
     };
     super::trace::record_exact(&options, &exact)?;
-    let rec = dir.join("seed000-p7.ksk");
-    let s = super::sample::sample_exact(&exact, &rec, 7, 0, 1)?;
-    let mut text = format!("exact trace of 60 calls of func_M sampled every 7 instructions: {} samples -> {}\n", s.samples, rec.display());
-    let mut t = Table::new(&["solver", ">length", ">lcs_ratio", ">position_accuracy"]);
-    for solver in [Solver::Patent, Solver::Exact, Solver::Phase] {
-        let args = Args {
-            recording: rec.clone(),
-            by: Granularity::Function,
-            split: Split::Marker,
-            solver,
-            scores: None,
-            likelihood: Likelihood::Seed,
-            top_k: None,
-            sequences: None,
-            period: None,
-            exact: Some(exact.clone()),
-            output: Some(dir.join(format!("seed000-{solver:?}.trace").to_lowercase())),
-            json: false,
-        };
+    let mut text = String::new();
+    let mut t = Table::new(&["samples", "solver", "scores", ">length", ">lcs_ratio", ">position_accuracy"]);
+    let runs = [
+        (7, Solver::Patent, Likelihood::Seed),
+        (7, Solver::Exact, Likelihood::Seed),
+        (7, Solver::Phase, Likelihood::Seed),
+        (101, Solver::Patent, Likelihood::Seed),
+        (101, Solver::Patent, Likelihood::Cfg),
+    ];
+    for period in [7, 101] {
+        let rec = dir.join(format!("seed000-p{period}.ksk"));
+        let s = super::sample::sample_exact(&exact, &rec, period, 0, 1)?;
+        text.push_str(&format!("exact trace of 200 calls of func_M sampled every {period} instructions: {} samples -> {}\n", s.samples, rec.display()));
+    }
+    for (period, solver, likelihood) in runs {
+        let name = format!("seed000-p{period}-{solver:?}-{likelihood:?}.trace").to_lowercase();
+        let args = demo_args(dir.join(format!("seed000-p{period}.ksk")), solver, likelihood, None, &exact, dir.join(name));
         let (report, _, _) = reconstruct_file(&args)?;
         let c = report.comparison.expect("compared");
-        t.row(vec![format!("{solver:?}").to_lowercase(), c.reconstructed_length.to_string(), format!("{:.4}", c.lcs_ratio), format!("{:.4}", c.position_accuracy)]);
+        let row = [format!("every {period}"), format!("{solver:?}"), format!("{likelihood:?}")].map(|x| x.to_lowercase());
+        t.row(vec![row[0].clone(), row[1].clone(), row[2].clone(), c.reconstructed_length.to_string(), format!("{:.4}", c.lcs_ratio), format!("{:.4}", c.position_accuracy)]);
     }
     text.push_str(&t.render());
-    text.push_str(&format!("traces in {}/seed000-*.trace; rerun: kansoku reconstruct {} --solver patent --exact {}", dir.display(), rec.display(), exact.display()));
+    let svg = dir.join("seed000-p101-timeline.svg");
+    let truth = exact_iteration(&exact, 0)?;
+    let seed = read_trace(&dir.join("seed000-p101-patent-seed.trace"))?;
+    let cfg = read_trace(&dir.join("seed000-p101-patent-cfg.trace"))?;
+    let rows: [(&str, &[String]); 3] = [("exact", &truth), ("patent, seed scores", &seed), ("patent, cfg scores", &cfg)];
+    std::fs::write(&svg, timeline_svg(&rows, "seed000 func_M sampled every 101 instructions: one iteration rebuilt")).with_context(|| format!("writing {}", svg.display()))?;
+    text.push_str(&format!("picture: {} (exact trace above the two reconstructions; the strip marks where the seed scores' one differs)\n", svg.display()));
+    text.push_str(&demo_recording(dir, &program, &exact)?);
+    text.push_str(&format!("rerun: kansoku reconstruct {}/seed000-p101.ksk --likelihood cfg --exact {}", dir.display(), exact.display()));
+    Ok(text)
+}
+
+/// `kansoku reconstruct REC --solver S --likelihood L [--sequences N] --exact EXACT -o OUT`.
+fn demo_args(recording: PathBuf, solver: Solver, likelihood: Likelihood, sequences: Option<usize>, exact: &Path, output: PathBuf) -> Args {
+    Args {
+        recording,
+        by: Granularity::Function,
+        split: Split::Marker,
+        solver,
+        scores: None,
+        likelihood,
+        top_k: None,
+        sequences,
+        period: None,
+        exact: Some(exact.to_path_buf()),
+        output: Some(output),
+        json: false,
+    }
+}
+
+/// A real recording of seed000 by `kansoku record` (hardware counter, or the cpu-clock
+/// fallback with the reason), rebuilt by the patent solver and scored.
+fn demo_recording(dir: &Path, program: &Path, exact: &Path) -> Result<String> {
+    let (clock, fallback) = super::record::choose_clock(Some(100_003), None)?;
+    let rec = dir.join("seed000-recorded.ksk");
+    let o = super::record::record(program, &["20000".into()], clock, Some("func_M"), &rec)?;
+    let mut text = format!("kansoku record of seed000 (20000 calls of func_M): {} samples, {} marker hits -> {}\n", o.samples, o.markers, rec.display());
+    if let Some(why) = fallback {
+        text.push_str(&format!("  note: {why}\n"));
+    }
+    // a time recording has no instruction count to choose "one iteration's worth" by
+    let args = demo_args(rec, Solver::Patent, Likelihood::Seed, Some(2000), exact, dir.join("seed000-recorded-patent.trace"));
+    let (report, _, _) = reconstruct_file(&args)?;
+    let c = report.comparison.expect("compared");
+    text.push_str(&format!(
+        "  patent solver: {} instructions ({}), lcs_ratio {:.4} against the exact iteration of {}\n",
+        c.reconstructed_length,
+        if report.weighting == Weighting::Time { "execution-time-weighted" } else { "one per instruction" },
+        c.lcs_ratio,
+        c.true_length
+    ));
     Ok(text)
 }

@@ -75,16 +75,11 @@ pub fn choose_clock(period: Option<u64>, time_period: Option<u64>) -> Result<(Sa
 
 /// Records `program args` into `output`; shared by the command, the demo and benchmarks.
 pub fn record(program: &Path, args: &[String], clock: SamplingClock, marker: Option<&str>, output: &Path) -> Result<kansoku_probe::sampler::SampleRecordingOutcome> {
-    let (name, period) = match clock {
-        SamplingClock::Instructions { period } => ("instructions", period),
-        SamplingClock::CpuClock { period_ns } => ("cpu-clock", period_ns),
+    let header = Header::new(RecordingKind::Samples, program.to_string_lossy(), args.to_vec());
+    let mut header = match clock {
+        SamplingClock::Instructions { period } => header.with_parameter("clock", "instructions").with_parameter("period", period),
+        SamplingClock::CpuClock { period_ns } => header.with_parameter("clock", "cpu-clock").with_parameter("time_period_ns", period_ns),
     };
-    let mut header = Header::new(RecordingKind::Samples, program.to_string_lossy(), args.to_vec()).with_parameter("clock", name);
-    header = match clock {
-        SamplingClock::Instructions { period } => header.with_parameter("period", period),
-        SamplingClock::CpuClock { period_ns } => header.with_parameter("time_period_ns", period_ns),
-    };
-    let _ = period;
     if let Some(m) = marker {
         header = header.with_parameter("marker", m);
     }
