@@ -1,5 +1,6 @@
 //! Development probe: build set formulas for a bundled kernel and compare with the simulator.
 //! `cargo run --release -p kansoku-cache --example setmodel -- KERNEL CACHE EXTENTS POINT [POINT..]`
+//! (`BUDGET=SECONDS` bounds the build, `CHAIN=4000` sets `lexmin_chain_above`)
 use kansoku_cache::{sets::*, *};
 fn main() {
     let a: Vec<String> = std::env::args().collect();
@@ -11,6 +12,7 @@ fn main() {
     let mut o = SetModelOptions::new(layout.clone(), cache);
     o.extents = ext.clone();
     o.time_budget = std::env::var("BUDGET").ok().map(|s| std::time::Duration::from_secs(s.parse().unwrap()));
+    o.lexmin_chain_above = std::env::var("CHAIN").ok().map(|s| s.parse().unwrap());
     let t = std::time::Instant::now();
     let f = match build_set_model(&k, &o) {
         Ok(f) => f,

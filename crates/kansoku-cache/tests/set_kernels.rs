@@ -24,6 +24,10 @@ const CACHES: [&str; 4] = ["assoc=1,line=32,sets=4", "assoc=2,line=32,sets=4", "
 /// Builds the formulas and compares every reference at `points` random parameter points
 /// (each parameter in 1..=its bound: the extent for parameters in extents, `free_max` for others).
 fn check(kernel: &str, cache: &str, extents: &str, free_max: i64, points: usize) {
+    check_with(kernel, cache, extents, free_max, points, None)
+}
+
+fn check_with(kernel: &str, cache: &str, extents: &str, free_max: i64, points: usize, chain: Option<usize>) {
     let src = BUNDLED_KERNELS.iter().find(|(n, _)| *n == kernel).unwrap().1;
     let ext = parse_params(extents).unwrap();
     let k = parse_kernel(kernel, src).unwrap().with_fixed_extents(&ext).unwrap();
@@ -32,6 +36,7 @@ fn check(kernel: &str, cache: &str, extents: &str, free_max: i64, points: usize)
     let mut opts = SetModelOptions::new(layout.clone(), cache);
     opts.extents = ext.clone();
     opts.time_budget = Some(Duration::from_secs(600));
+    opts.lexmin_chain_above = chain;
     let f = build_set_model(&k, &opts).unwrap_or_else(|e| panic!("{kernel} {cache}: {e}"));
     let mut rng = Rng(0x4b41_4e53 ^ kernel.len() as u64 ^ (cache.assoc as u64) << 8);
     let mut seen = std::collections::BTreeSet::new();
@@ -111,4 +116,17 @@ fn stencils_2d_four_and_eight_ways() {
             check(kernel, c, "N=16", 4, 20);
         }
     }
+}
+
+/// The combinations the default (existential) construction cannot build in time, with the
+/// lexmin chain (`lexmin_chain_above = 4000`): jacobi-2d and seidel-2d with 4 and 8 ways
+/// (20 random (T, N), extents 16) and mvt 8-way (all N = 1..20, extents 20).
+#[test]
+fn lexmin_chain_slow_pairs() {
+    for kernel in ["jacobi2d", "seidel2d"] {
+        for c in &CACHES[2..] {
+            check_with(kernel, c, "N=16", 4, 20, Some(4000));
+        }
+    }
+    check_with("mvt", CACHES[3], "N=20", 4, 20, Some(4000));
 }
