@@ -104,6 +104,11 @@ pub struct ModelArgs {
     /// Set method: give up after this many seconds (then `auto` falls back to interpolation).
     #[arg(long, default_value_t = 120.0)]
     pub budget: f64,
+    /// Set method: build each distinct-line set E_k as a lexmin chain once E_{k-1}'s isl text
+    /// exceeds this many characters (same sets; measured much faster for the 2-D stencils with
+    /// 4 and 8 ways and mvt 8-way, slower for gemm 4-way; 4000 works for those). Default: off.
+    #[arg(long, value_name = "CHARS")]
+    pub lexmin_chain: Option<usize>,
     #[command(flatten)]
     pub cache: CacheArgs,
     /// One reference (`S3:right:1` or `P2`); default: all.
@@ -342,6 +347,7 @@ fn sets_model(a: &ModelArgs) -> Result<()> {
     opts.extents = extents;
     opts.explain = a.explain;
     opts.time_budget = Some(std::time::Duration::from_secs_f64(a.budget.max(0.0)));
+    opts.lexmin_chain_above = a.lexmin_chain;
     if let Some(sel) = &a.reference {
         opts.refs = vec![find_ref(&k, sel)?];
     }
