@@ -9,15 +9,8 @@ use kansoku_cache::sets::*;
 use kansoku_cache::*;
 use std::time::Duration;
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self, lo: i64, hi: i64) -> i64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        lo + (self.0 % (hi - lo + 1) as u64) as i64
-    }
-}
+mod common;
+use common::Rng;
 
 const CACHES: [&str; 4] = ["assoc=1,line=32,sets=4", "assoc=2,line=32,sets=4", "assoc=4,line=32,sets=4", "assoc=8,line=32,sets=4"];
 

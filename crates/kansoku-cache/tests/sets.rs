@@ -4,16 +4,8 @@
 use kansoku_cache::sets::*;
 use kansoku_cache::*;
 
-/// A small deterministic generator (xorshift), so failures are reproducible.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self, lo: i64, hi: i64) -> i64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        lo + (self.0 % (hi - lo + 1) as u64) as i64
-    }
-}
+mod common;
+use common::Rng;
 
 fn seed_formulas() -> (Kernel, LayoutSpec, CacheConfig, SetFormulas) {
     let k = parse_kernel("seed.k", seed_example::KERNEL).unwrap();
