@@ -209,3 +209,40 @@ fn compare_draws_the_timeline() {
         Err(_) => eprintln!("rsvg-convert not installed (scripts/setup installs it): rendering not checked"),
     }
 }
+
+/// What the user must be told reaches stderr and the JSON `warnings`: at a period above
+/// the iteration length every partial sequence holds one sample, so patent/exact return
+/// one of many equally likely orders (and phase is named when counts exist); a recording
+/// cut short is read up to the cut and said to be.
+#[test]
+fn sparse_and_cut_recordings_are_said() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let seed = kansoku_examples::build("seed000", d).unwrap();
+    let exact = d.join("e.ksk");
+    ok(&["trace", "exact", "--marker", "func_M", "--iterations", "110", "-o", &s(&exact), "--", &s(&seed), "120"]);
+    let (sparse, dense) = (d.join("p101.ksk"), d.join("p7.ksk"));
+    ok(&["sample", "--period", "101", &s(&exact), "-o", &s(&sparse)]);
+    ok(&["sample", "--period", "7", &s(&exact), "-o", &s(&dense)]);
+    let o = kansoku(&["reconstruct", &s(&sparse), "--solver", "exact", "--json"]);
+    assert!(o.status.success());
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains("hold a single sample at period 101") && stderr.contains("--solver phase places every sample exactly"), "{stderr}");
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let (single, used) = (v["single_sample_sequences"].as_u64().unwrap(), v["sequences_used"].as_u64().unwrap());
+    assert!(single * 2 > used, "{single} of {used}");
+    assert!(v["warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().contains("single sample")), "{v}");
+    let o = kansoku(&["reconstruct", &s(&dense), "--solver", "exact", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["order_warning"].is_null() && !String::from_utf8_lossy(&o.stderr).contains("single sample"), "{v}");
+
+    let bytes = std::fs::read(&dense).unwrap();
+    let cut = d.join("cut.ksk");
+    std::fs::write(&cut, &bytes[..bytes.len() * 2 / 3]).unwrap();
+    let o = kansoku(&["reconstruct", &s(&cut), "--solver", "patent", "--json"]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    assert!(stderr.contains("cut off at byte"), "{stderr}");
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().contains("cut off")), "{v}");
+}

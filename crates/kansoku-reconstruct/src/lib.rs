@@ -106,6 +106,10 @@ pub struct Reconstruction {
     /// `--likelihood cfg`: returns moved to their right return site (see
     /// [`flow::repair_nesting`]).
     pub nesting_repairs: Option<usize>,
+    /// Patent/exact: partial sequences holding a single sample, and a warning when they
+    /// are most of them (see [`order_warning`]).
+    pub single_sample_sequences: Option<usize>,
+    pub order_warning: Option<String>,
     pub seconds: f64,
 }
 
@@ -130,6 +134,8 @@ pub fn reconstruct(observations: &[Observation], names: &Names, options: &Option
         covered_positions: None,
         conflicts: None,
         nesting_repairs: None,
+        single_sample_sequences: None,
+        order_warning: None,
         seconds: 0.0,
     };
     if options.solver == Solver::Phase {
@@ -156,6 +162,9 @@ pub fn reconstruct(observations: &[Observation], names: &Names, options: &Option
     let sequences: Vec<Vec<Info>> = chosen.into_iter().map(|s| s.samples).collect();
     rec.sequences_used = sequences.len();
     rec.samples_used = sequences.iter().map(Vec::len).sum();
+    let single = sequences.iter().filter(|s| s.len() == 1).count();
+    rec.single_sample_sequences = Some(single);
+    rec.order_warning = order_warning(single, sequences.len(), &splitting, options.period);
     match rec.solver {
         Solver::Patent | Solver::Phase => {
             let r = solve_patent(&options.scores, &sequences, options.top_k, progress);
@@ -184,6 +193,30 @@ pub fn reconstruct(observations: &[Observation], names: &Names, options: &Option
         rec.nesting_repairs = Some(flow::repair_nesting(&mut rec.trace, flow, &options.scores));
     }
     Ok(finish(rec, started))
+}
+
+/// Patent and exact order *partial sequences*; a sequence of one sample brings no order of
+/// its own, only its instruction. When most sequences hold one sample (period ≥ iteration
+/// length) the result is one of the orders the likelihood cannot tell apart: another order
+/// of the same instructions with the same neighbours scores exactly the same (measured:
+/// docs/BENCHMARKS.md, seed 000). Say so, and what would place the samples instead.
+pub fn order_warning(single: usize, sequences: usize, splitting: &split::Splitting, period: Option<u64>) -> Option<String> {
+    if sequences == 0 || single * 2 <= sequences {
+        return None;
+    }
+    let remedy = if phase::solve_phase(splitting).is_ok() {
+        "the recording has instruction counts: --solver phase places every sample exactly".to_string()
+    } else {
+        let below = match splitting.iteration_length {
+            Some(t) => format!(" (below the iteration's {t} instructions)"),
+            None => String::new(),
+        };
+        format!("record instruction counts for --solver phase, or sample with a shorter period{below}")
+    };
+    let period = period.map(|p| format!(" at period {p}")).unwrap_or_default();
+    Some(format!(
+        "{single} of {sequences} partial sequences hold a single sample{period}: their order is not in the samples, and this trace is one of the orders that score the same, not necessarily the run's; {remedy}"
+    ))
 }
 
 /// `--top-k 0`: the k tried. The loop is greedy, and which k merges well depends on the

@@ -165,6 +165,9 @@ pub struct Report {
     #[serde(flatten)]
     pub reconstruction: Reconstruction,
     pub comparison: Option<Comparison>,
+    /// Everything the user should know: damaged or cut recordings, unsymbolised samples,
+    /// a solver replaced, an order the samples do not determine.
+    pub warnings: Vec<String>,
 }
 
 /// Everything `kansoku reconstruct` does but printing; shared with the demo and benchmarks.
@@ -229,9 +232,7 @@ pub fn reconstruct_file(args: &Args) -> Result<(Report, Vec<String>, Names)> {
         None => None,
     };
     let mut warnings = loaded.warnings;
-    if let Some(f) = &rec.fallback {
-        warnings.push(f.clone());
-    }
+    warnings.extend(rec.fallback.iter().chain(&rec.order_warning).cloned());
     Ok((
         Report {
             recording: args.recording.clone(),
@@ -240,6 +241,7 @@ pub fn reconstruct_file(args: &Args) -> Result<(Report, Vec<String>, Names)> {
             weighting: loaded.weighting,
             reconstruction: rec,
             comparison,
+            warnings,
         },
         lines,
         loaded.names,
@@ -248,7 +250,7 @@ pub fn reconstruct_file(args: &Args) -> Result<(Report, Vec<String>, Names)> {
 
 pub fn run(args: Args) -> Result<()> {
     let (report, lines, _) = reconstruct_file(&args)?;
-    for w in &report_warnings(&report) {
+    for w in &report.warnings {
         eprintln!("kansoku: warning: {w}");
     }
     if args.json {
@@ -293,10 +295,6 @@ pub fn run(args: Args) -> Result<()> {
         }
     }
     Ok(())
-}
-
-fn report_warnings(report: &Report) -> Vec<String> {
-    report.reconstruction.fallback.iter().cloned().collect()
 }
 
 pub fn print_comparison(c: &Comparison) {
