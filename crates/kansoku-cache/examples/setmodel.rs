@@ -1,6 +1,7 @@
 //! Development probe: build set formulas for a bundled kernel and compare with the simulator.
 //! `cargo run --release -p kansoku-cache --example setmodel -- KERNEL CACHE EXTENTS POINT [POINT..]`
-//! (`BUDGET=SECONDS` bounds the build, `CHAIN=4000` sets `lexmin_chain_above`)
+//! (`BUDGET=SECONDS` bounds the build, `CHAIN=4000` sets `lexmin_chain_above`, `SPLIT=CHARS|never`
+//! sets `split_by_array_above`)
 use kansoku_cache::{sets::*, *};
 fn main() {
     let a: Vec<String> = std::env::args().collect();
@@ -13,6 +14,9 @@ fn main() {
     o.extents = ext.clone();
     o.time_budget = std::env::var("BUDGET").ok().map(|s| std::time::Duration::from_secs(s.parse().unwrap()));
     o.lexmin_chain_above = std::env::var("CHAIN").ok().map(|s| s.parse().unwrap());
+    if let Ok(s) = std::env::var("SPLIT") {
+        o.split_by_array_above = s.parse().ok(); // SPLIT=never: one chain over all lines
+    }
     let t = std::time::Instant::now();
     let f = match build_set_model(&k, &o) {
         Ok(f) => f,

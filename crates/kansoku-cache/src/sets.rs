@@ -18,12 +18,14 @@
 //!   dimension at every step, so A steps instead of an A-fold product; once `E_{k-1}` is
 //!   large (`lexmin_chain_above`) the same set can be built as `{ l ∈ lines(t) : l > lexmin E_{k-1}(t) }` (lexmin
 //!   chain, no existentials accumulate: the 2-D stencils with 4 and 8 ways, mvt 8-way);
+//!   once one chain over all lines is large (`split_by_array_above`), each group of arrays
+//!   whose lines never meet gets its own chain and the counts are added (gemm 8-way);
 //! * **conflict misses** = domain of `E_A`: an A-way LRU evicts the line exactly when A
 //!   distinct other lines of its set were used since its last use.
 //!
 //! Each counted set is coalesced, given explicit divisions, made disjoint and lifted
 //! (divisions become variables with their two defining constraints, so each point has
-//! exactly one lifted image); PolyLib (crate `kansoku-ehrhart`) counts each lifted
+//! exactly one lifted image); our counter (crate `kansoku-ehrhart`) counts each lifted
 //! polytope parametrically. The result is a [`PwQp`]: a sum of piecewise quasi-polynomials
 //! in all the kernel's parameters.
 //!
@@ -42,6 +44,9 @@ use std::time::Instant;
 
 /// JSON format tag of [`SetFormulas`].
 pub const FORMAT: &str = "kansoku-cache-set-formulas/1";
+
+/// Default of [`SetModelOptions::split_by_array_above`] (characters of isl text).
+pub const SPLIT_BY_ARRAY_ABOVE: usize = 10_000;
 
 /// Options of [`build_set_model`].
 #[derive(Clone, Debug)]
@@ -69,11 +74,17 @@ pub struct SetModelOptions {
     /// text (`None`: always the existential form). Same sets; much smaller for the 2-D
     /// stencils with 4 and 8 ways and mvt 8-way, but not verified faster everywhere.
     pub lexmin_chain_above: Option<usize>,
+    /// Count the distinct lines per array (arrays whose lines never meet) once one chain
+    /// over all lines exceeds this many characters of isl text (`None`: never). Same
+    /// counts; gemm 8-way's B[k][j] with extents 20 builds in ~100 s instead of > 10 min,
+    /// but small chains are cheaper to count whole (bicg 2-way: the per-array parts
+    /// exceeded the counter's budget). Ignored when `lexmin_chain_above` is set.
+    pub split_by_array_above: Option<usize>,
 }
 
 impl SetModelOptions {
     pub fn new(layout: LayoutSpec, cache: CacheConfig) -> Self {
-        SetModelOptions { layout, cache, extents: ParamValues::new(), param_min: 1, param_max: ParamValues::new(), explain: false, max_operations: 0, refs: Vec::new(), time_budget: None, lexmin_chain_above: None }
+        SetModelOptions { layout, cache, extents: ParamValues::new(), param_min: 1, param_max: ParamValues::new(), explain: false, max_operations: 0, refs: Vec::new(), time_budget: None, lexmin_chain_above: None, split_by_array_above: Some(SPLIT_BY_ARRAY_ABOVE) }
     }
 }
 
@@ -302,6 +313,14 @@ impl<'c> Builder<'c> {
     }
 }
 
+/// `KANSOKU_SET_TRACE=1`: one line per step on stderr (reference, step, seconds, size in
+/// isl characters) — where the build time goes.
+fn trace(reference: &str, step: &str, since: Instant, size: impl FnOnce() -> usize) {
+    if std::env::var_os("KANSOKU_SET_TRACE").is_some() {
+        eprintln!("{reference}: {step}: {:.3}s {} chars", since.elapsed().as_secs_f64(), size());
+    }
+}
+
 fn m<T>(r: kansoku_isl::Result<T>, what: &str, reference: &str) -> Result<T> {
     r.map_err(|e| CacheError::Model(format!("{reference}: {what}: {e} (the sets grew beyond the isl budget; try --method interpolate)")))
 }
@@ -397,7 +416,9 @@ fn reference_formulas(k: &Kernel, r: usize, access_text: &[String], opts: &SetMo
     let line_to_access = m(acc_all.clone().map_reverse(), "same line", &name)?;
     let same_line = m(acc_r.clone().map_apply_range(line_to_access), "same line", &name)?;
     let hit_condition = m(m(same_line.map_intersect(earlier.clone()), "hit condition", &name)?.map_coalesce(), "hit condition", &name)?;
+    let t = Instant::now();
     let hit_source = m(hit_condition.clone().map_lexmax(), "hit source (lexmax)", &name)?;
+    trace(&name, "hit source", t, || hit_source.to_string().len());
     let domain = m(acc_r.clone().map_domain(), "domain", &name)?;
     let with_source = m(hit_source.clone().map_domain(), "domain of hit source", &name)?;
     let compulsory_set = m(m(domain.clone().set_subtract(with_source.clone()), "compulsory", &name)?.set_coalesce(), "compulsory", &name)?;
@@ -408,45 +429,48 @@ fn reference_formulas(k: &Kernel, r: usize, access_text: &[String], opts: &SetMo
     let same_set = same_set_map(&b, &acc_r, opts.cache.sets, &name)?;
     let lines = m(m(between.clone().map_apply_range(acc_all), "lines between", &name)?.map_intersect(same_set.clone()), "lines between", &name)?;
     let lines = m(lines.map_coalesce(), "lines between", &name)?;
+    trace(&name, "E_1 (lines between)", t, || lines.to_string().len());
 
-    let greater = b.map(&format!("{LINE}[x] -> {LINE}[y] : y > x"))?;
-    let mut e_k = lines.clone();
-    let mut distinct = vec![];
-    // E_k = { l ∈ lines : l > some l' ∈ E_{k-1} } = { l ∈ lines : l > lexmin E_{k-1} }: the
-    // same set either way. The existential form is cheap while E_{k-1} is small; once it
-    // grows past `lexmin_chain_above` characters (the 2-D stencils with 4 and 8 ways: E_3 of
-    // jacobi-2d's P3 reached 142 000), the k-th distinct line is taken as the lexmin of
-    // E_{k-1} instead (a single-valued piecewise map, no accumulated existentials).
-    let mut chain = false;
-    for step in 2..=opts.cache.assoc {
-        out_of_time(deadline, &name)?;
-        if let Some(limit) = opts.lexmin_chain_above {
-            chain = chain || e_k.to_string().len() > limit;
+    // Lines of different groups (arrays whose lines never meet) are distinct, so the
+    // distinct-line count is a sum over groups: each group's chain stays small (gemm 8-way,
+    // B[k][j]: one chain over all lines grew to 131 000 characters at E_8).
+    let groups = line_groups(&b, k, access_text, &name)?;
+    // Not combined with the lexmin chain: the chain already keeps E_k small there, and
+    // with both on `lexmin_chain_slow_pairs` took 247 s instead of 141 s (release).
+    let give_up = opts.split_by_array_above.filter(|_| groups.len() > 1 && opts.lexmin_chain_above.is_none());
+    let mut distinct = vec![String::new(); opts.cache.assoc as usize];
+    let mut levels = Vec::new();
+    if let Some(chain) = distinct_line_chain(&b, &lines, opts, &name, deadline, give_up)? {
+        for (i, e) in chain.iter().enumerate().filter(|_| opts.explain) {
+            distinct[i] = e.to_string();
         }
-        if chain {
-            // isl 0.25's lexmin of E_{k-1} as built in memory (after apply_range,
-            // intersect, coalesce) was wrong for mvt's P5 on an 8-way cache (E_8 non-empty
-            // where at most 5 other lines share the set); the same set re-read from its
-            // text gives the right lexmin (simulator-checked). So: re-read first.
-            let text = e_k.to_string();
-            e_k = b.ctx.map(&text).map_err(|e| CacheError::Model(format!("{name}: re-reading E_{}: {e}", step - 1)))?;
-            e_k = m(e_k.map_lexmin(), "distinct lines (lexmin)", &name)?;
-        }
-        let above = m(e_k.map_apply_range(greater.clone()), "distinct lines", &name)?;
-        e_k = m(m(lines.clone().map_intersect(above), "distinct lines", &name)?.map_coalesce(), "distinct lines", &name)?;
-        if std::env::var_os("KANSOKU_SET_TRACE").is_some() {
-            eprintln!("{name}: E_{step}{} {} chars", if chain { " (lexmin chain)" } else { "" }, e_k.to_string().len());
-        }
-        if opts.explain {
-            distinct.push((step, e_k.to_string()));
+        levels.push(chain);
+    } else {
+        trace(&name, &format!("split by array: {} groups", groups.len()), Instant::now(), || 0);
+        for (label, group_lines) in &groups {
+            let lines_g = m(m(lines.clone().map_intersect_range(group_lines.clone()), "lines of a group", &name)?.map_coalesce(), "lines of a group", &name)?;
+            let chain = distinct_line_chain(&b, &lines_g, opts, &name, deadline, None)?.expect("no size limit");
+            for (i, e) in chain.iter().enumerate().filter(|_| opts.explain) {
+                let sep = if distinct[i].is_empty() { "" } else { "; " };
+                distinct[i] += &format!("{sep}[{label}] {e}");
+            }
+            levels.push(chain);
         }
     }
-    let conflict_set = m(m(e_k.map_domain(), "conflict set", &name)?.set_coalesce(), "conflict set", &name)?;
+    let t = Instant::now();
+    let conflict_parts = at_least_lines(&levels, &with_source, opts.cache.assoc as usize, &name)?;
+    trace(&name, &format!("conflict set ({} parts)", conflict_parts.len()), t, || conflict_parts.iter().map(|p| p.to_string().len()).sum());
+    let distinct: Vec<String> = distinct.into_iter().map(|d| if d.is_empty() { "{ }".to_string() } else { d }).collect();
 
     let names = k.params.clone();
     let c = |s: &Set<'_>| count(s, context, &names, &name, deadline);
     out_of_time(deadline, &name)?;
-    let (accesses, compulsory, conflict) = (c(&domain)?, c(&compulsory_set)?, c(&conflict_set)?);
+    let t = Instant::now();
+    let (accesses, compulsory) = (c(&domain)?, c(&compulsory_set)?);
+    trace(&name, "count accesses + compulsory", t, || 0);
+    let t = Instant::now();
+    let conflict = kansoku_ehrhart::sum(conflict_parts.iter().map(c).collect::<Result<_>>()?, &names, context);
+    trace(&name, &format!("count conflict ({} cells)", conflict.cells.len()), t, || 0);
     let explain = if opts.explain {
         let mut factors = Vec::new();
         let mut factor_maps = Vec::new();
@@ -463,8 +487,7 @@ fn reference_formulas(k: &Kernel, r: usize, access_text: &[String], opts: &SetMo
             Some(set) => Some(c(&set)?),
             None => None,
         };
-        let mut d = vec![lines.to_string()];
-        d.extend(distinct.into_iter().map(|(_, s)| s));
+        let d = distinct;
         Some(Explanation {
             access: acc_r.to_string(),
             hit_condition: hit_condition.to_string(),
@@ -472,7 +495,7 @@ fn reference_formulas(k: &Kernel, r: usize, access_text: &[String], opts: &SetMo
             compulsory_set: compulsory_set.to_string(),
             conflict_factors: factors,
             distinct_lines: d,
-            conflict_set: conflict_set.to_string(),
+            conflict_set: conflict_parts.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(" ∪ "),
             counted_pieces: accesses.cells.len() + compulsory.cells.len() + conflict.cells.len(),
             seed_conflict,
         })
@@ -480,6 +503,151 @@ fn reference_formulas(k: &Kernel, r: usize, access_text: &[String], opts: &SetMo
         None
     };
     Ok((accesses, compulsory, conflict, explain))
+}
+
+/// `E_1 …`: `E_k` = the lines (per access) with at least k-1 distinct smaller lines of
+/// `lines` — its domain = accesses with at least k distinct lines. Stops at the first
+/// empty `E_k` (then every later one is empty) or at `E_A`; `None` once an `E_k` to be
+/// extended exceeds `give_up_above` characters.
+fn distinct_line_chain<'c>(b: &Builder<'c>, lines: &Map<'c>, opts: &SetModelOptions, name: &str, deadline: Option<Instant>, give_up_above: Option<usize>) -> Result<Option<Vec<Map<'c>>>> {
+    let greater = b.map(&format!("{LINE}[x] -> {LINE}[y] : y > x"))?;
+    let mut e_k = lines.clone();
+    let mut out = vec![];
+    // E_k = { l ∈ lines : l > some l' ∈ E_{k-1} } = { l ∈ lines : l > lexmin E_{k-1} }: the
+    // same set either way. The existential form is cheap while E_{k-1} is small; once it
+    // grows past `lexmin_chain_above` characters (the 2-D stencils with 4 and 8 ways: E_3 of
+    // jacobi-2d's P3 reached 142 000), the k-th distinct line is taken as the lexmin of
+    // E_{k-1} instead (a single-valued piecewise map, no accumulated existentials).
+    let mut chain = false;
+    for step in 2..=opts.cache.assoc {
+        if m(e_k.map_is_empty(), "distinct lines", name)? {
+            break;
+        }
+        if give_up_above.is_some_and(|limit| e_k.to_string().len() > limit) {
+            return Ok(None);
+        }
+        out.push(e_k.clone());
+        out_of_time(deadline, name)?;
+        let t = Instant::now();
+        if let Some(limit) = opts.lexmin_chain_above {
+            chain = chain || e_k.to_string().len() > limit;
+        }
+        if chain {
+            // isl 0.25's lexmin of E_{k-1} as built in memory (after apply_range,
+            // intersect, coalesce) was wrong for mvt's P5 on an 8-way cache (E_8 non-empty
+            // where at most 5 other lines share the set); the same set re-read from its
+            // text gives the right lexmin (simulator-checked). So: re-read first.
+            let text = e_k.to_string();
+            e_k = b.ctx.map(&text).map_err(|e| CacheError::Model(format!("{name}: re-reading E_{}: {e}", step - 1)))?;
+            e_k = m(e_k.map_lexmin(), "distinct lines (lexmin)", name)?;
+        }
+        let above = m(e_k.map_apply_range(greater.clone()), "distinct lines", name)?;
+        e_k = m(m(lines.clone().map_intersect(above), "distinct lines", name)?.map_coalesce(), "distinct lines", name)?;
+        trace(name, &format!("E_{step}{}", if chain { " (lexmin chain)" } else { "" }), t, || e_k.to_string().len());
+    }
+    if out.len() < opts.cache.assoc as usize && !m(e_k.map_is_empty(), "distinct lines", name)? {
+        out.push(e_k);
+    }
+    Ok(Some(out))
+}
+
+/// Accesses with at least `assoc` distinct lines in between, as disjoint parts (counted
+/// one by one and summed: their union, coalesced, was the slow step — gemm 8-way,
+/// B[k][j], extents 20: 1 000 000 characters after 460 s). From each group's chain
+/// (`levels[g][j-1]` = `E_j`: its domain = accesses with ≥ j lines of group g): groups
+/// share no line, so the count is a sum. The short chains are combined first —
+/// `reach[s]` = accesses whose groups so far give ≥ s lines (s = assoc absorbs more),
+/// `reach'[s] = ∪_j reach[s-j] ∩ dom E_j` (j = 0: every access with a hit source) — and
+/// the longest chain last, into the parts `(reach[r] \ reach[r+1]) ∩ dom E_{assoc-r}`.
+fn at_least_lines<'c>(levels: &[Vec<Map<'c>>], with_source: &Set<'c>, assoc: usize, name: &str) -> Result<Vec<Set<'c>>> {
+    let mut order: Vec<&Vec<Map<'c>>> = levels.iter().collect();
+    order.sort_by_key(|c| c.len());
+    let Some(longest) = order.pop() else { return Ok(vec![]) };
+    if order.is_empty() {
+        // One group: E_A's domain (already inside `with_source`).
+        return match longest.get(assoc - 1) {
+            Some(e_a) => chain_domains(std::slice::from_ref(e_a), name),
+            None => Ok(vec![]),
+        };
+    }
+    let mut reach: Vec<Option<Set<'c>>> = (0..=assoc).map(|s| (s == 0).then(|| with_source.clone())).collect();
+    for (round, chain) in order.iter().enumerate() {
+        let at_least = chain_domains(chain, name)?;
+        let mut next: Vec<Option<Set<'c>>> = vec![None; assoc + 1];
+        for (r, prev) in reach.iter().enumerate() {
+            let Some(prev) = prev else { continue };
+            for j in 0..=at_least.len() {
+                let s = (r + j).min(assoc);
+                let part = if j == 0 { prev.clone() } else { m(prev.clone().set_intersect(at_least[j - 1].clone()), "conflict set", name)? };
+                next[s] = Some(match next[s].take() {
+                    None => part,
+                    Some(u) => m(u.set_union(part), "conflict set", name)?,
+                });
+                if s == assoc {
+                    break;
+                }
+            }
+        }
+        let t = Instant::now();
+        for slot in next.iter_mut().flatten() {
+            *slot = m(slot.clone().set_coalesce(), "conflict set", name)?;
+        }
+        trace(name, &format!("round {round} ({} levels): reach", chain.len()), t, || next.iter().flatten().map(|s| s.to_string().len()).sum());
+        reach = next;
+    }
+    let mut parts = Vec::new();
+    for r in 0..=assoc {
+        let Some(at_r) = &reach[r] else { continue };
+        let t = Instant::now();
+        // Exactly r lines from the short chains (exactly: the parts stay disjoint).
+        let exact = match reach.get(r + 1).and_then(|n| n.as_ref()) {
+            Some(more) if r < assoc => m(m(at_r.clone().set_subtract(more.clone()), "conflict set", name)?.set_coalesce(), "conflict set", name)?,
+            _ => at_r.clone(),
+        };
+        let need = assoc - r;
+        if need == 0 {
+            parts.push(exact);
+        } else if need <= longest.len() {
+            let dom = m(m(longest[need - 1].clone().map_domain(), "conflict set", name)?.set_coalesce(), "conflict set", name)?;
+            parts.push(m(m(exact.set_intersect(dom), "conflict set", name)?.set_coalesce(), "conflict set", name)?);
+        }
+        trace(name, &format!("part with {r} lines from the short chains"), t, || parts.last().map_or(0, |p| p.to_string().len()));
+    }
+    Ok(parts)
+}
+
+/// `dom E_1, dom E_2, …` of one chain: accesses with ≥ 1, 2, … distinct lines.
+fn chain_domains<'c>(chain: &[Map<'c>], name: &str) -> Result<Vec<Set<'c>>> {
+    chain.iter().map(|e| m(m(e.clone().map_domain(), "conflict set", name)?.set_coalesce(), "conflict set", name)).collect()
+}
+
+/// Groups of arrays whose line sets (over the whole derivation domain) meet, as (label,
+/// set of their lines): lines of different groups are never equal, so distinct lines
+/// can be counted per group. Arrays that overlap (the seed example beyond X = 100) or
+/// share a boundary line land in one group.
+fn line_groups<'c>(b: &Builder<'c>, k: &Kernel, access_text: &[String], name: &str) -> Result<Vec<(String, Set<'c>)>> {
+    let mut groups: Vec<(String, Set<'c>)> = Vec::new();
+    for (a, array) in k.arrays.iter().enumerate() {
+        let texts: Vec<&str> = access_text.iter().enumerate().filter(|(q, _)| k.refs[*q].array == a).map(|(_, t)| t.as_str()).collect();
+        if texts.is_empty() {
+            continue;
+        }
+        let mut lines = m(m(b.map(&texts.join("; "))?.map_range(), "array lines", name)?.set_coalesce(), "array lines", name)?;
+        let mut label = array.name.clone();
+        // Merge every existing group this array's lines meet.
+        let mut kept = Vec::new();
+        for (l, g) in groups {
+            if m(g.clone().set_intersect(lines.clone()), "array lines", name)?.set_is_empty().map_err(|e| CacheError::Model(format!("{name}: array lines: {e}")))? {
+                kept.push((l, g));
+            } else {
+                label = format!("{l},{label}");
+                lines = m(m(lines.set_union(g), "array lines", name)?.set_coalesce(), "array lines", name)?;
+            }
+        }
+        kept.push((label, lines));
+        groups = kept;
+    }
+    Ok(groups)
 }
 
 /// The seed's construction: per factor q the *split sets* `F_q^{=j}` (accesses whose window
@@ -565,13 +733,19 @@ fn out_of_time(deadline: Option<Instant>, reference: &str) -> Result<()> {
 }
 
 fn count(set: &Set<'_>, context: &Domain, names: &[String], reference: &str, deadline: Option<Instant>) -> Result<PwQp> {
+    let t = Instant::now();
     let s = m(set.clone().set_compute_divs(), "explicit divisions", reference)?;
     let s = m(s.set_make_disjoint(), "disjoint", reference)?;
     let pieces = m(s.set_lifted_basic_sets(), "lift", reference)?;
+    trace(reference, &format!("disjoint + lifted: {} pieces", pieces.len()), t, || 0);
     let mut parts = Vec::new();
     for p in pieces {
         let poly = kansoku_ehrhart::Polytope { n_vars: p.n_set, n_params: p.n_param, equalities: p.equalities, inequalities: p.inequalities };
+        let tp = Instant::now();
         parts.push(kansoku_ehrhart::enumerate_until(&poly, context, names, deadline).map_err(|e| CacheError::Model(format!("{reference}: counting: {e} (use --method interpolate, or a larger --budget)")))?);
+        if tp.elapsed().as_secs_f64() > 0.5 {
+            trace(reference, &format!("slow piece: {} vars, {} eqs, {} ineqs, {} cells", poly.n_vars, poly.equalities.len(), poly.inequalities.len(), parts.last().map_or(0, |p| p.cells.len())), tp, || 0);
+        }
     }
     Ok(kansoku_ehrhart::sum(parts, names, context))
 }
