@@ -76,7 +76,7 @@ pub struct SetModelOptions {
     pub lexmin_chain_above: Option<usize>,
     /// Count the distinct lines per array (arrays whose lines never meet) once one chain
     /// over all lines exceeds this many characters of isl text (`None`: never). Same
-    /// counts; gemm 8-way's B[k][j] with extents 20 builds in ~100 s instead of > 10 min,
+    /// counts; gemm 8-way's B[k][j] with extents 20 builds in 75 s instead of > 10 min,
     /// but small chains are cheaper to count whole (bicg 2-way: the per-array parts
     /// exceeded the counter's budget). Ignored when `lexmin_chain_above` is set.
     pub split_by_array_above: Option<usize>,
@@ -609,7 +609,9 @@ fn at_least_lines<'c>(levels: &[Vec<Map<'c>>], with_source: &Set<'c>, assoc: usi
             parts.push(exact);
         } else if need <= longest.len() {
             let dom = m(m(longest[need - 1].clone().map_domain(), "conflict set", name)?.set_coalesce(), "conflict set", name)?;
-            parts.push(m(m(exact.set_intersect(dom), "conflict set", name)?.set_coalesce(), "conflict set", name)?);
+            // Not coalesced: the counter makes it disjoint anyway, and coalescing these
+            // intersections cost gemm 8-way (extents 20) 26 of its 39 s of isl.
+            parts.push(m(exact.set_intersect(dom), "conflict set", name)?);
         }
         trace(name, &format!("part with {r} lines from the short chains"), t, || parts.last().map_or(0, |p| p.to_string().len()));
     }
