@@ -97,13 +97,13 @@ fn gemm_8_way_extents_20() {
     check("gemm", CACHES[3], "N=20", 4, 20);
 }
 
-/// `cargo test --release -p kansoku-cache --test set_kernels -- --ignored slow_gemm_mvt_8_way`:
-/// gemm and mvt 8-way with extents 16, all 16 points of that domain, default construction.
+/// gemm in PolyBench's own form, with three sizes NI, NJ, NK (extents 16 each), on the
+/// 8-way cache: formulas in three independent parameters, 20 random (NI, NJ, NK). (The
+/// earlier by-hand test of gemm and mvt 8-way with extents 16 is covered by
+/// `gemm_8_way_extents_20` and `lexmin_chain_slow_pairs`.)
 #[test]
-#[ignore]
-fn slow_gemm_mvt_8_way() {
-    check("gemm", CACHES[3], "N=16", 4, 16);
-    check("mvt", CACHES[3], "N=16", 4, 16);
+fn gemm_three_sizes_8_way() {
+    check("gemm_rect", CACHES[3], "NI=16,NJ=16,NK=16", 4, 20);
 }
 
 /// `... -- --ignored stencils_2d`: the 2-D stencils with 4 and 8 ways, default construction
