@@ -75,7 +75,7 @@ fn set_method_on_the_seed_example() {
     let file = dir.join("sets.json");
     let out = ok(&["cache", "model", &k, "--base", "A=0,B=800,C=1600", "--ref", "S3:right:1", "--param", "X=10,Y=10,Z=10", "--explain", "-o", file.to_str().unwrap()]);
     assert!(out.contains("set method") && out.contains("floor((Z + 3)/4)"), "{out}");
-    for needle in ["hit condition:", "hit source (lexmax):", "compulsory set (no hit source):", "conflict-miss factor P3 C[k]:", "E_2 (>= 2 distinct lines", "conflict set (E_A's domain):"] {
+    for needle in ["hit condition:", "hit source (lexmax):", "compulsory set (no hit source):", "conflict-miss factor P3 C[k]:", "E_2 (>= 2 distinct lines", "conflict set (>= A distinct lines in between: E_A's domain"] {
         assert!(out.contains(needle), "{needle} missing:\n{out}");
     }
     let row: Vec<Vec<&str>> = out.lines().map(|l| l.split_whitespace().collect()).collect();

@@ -404,9 +404,9 @@ fn print_set_formulas(f: &kansoku_cache::sets::SetFormulas, explain: bool) {
                 println!("    conflict-miss factor {who}: {set}");
             }
             for (i, set) in x.distinct_lines.iter().enumerate() {
-                println!("    E_{} (>= {} distinct lines of the set in between; replaces the seed's split/common sets): {set}", i + 1, i + 1);
+                println!("    E_{} (>= {} distinct lines of the set in between, per array group [X] when counted per array; replaces the seed's split/common sets): {set}", i + 1, i + 1);
             }
-            println!("    conflict set (E_A's domain): {}", x.conflict_set);
+            println!("    conflict set (>= A distinct lines in between: E_A's domain, or disjoint parts joined by ∪ when counted per array): {}", x.conflict_set);
             if let Some(seed) = &x.seed_conflict {
                 println!("  the seed's split/common construction (sums per-factor line counts; a line two factors insert counts twice) would give:");
                 print!("{seed}");
