@@ -114,3 +114,22 @@ fn lexmin_chain_builds_seidel_2d_four_way() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Without `--lexmin-chain`, a build that runs out of `--budget` with the default
+/// construction is tried again with the chain (seidel-2d 4-way: the default construction
+/// takes over a minute, the chain seconds), and the note says so.
+#[test]
+fn out_of_budget_tries_the_lexmin_chain() {
+    let k = format!("{}/../kansoku-cache/kernels/seidel2d.k", env!("CARGO_MANIFEST_DIR"));
+    let dir = std::env::temp_dir().join(format!("kansoku-cache-retry-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("seidel2d-4way.json");
+    let args = ["cache", "model", &k, "--extent", "N=16", "--cache", "assoc=4,line=32,sets=4", "--budget", "15", "-o", file.to_str().unwrap()];
+    let o = Command::new(env!("CARGO_BIN_EXE_kansoku")).args(args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    assert!(stderr.contains("trying the lexmin chain (--lexmin-chain 4000)") && !stderr.contains("using interpolation"), "{stderr}");
+    let out = ok(&["cache", "eval", file.to_str().unwrap(), "--param", "T=3,N=13", "--verify"]);
+    assert!(out.contains("verified: the simulator gives the same counts"), "{out}");
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -101,12 +101,15 @@ pub struct ModelArgs {
     /// bounds stay symbolic. Needed when extents depend on parameters (addresses must be affine).
     #[arg(long)]
     pub extent: Option<String>,
-    /// Set method: give up after this many seconds (then `auto` falls back to interpolation).
+    /// Set method: give up after this many seconds per construction tried (when the default
+    /// construction runs out of it, the lexmin chain gets the same budget; then `auto` falls
+    /// back to interpolation).
     #[arg(long, default_value_t = 120.0)]
     pub budget: f64,
     /// Set method: build each distinct-line set E_k as a lexmin chain once E_{k-1}'s isl text
     /// exceeds this many characters (same sets; measured much faster for the 2-D stencils with
-    /// 4 and 8 ways and mvt 8-way, slower for gemm 4-way; 4000 works for those). Default: off.
+    /// 4 and 8 ways and mvt 8-way, slower for gemm). Default: off, and tried with 4000 when the
+    /// default construction exceeds --budget.
     #[arg(long, value_name = "CHARS")]
     pub lexmin_chain: Option<usize>,
     #[command(flatten)]
@@ -338,6 +341,10 @@ impl std::fmt::Display for SetsUnavailable {
 }
 impl std::error::Error for SetsUnavailable {}
 
+/// The lexmin-chain threshold tried when the default construction runs out of budget (the
+/// value measured on the 2-D stencils and mvt 8-way, docs/BENCHMARKS.md, seed 004).
+const CHAIN_RETRY_CHARS: usize = 4000;
+
 fn sets_model(a: &ModelArgs) -> Result<()> {
     use kansoku_cache::sets::{build_set_model, SetModelOptions};
     let k = load(&a.kernel)?;
@@ -352,7 +359,17 @@ fn sets_model(a: &ModelArgs) -> Result<()> {
         opts.refs = vec![find_ref(&k, sel)?];
     }
     let bar = crate::output::spinner("building sets and counting", "");
-    let built = build_set_model(&k, &opts);
+    let built = match build_set_model(&k, &opts) {
+        // Neither construction is faster everywhere (docs/rooms/seed004-cache.md): the
+        // default one wins on gemm, the chain on the 2-D stencils and mvt 8-way.
+        Err(kansoku_cache::CacheError::Model(m)) if opts.lexmin_chain_above.is_none() && m.contains("budget") => {
+            let why = m.split(" (use").next().unwrap_or(&m);
+            bar.suspend(|| eprintln!("note: default construction: {why}; trying the lexmin chain (--lexmin-chain {CHAIN_RETRY_CHARS}) with the same budget"));
+            opts.lexmin_chain_above = Some(CHAIN_RETRY_CHARS);
+            build_set_model(&k, &opts)
+        }
+        other => other,
+    };
     bar.finish_and_clear();
     let f = match built {
         Ok(f) => f,
