@@ -98,21 +98,29 @@ fn set_method_on_the_seed_example() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// seidel-2d's kernel file and a scratch file for its formulas (`tag` keeps tests apart).
+fn seidel2d_scratch(tag: &str) -> (String, std::path::PathBuf) {
+    let dir = std::env::temp_dir().join(format!("kansoku-cache-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    (format!("{}/../kansoku-cache/kernels/seidel2d.k", env!("CARGO_MANIFEST_DIR")), dir.join("seidel2d-4way.json"))
+}
+
+/// The formulas in `file` equal the simulator at every point.
+fn assert_verified(file: &std::path::Path, points: &[&str]) {
+    for point in points {
+        let out = ok(&["cache", "eval", file.to_str().unwrap(), "--param", point, "--verify"]);
+        assert!(out.contains("verified: the simulator gives the same counts"), "{point}: {out}");
+    }
+    std::fs::remove_dir_all(file.parent().unwrap()).ok();
+}
+
 /// `--lexmin-chain`: seidel-2d on a 4-way cache, which the default construction does not
 /// build within a minute, built with the chain and verified by the simulator.
 #[test]
 fn lexmin_chain_builds_seidel_2d_four_way() {
-    let k = format!("{}/../kansoku-cache/kernels/seidel2d.k", env!("CARGO_MANIFEST_DIR"));
-    let dir = std::env::temp_dir().join(format!("kansoku-cache-chain-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("seidel2d-4way.json");
-    let cache = "assoc=4,line=32,sets=4";
-    ok(&["cache", "model", &k, "--method", "sets", "--extent", "N=16", "--cache", cache, "--lexmin-chain", "4000", "-o", file.to_str().unwrap()]);
-    for point in ["T=3,N=16", "T=7,N=11", "T=1,N=5"] {
-        let out = ok(&["cache", "eval", file.to_str().unwrap(), "--param", point, "--verify"]);
-        assert!(out.contains("verified: the simulator gives the same counts"), "{point}: {out}");
-    }
-    std::fs::remove_dir_all(&dir).ok();
+    let (k, file) = seidel2d_scratch("chain");
+    ok(&["cache", "model", &k, "--method", "sets", "--extent", "N=16", "--cache", "assoc=4,line=32,sets=4", "--lexmin-chain", "4000", "-o", file.to_str().unwrap()]);
+    assert_verified(&file, &["T=3,N=16", "T=7,N=11", "T=1,N=5"]);
 }
 
 /// Without `--lexmin-chain`, a build that runs out of `--budget` with the default
@@ -120,16 +128,10 @@ fn lexmin_chain_builds_seidel_2d_four_way() {
 /// takes over a minute, the chain seconds), and the note says so.
 #[test]
 fn out_of_budget_tries_the_lexmin_chain() {
-    let k = format!("{}/../kansoku-cache/kernels/seidel2d.k", env!("CARGO_MANIFEST_DIR"));
-    let dir = std::env::temp_dir().join(format!("kansoku-cache-retry-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("seidel2d-4way.json");
-    let args = ["cache", "model", &k, "--extent", "N=16", "--cache", "assoc=4,line=32,sets=4", "--budget", "15", "-o", file.to_str().unwrap()];
-    let o = Command::new(env!("CARGO_BIN_EXE_kansoku")).args(args).output().unwrap();
+    let (k, file) = seidel2d_scratch("retry");
+    let o = kansoku(&["cache", "model", &k, "--extent", "N=16", "--cache", "assoc=4,line=32,sets=4", "--budget", "15", "-o", file.to_str().unwrap()]);
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{stderr}");
     assert!(stderr.contains("trying the lexmin chain (--lexmin-chain 4000)") && !stderr.contains("using interpolation"), "{stderr}");
-    let out = ok(&["cache", "eval", file.to_str().unwrap(), "--param", "T=3,N=13", "--verify"]);
-    assert!(out.contains("verified: the simulator gives the same counts"), "{out}");
-    std::fs::remove_dir_all(&dir).ok();
+    assert_verified(&file, &["T=3,N=13"]);
 }
