@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Seed 000 accuracy grid: exact traces of four programs with branches and loops, sampled
 # with `kansoku sample` at periods 7, 31, 101, 997, reconstructed by every solver with the
-# seed's scores (--likelihood seed) and with control-flow scores (--likelihood cfg);
-# lcs_ratio against the exact trace's first iteration, and the likelihood of the order found.
+# seed's scores (--likelihood seed) and with control-flow scores (--likelihood cfg), the
+# patent solver also with the seed's own linkage (--linkage head); lcs_ratio against the
+# exact trace's first iteration, the likelihood of the order found, and "!" where the
+# tool warns that another order scores at least as well (a witness: the samples do not
+# fix the order).
 # Usage: bench/reconstruct-accuracy.sh [ITERATIONS]   (default 1010: every period, 997
 # included, sees each position of every iteration; tracing runs at ~15 k instructions/s,
 # about a minute for the four programs)
@@ -18,18 +21,19 @@ cc $flags -o "$work/recursion" crates/kansoku-examples/c/recursion.c
 cc $flags -o "$work/branchy" crates/kansoku-reconstruct/c/branchy.c
 cc $flags -o "$work/sortfixed" crates/kansoku-reconstruct/c/sortfixed.c
 periods="7 31 101 997"
-columns="patent:seed patent:cfg exact:seed exact:cfg phase:seed"
+columns="patent:seed patent:cfg patent:cfg:head exact:seed exact:cfg phase:seed"
 printf "| program | T | period | %s |\n" "$(echo $columns | sed 's/ / | /g')"
 printf "|---|---|---|%s\n" "$(for c in $columns; do printf -- '---|'; done)"
 # A cell: lcs_ratio, then for patent/exact the total likelihood of the order found (L),
 # which tells a search that fell short (L below another solver's) from orders the scores
 # cannot tell apart (same L as the truth's, different trace).
-lcs() { # recording exact solver likelihood -> "cell T" (or "failed -")
-  $K reconstruct "$1" --solver "$3" --likelihood "$4" --exact "$2" --json 2>/dev/null \
+lcs() { # recording exact solver likelihood linkage -> "cell T" (or "failed -")
+  $K reconstruct "$1" --solver "$3" --likelihood "$4" --linkage "$5" --exact "$2" --json 2>/dev/null \
     | python3 -c "
 import json,sys; d=json.load(sys.stdin)
 cell = '%.4f' % d['comparison']['lcs_ratio']
 if d['likelihood'] is not None: cell += '_L%d' % d['likelihood']
+if d['alternative'] is not None: cell += '_!'
 if d['solver'] != sys.argv[1]: cell += '_(' + d['solver'] + ')'
 print(cell, d['split']['iteration_length'])" "$3" \
     || echo "failed -"
@@ -41,7 +45,8 @@ run() { # name marker program args...
     $K sample --period "$p" "$work/$name.ksk" -o "$work/$name-$p.ksk" >/dev/null
     local row="" t="-"
     for c in $columns; do
-      read -r ratio t < <(lcs "$work/$name-$p.ksk" "$work/$name.ksk" "${c%%:*}" "${c##*:}")
+      IFS=: read -r solver likelihood linkage <<<"$c"
+      read -r ratio t < <(lcs "$work/$name-$p.ksk" "$work/$name.ksk" "$solver" "$likelihood" "${linkage:-member}")
       row="$row | ${ratio//_/ }"
     done
     printf "| %s | %s | %s%s |\n" "$name" "$t" "$p" "$row"

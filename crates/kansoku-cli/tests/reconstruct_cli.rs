@@ -30,22 +30,12 @@ fn branchy(dir: &Path) -> PathBuf {
 }
 
 fn lcs(rec: &Path, exact: &Path, solver: &str) -> (f64, String) {
-    lcs_with(rec, exact, solver, "seed")
-}
-
-fn lcs_with(rec: &Path, exact: &Path, solver: &str, likelihood: &str) -> (f64, String) {
-    let s = s(rec);
-    let e = s2(exact);
-    let out = ok(&["reconstruct", &s, "--solver", solver, "--likelihood", likelihood, "--exact", &e, "--json"]);
-    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let v = reconstruct_json(rec, exact, &["--solver", solver]);
     (v["comparison"]["lcs_ratio"].as_f64().unwrap(), v["solver"].as_str().unwrap().to_string())
 }
 
 fn s(p: &Path) -> String {
     p.to_string_lossy().into_owned()
-}
-fn s2(p: &Path) -> String {
-    s(p)
 }
 
 #[test]
@@ -97,16 +87,23 @@ fn sampled_exact_traces_reconstruct() {
 
 /// Beyond the seed: with control-flow scores the patent and exact solvers rebuild traces
 /// whose partial sequences hold one or two samples (P ≥ T/2), where the seed's tables
-/// cannot order the code between calls (seed000 at P = 101: 0.66 patent, 0.59 exact).
+/// cannot order the code between calls (seed000 at P = 101: 0.66 patent, 0.59 exact); and
+/// with single linkage the patent loop rebuilds branchy at P = 101, where comparing
+/// merged traces from the head (the seed's way, `--linkage head`) left it at 0.81. No
+/// other order one move away or found by a new search scores as well there: no warning.
 #[test]
 fn cfg_likelihood_rebuilds_sparse_samples() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let seed = kansoku_examples::build("seed000", d).unwrap();
     let rec = kansoku_examples::build("recursion", d).unwrap();
+    let br = branchy(d);
     // (program, marker, args, iterations, period): enough iterations to cover T once.
-    let cases: Vec<(PathBuf, &str, Vec<&str>, &str, &str)> =
-        vec![(seed, "func_M", vec!["200"], "110", "101"), (rec, "work", vec!["4", "100"], "40", "31")];
+    let cases: Vec<(PathBuf, &str, Vec<&str>, &str, &str)> = vec![
+        (seed, "func_M", vec!["200"], "110", "101"),
+        (rec, "work", vec!["4", "100"], "40", "31"),
+        (br, "region", vec!["120"], "110", "101"),
+    ];
     for (prog, marker, args, iterations, period) in &cases {
         let exact = d.join(format!("{marker}.ksk"));
         let (e, p) = (s(&exact), s(prog));
@@ -116,11 +113,27 @@ fn cfg_likelihood_rebuilds_sparse_samples() {
         let r = d.join(format!("{marker}-{period}.ksk"));
         ok(&["sample", "--period", period, &e, "-o", &s(&r)]);
         for solver in ["patent", "exact"] {
-            let (ratio, used) = lcs_with(&r, &exact, solver, "cfg");
-            assert_eq!(used, solver);
+            let v = reconstruct_json(&r, &exact, &["--solver", solver, "--likelihood", "cfg"]);
+            let ratio = v["comparison"]["lcs_ratio"].as_f64().unwrap();
+            assert_eq!(v["solver"], solver);
             assert!(ratio >= 0.99, "{marker} period {period} {solver} --likelihood cfg: lcs_ratio {ratio}");
+            assert!(v["alternative_checked"] == true && v["alternative"].is_null() && v["order_warning"].is_null(), "{v}");
+            if solver == "patent" {
+                assert_eq!(v["linkage"], "member");
+            }
         }
     }
+    let r = d.join("region-101.ksk");
+    let v = reconstruct_json(&r, &d.join("region.ksk"), &["--solver", "patent", "--likelihood", "cfg", "--linkage", "head"]);
+    assert_eq!(v["linkage"], "head", "{v}");
+}
+
+/// `kansoku reconstruct REC --exact EXACT --json ARGS...`, parsed.
+fn reconstruct_json(rec: &Path, exact: &Path, args: &[&str]) -> serde_json::Value {
+    let (r, e) = (s(rec), s(exact));
+    let mut a = vec!["reconstruct", &r, "--exact", &e, "--json"];
+    a.extend_from_slice(args);
+    serde_json::from_str(&ok(&a)).unwrap()
 }
 
 #[test]
@@ -211,9 +224,10 @@ fn compare_draws_the_timeline() {
 }
 
 /// What the user must be told reaches stderr and the JSON `warnings`: at a period above
-/// the iteration length every partial sequence holds one sample, so patent/exact return
-/// one of many equally likely orders (and phase is named when counts exist); a recording
-/// cut short is read up to the cut and said to be.
+/// the iteration length every partial sequence holds one sample, and patent/exact return
+/// one of several equally likely orders — the tool finds another (a witness), says where
+/// the traces differ and names phase when counts exist; at period 7 the samples fix the
+/// order and nothing is said; a recording cut short is read up to the cut and said to be.
 #[test]
 fn sparse_and_cut_recordings_are_said() {
     let dir = tempfile::tempdir().unwrap();
@@ -227,14 +241,19 @@ fn sparse_and_cut_recordings_are_said() {
     let o = kansoku(&["reconstruct", &s(&sparse), "--solver", "exact", "--json"]);
     assert!(o.status.success());
     let stderr = String::from_utf8_lossy(&o.stderr);
-    assert!(stderr.contains("hold a single sample at period 101") && stderr.contains("--solver phase places every sample exactly"), "{stderr}");
+    assert!(stderr.contains("the samples do not fix the order") && stderr.contains("--solver phase places every sample exactly"), "{stderr}");
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let (single, used) = (v["single_sample_sequences"].as_u64().unwrap(), v["sequences_used"].as_u64().unwrap());
     assert!(single * 2 > used, "{single} of {used}");
-    assert!(v["warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().contains("single sample")), "{v}");
+    let alternative = &v["alternative"];
+    assert!(alternative["likelihood"].as_i64().unwrap() >= v["likelihood"].as_i64().unwrap(), "{v}");
+    let (first, last) = (alternative["first_difference"].as_u64().unwrap(), alternative["last_difference"].as_u64().unwrap());
+    assert!(first <= last && last < v["length"].as_u64().unwrap(), "{v}");
+    assert!(v["warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().contains("do not fix the order")), "{v}");
     let o = kansoku(&["reconstruct", &s(&dense), "--solver", "exact", "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert!(v["order_warning"].is_null() && !String::from_utf8_lossy(&o.stderr).contains("single sample"), "{v}");
+    assert!(v["alternative_checked"] == true && v["alternative"].is_null(), "{v}");
+    assert!(v["order_warning"].is_null() && !String::from_utf8_lossy(&o.stderr).contains("do not fix"), "{v}");
 
     let bytes = std::fs::read(&dense).unwrap();
     let cut = d.join("cut.ksk");

@@ -2,16 +2,17 @@
 //! a synthetic program trace (functions with straight runs, loops and calls), solved with
 //! the seed's loop. Prints the time and the LCS ratio against the synthetic truth.
 //!
-//!     cargo run --release -p kansoku-reconstruct --example speed [N] [L] [TOP_K]
+//!     cargo run --release -p kansoku-reconstruct --example speed [N] [L] [TOP_K] [member|head]
 
 use std::time::Instant;
 
 use kansoku_reconstruct::merge::round_robin;
-use kansoku_reconstruct::patent::solve_patent;
+use kansoku_reconstruct::patent::{solve_patent, Linkage};
 use kansoku_reconstruct::{compare, Granularity, Info, Scores, Weighting};
 
 fn main() {
-    let args: Vec<usize> = std::env::args().skip(1).map(|a| a.parse().expect("numbers")).collect();
+    let linkage: Linkage = std::env::args().nth(4).map_or(Linkage::Member, |a| a.parse().expect("member or head"));
+    let args: Vec<usize> = std::env::args().skip(1).take(3).map(|a| a.parse().expect("numbers")).collect();
     let n = args.first().copied().unwrap_or(10_000);
     let len = args.get(1).copied().unwrap_or(20);
     let top_k = args.get(2).copied().unwrap_or(1);
@@ -60,14 +61,14 @@ fn main() {
     let sequences: Vec<Vec<Info>> = phases.iter().map(|&r| (0..len).map(|k| truth[r + k * p]).collect()).collect();
     let scores = Scores::defaults(Granularity::Function, Weighting::Count);
     let start = Instant::now();
-    let result = solve_patent(&scores, &sequences, top_k, &mut |_, _| {});
+    let result = solve_patent(&scores, &sequences, top_k, linkage, &mut |_, _| {});
     let seconds = start.elapsed().as_secs_f64();
     let refs: Vec<&[Info]> = result.order.iter().map(|&i| sequences[i].as_slice()).collect();
     assert_eq!(round_robin(&refs).len(), t);
     let got: Vec<u64> = result.trace.iter().map(|i| i.addr).collect();
     let want: Vec<u64> = truth.iter().map(|i| i.addr).collect();
     let c = compare(&got, &want);
-    println!("patent solver: {n} partial sequences x {len} samples ({t} instructions), top-k {top_k}: {seconds:.2} s, {} merges, {} rescans", result.merges, result.rescans);
+    println!("patent solver: {n} partial sequences x {len} samples ({t} instructions), top-k {top_k}, {linkage:?} linkage: {seconds:.2} s, {} merges, {} rescans", result.merges, result.rescans);
     println!("lcs_ratio {:.4}, position_accuracy {:.4}", c.lcs_ratio, c.position_accuracy);
     println!("goal: <= 10 s -> {}", if seconds <= 10.0 { "met" } else { "NOT met" });
 }

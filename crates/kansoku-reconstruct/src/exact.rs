@@ -32,13 +32,32 @@ pub struct ExactResult {
     pub local_search_moves: usize,
 }
 
-struct Matrix {
-    n: usize,
+/// R and W of every ordered pair of sequences (see [`crate::merge`]).
+pub(crate) struct Matrix {
+    pub(crate) n: usize,
     r: Vec<i32>,
     w: Option<Vec<i32>>,
 }
 
 impl Matrix {
+    pub(crate) fn build(scores: &Scores, sequences: &[Vec<Info>]) -> Matrix {
+        let n = sequences.len();
+        let any_long = sequences.iter().any(|s| s.len() > 1);
+        let mut r = vec![0i32; n * n];
+        let mut w = any_long.then(|| vec![0i32; n * n]);
+        for u in 0..n {
+            for v in 0..n {
+                if u != v {
+                    r[u * n + v] = row_pair(scores, &sequences[u], &sequences[v]) as i32;
+                }
+                if let Some(w) = w.as_mut() {
+                    w[u * n + v] = wrap_pair(scores, &sequences[u], &sequences[v]) as i32;
+                }
+            }
+        }
+        Matrix { n, r, w }
+    }
+
     #[inline]
     fn r(&self, u: usize, v: usize) -> i64 {
         self.r[u * self.n + v] as i64
@@ -47,7 +66,42 @@ impl Matrix {
     fn w(&self, u: usize, v: usize) -> i64 {
         self.w.as_ref().map_or(0, |w| w[u * self.n + v] as i64)
     }
-    fn total(&self, order: &[usize]) -> i64 {
+    /// The same scores, each multiplied by n + 1, less 1 for each edge of `order` (its
+    /// neighbours R and its closing W). An order scoring less than another keeps scoring
+    /// less (by at least n + 1 against at most n edges of penalty), and among orders of
+    /// equal likelihood the one sharing the fewest edges with `order` wins. None when the
+    /// scaled scores leave i32.
+    pub(crate) fn avoiding(&self, order: &[usize]) -> Option<Matrix> {
+        let n = self.n;
+        let scale = n as i64 + 1;
+        let scaled = |x: i32| i32::try_from(x as i64 * scale).ok();
+        let mut r: Vec<i32> = self.r.iter().map(|&x| scaled(x)).collect::<Option<_>>()?;
+        let mut w: Option<Vec<i32>> = match &self.w {
+            Some(w) => Some(w.iter().map(|&x| scaled(x)).collect::<Option<_>>()?),
+            None => None,
+        };
+        for p in order.windows(2) {
+            r[p[0] * n + p[1]] -= 1;
+        }
+        if let (Some(w), Some(&last), Some(&first)) = (w.as_mut(), order.last(), order.first()) {
+            w[last * n + first] -= 1;
+        }
+        Some(Matrix { n, r, w })
+    }
+
+    /// The local search of [`solve_exact`]'s heuristic: the better of the greedy chain and
+    /// `start`, each improved by Or-opt moves.
+    pub(crate) fn search(&self, start: &[usize]) -> Vec<usize> {
+        let (a, _) = or_opt(self, greedy_chain(self));
+        let (b, _) = or_opt(self, start.to_vec());
+        if self.total(&b) > self.total(&a) {
+            b
+        } else {
+            a
+        }
+    }
+
+    pub(crate) fn total(&self, order: &[usize]) -> i64 {
         if order.is_empty() {
             return 0;
         }
@@ -63,20 +117,7 @@ pub fn solve_exact(scores: &Scores, sequences: &[Vec<Info>], start: Option<&[usi
             "{n} partial sequences exceed the {HEURISTIC_LIMIT} this solver holds in memory; use --solver patent or phase, or fewer sequences (--sequences N)"
         )));
     }
-    let any_long = sequences.iter().any(|s| s.len() > 1);
-    let mut r = vec![0i32; n * n];
-    let mut w = any_long.then(|| vec![0i32; n * n]);
-    for u in 0..n {
-        for v in 0..n {
-            if u != v {
-                r[u * n + v] = row_pair(scores, &sequences[u], &sequences[v]) as i32;
-            }
-            if let Some(w) = w.as_mut() {
-                w[u * n + v] = wrap_pair(scores, &sequences[u], &sequences[v]) as i32;
-            }
-        }
-    }
-    let m = Matrix { n, r, w };
+    let m = Matrix::build(scores, sequences);
     let (order, optimal, moves) = if n <= EXACT_LIMIT {
         (held_karp(&m), true, 0)
     } else {
@@ -276,7 +317,7 @@ fn or_opt(m: &Matrix, mut order: Vec<usize>) -> (Vec<usize>, usize) {
 
 impl Matrix {
     /// Score of the edges touching the run order[i..i+len] plus the closing edge.
-    fn total_local(&self, order: &[usize], i: usize, len: usize) -> i64 {
+    pub(crate) fn total_local(&self, order: &[usize], i: usize, len: usize) -> i64 {
         let n = order.len();
         let mut s = 0;
         if i > 0 {
@@ -290,7 +331,7 @@ impl Matrix {
 
     /// Score the remainder gains when the run is cut out: the joining edge (the closing
     /// edge is counted by `insert_gain`).
-    fn path_without(&self, order: &[usize], i: usize, len: usize, _rest: &[usize]) -> i64 {
+    pub(crate) fn path_without(&self, order: &[usize], i: usize, len: usize, _rest: &[usize]) -> i64 {
         if i > 0 && i + len < order.len() {
             self.r(order[i - 1], order[i + len])
         } else {
@@ -300,7 +341,7 @@ impl Matrix {
 
     /// Gain of inserting `run` at position q of `rest`: new edges minus the broken one,
     /// plus the closing edge of the resulting order.
-    fn insert_gain(&self, rest: &[usize], run: &[usize], q: usize) -> i64 {
+    pub(crate) fn insert_gain(&self, rest: &[usize], run: &[usize], q: usize) -> i64 {
         let mut s = 0;
         if q > 0 && q < rest.len() {
             s -= self.r(rest[q - 1], rest[q]);

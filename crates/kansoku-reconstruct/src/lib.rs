@@ -22,6 +22,7 @@
 //! Analyses take data and return data: the CLI symbolises the recording
 //! ([`Observation`]s) and prints the result.
 
+pub mod ambiguity;
 pub mod error;
 pub mod exact;
 pub mod flow;
@@ -74,6 +75,8 @@ pub struct Options {
     pub period: Option<u64>,
     /// `--top-k` for the patent solver; 0 = [`TOP_K_SWEEP`], the most likely result kept.
     pub top_k: usize,
+    /// `--linkage` for the patent solver: how similar merged groups are.
+    pub linkage: patent::Linkage,
     /// Use at most this many partial sequences (default: as many as cover one iteration
     /// once when its length is known, else all).
     pub sequences: Option<usize>,
@@ -94,8 +97,9 @@ pub struct Reconstruction {
     pub samples_used: usize,
     /// Total likelihood of the final pattern (patent, exact).
     pub likelihood: Option<i64>,
-    /// Patent: the `--top-k` whose result was kept.
+    /// Patent: the `--top-k` whose result was kept, and the linkage used.
     pub top_k: Option<usize>,
+    pub linkage: Option<patent::Linkage>,
     /// `exact`: whether proven optimal, the upper bound and the relative gap.
     pub optimal: Option<bool>,
     pub upper_bound: Option<i64>,
@@ -106,9 +110,13 @@ pub struct Reconstruction {
     /// `--likelihood cfg`: returns moved to their right return site (see
     /// [`flow::repair_nesting`]).
     pub nesting_repairs: Option<usize>,
-    /// Patent/exact: partial sequences holding a single sample, and a warning when they
-    /// are most of them (see [`order_warning`]).
+    /// Patent/exact: partial sequences holding a single sample, another order that scores
+    /// at least as well and gives a different trace ([`ambiguity`]), and a warning when
+    /// the order is not fixed by the samples (see [`order_warning`]).
     pub single_sample_sequences: Option<usize>,
+    pub alternative: Option<ambiguity::Alternative>,
+    /// Whether the search for an alternative ran (at most [`ambiguity::LIMIT`] sequences).
+    pub alternative_checked: Option<bool>,
     pub order_warning: Option<String>,
     pub seconds: f64,
 }
@@ -128,6 +136,7 @@ pub fn reconstruct(observations: &[Observation], names: &Names, options: &Option
         samples_used: 0,
         likelihood: None,
         top_k: None,
+        linkage: None,
         optimal: None,
         upper_bound: None,
         optimality_gap: None,
@@ -135,6 +144,8 @@ pub fn reconstruct(observations: &[Observation], names: &Names, options: &Option
         conflicts: None,
         nesting_repairs: None,
         single_sample_sequences: None,
+        alternative: None,
+        alternative_checked: None,
         order_warning: None,
         seconds: 0.0,
     };
@@ -162,19 +173,18 @@ pub fn reconstruct(observations: &[Observation], names: &Names, options: &Option
     let sequences: Vec<Vec<Info>> = chosen.into_iter().map(|s| s.samples).collect();
     rec.sequences_used = sequences.len();
     rec.samples_used = sequences.iter().map(Vec::len).sum();
-    let single = sequences.iter().filter(|s| s.len() == 1).count();
-    rec.single_sample_sequences = Some(single);
-    rec.order_warning = order_warning(single, sequences.len(), &splitting, options.period);
-    match rec.solver {
+    let order = match rec.solver {
         Solver::Patent | Solver::Phase => {
-            let r = solve_patent(&options.scores, &sequences, options.top_k, progress);
+            let r = solve_patent(&options.scores, &sequences, options.top_k, options.linkage, progress);
             rec.top_k = Some(r.top_k);
+            rec.linkage = Some(r.result.linkage);
             rec.trace = r.result.trace;
             rec.likelihood = Some(r.result.likelihood);
+            r.result.order
         }
         Solver::Exact => {
             let start = if sequences.len() > exact::EXACT_LIMIT {
-                Some(solve_patent(&options.scores, &sequences, options.top_k, progress).result.order)
+                Some(solve_patent(&options.scores, &sequences, options.top_k, options.linkage, progress).result.order)
             } else {
                 None
             };
@@ -184,15 +194,100 @@ pub fn reconstruct(observations: &[Observation], names: &Names, options: &Option
             rec.optimal = Some(r.optimal);
             rec.upper_bound = Some(r.upper_bound);
             rec.optimality_gap = Some(r.gap);
+            r.order
         }
-    }
-    if let Some(flow) = options.scores.flow.as_ref() {
-        if let (Split::Marker, Some(entry)) = (&options.split, flow.entry) {
-            open_at(&mut rec.trace, entry);
-        }
-        rec.nesting_repairs = Some(flow::repair_nesting(&mut rec.trace, flow, &options.scores));
-    }
+    };
+    rec.nesting_repairs = finish_trace(&mut rec.trace, options);
+    check_order(&mut rec, &sequences, &order, &splitting, options);
     Ok(finish(rec, started))
+}
+
+/// What follows every ordering: with control-flow scores, the cycle opened at the marker
+/// function's entry and returns moved to their return sites. Returns the repairs made.
+fn finish_trace(trace: &mut [Info], options: &Options) -> Option<usize> {
+    let flow = options.scores.flow.as_ref()?;
+    if let (Split::Marker, Some(entry)) = (&options.split, flow.entry) {
+        open_at(trace, entry);
+    }
+    Some(flow::repair_nesting(trace, flow, &options.scores))
+}
+
+/// Whether the samples fix the order found: a witness order when [`ambiguity`] finds one;
+/// beyond [`ambiguity::LIMIT`] sequences, the single-sample rule of thumb.
+fn check_order(rec: &mut Reconstruction, sequences: &[Vec<Info>], order: &[usize], splitting: &split::Splitting, options: &Options) {
+    let single = sequences.iter().filter(|s| s.len() == 1).count();
+    rec.single_sample_sequences = Some(single);
+    let checked = (3..=ambiguity::LIMIT).contains(&sequences.len());
+    rec.alternative_checked = Some(checked);
+    if !checked {
+        rec.order_warning = order_warning(single, sequences.len(), splitting, options.period);
+        return;
+    }
+    let finish = |t: &mut [Info]| {
+        finish_trace(t, options);
+    };
+    let mut order = order.to_vec();
+    let mut adopted = 0;
+    rec.alternative = loop {
+        let alternative = ambiguity::alternative(&options.scores, sequences, &order, &rec.trace, &finish);
+        match alternative {
+            // The exact solver's search is a heuristic beyond EXACT_LIMIT sequences: an
+            // order that scores higher is taken, and looked at again.
+            Some(a) if rec.solver == Solver::Exact && Some(a.likelihood) > rec.likelihood && adopted < ADOPT_ROUNDS => {
+                adopt(rec, sequences, &a.order, options);
+                order = a.order;
+                adopted += 1;
+            }
+            other => break other,
+        }
+    };
+    rec.order_warning = rec.alternative.as_ref().map(|a| ambiguous_warning(a, rec.likelihood, rec.trace.len(), splitting));
+}
+
+/// Most times the exact solver takes a more likely witness order and looks again.
+const ADOPT_ROUNDS: usize = 4;
+
+/// The exact solver takes `order`: its trace, likelihood and optimality gap.
+fn adopt(rec: &mut Reconstruction, sequences: &[Vec<Info>], order: &[usize], options: &Options) {
+    let refs: Vec<&[Info]> = order.iter().map(|&i| sequences[i].as_slice()).collect();
+    let likelihood = merge::order_likelihood(&options.scores, &refs);
+    rec.trace = merge::round_robin(&refs);
+    rec.nesting_repairs = finish_trace(&mut rec.trace, options);
+    rec.likelihood = Some(likelihood);
+    if let Some(bound) = rec.upper_bound {
+        rec.optimality_gap = Some(if bound == 0 { 0.0 } else { (bound - likelihood) as f64 / (bound as f64).abs() });
+    }
+}
+
+/// The warning for a witness. As likely: the samples do not decide, say where the traces
+/// differ and what would decide. More likely (patent only; exact takes it): the loop
+/// stopped short of the best order.
+fn ambiguous_warning(a: &ambiguity::Alternative, likelihood: Option<i64>, length: usize, splitting: &split::Splitting) -> String {
+    let found = likelihood.unwrap_or(a.likelihood);
+    let span = format!("differing at instructions {}..{} of {length}", a.first_difference, a.last_difference);
+    if a.likelihood > found {
+        return format!(
+            "another order of the partial sequences scores higher ({} > {found}), {span}: this trace is not the most likely one; --solver exact searches further",
+            a.likelihood
+        );
+    }
+    format!(
+        "the samples do not fix the order of the partial sequences: another order scores the same ({found}) and gives a different trace, {span}; this trace is one of equals there, not necessarily the run's; {}",
+        remedy(splitting)
+    )
+}
+
+/// What would place the samples: instruction counts for `--solver phase`, or a shorter
+/// period.
+fn remedy(splitting: &split::Splitting) -> String {
+    if phase::solve_phase(splitting).is_ok() {
+        return "the recording has instruction counts: --solver phase places every sample exactly".to_string();
+    }
+    let below = match splitting.iteration_length {
+        Some(t) => format!(" (below the iteration's {t} instructions)"),
+        None => String::new(),
+    };
+    format!("record instruction counts for --solver phase, or sample with a shorter period{below}")
 }
 
 /// Patent and exact order *partial sequences*; a sequence of one sample brings no order of
@@ -204,15 +299,7 @@ pub fn order_warning(single: usize, sequences: usize, splitting: &split::Splitti
     if sequences == 0 || single * 2 <= sequences {
         return None;
     }
-    let remedy = if phase::solve_phase(splitting).is_ok() {
-        "the recording has instruction counts: --solver phase places every sample exactly".to_string()
-    } else {
-        let below = match splitting.iteration_length {
-            Some(t) => format!(" (below the iteration's {t} instructions)"),
-            None => String::new(),
-        };
-        format!("record instruction counts for --solver phase, or sample with a shorter period{below}")
-    };
+    let remedy = remedy(splitting);
     let period = period.map(|p| format!(" at period {p}")).unwrap_or_default();
     Some(format!(
         "{single} of {sequences} partial sequences hold a single sample{period}: their order is not in the samples, and this trace is one of the orders that score the same, not necessarily the run's; {remedy}"
@@ -230,13 +317,13 @@ struct PatentRun {
 }
 
 /// The seed's loop with `top_k`, or with every k of [`TOP_K_SWEEP`] when `top_k` is 0.
-fn solve_patent(scores: &Scores, sequences: &[Vec<Info>], top_k: usize, progress: &mut dyn FnMut(usize, usize)) -> PatentRun {
+fn solve_patent(scores: &Scores, sequences: &[Vec<Info>], top_k: usize, linkage: patent::Linkage, progress: &mut dyn FnMut(usize, usize)) -> PatentRun {
     if top_k > 0 {
-        return PatentRun { result: patent::solve_patent(scores, sequences, top_k, progress), top_k };
+        return PatentRun { result: patent::solve_patent(scores, sequences, top_k, linkage, progress), top_k };
     }
     let mut best: Option<PatentRun> = None;
     for k in TOP_K_SWEEP {
-        let result = patent::solve_patent(scores, sequences, k, progress);
+        let result = patent::solve_patent(scores, sequences, k, linkage, progress);
         if best.as_ref().map_or(true, |b| result.likelihood > b.result.likelihood) {
             best = Some(PatentRun { result, top_k: k });
         }

@@ -6,6 +6,15 @@
 //! a round costs one pass over the groups for the merged one (plus a rescan for groups
 //! whose best partner disappeared), not all pairs again.
 //!
+//! Which pair is "most similar" once groups hold several sequences ([`Linkage`]): the seed
+//! compares a merged group's trace with the other's from the head, like two original
+//! sequences ([`Linkage::Head`]). A merged trace interleaves its members, so its k-th
+//! instruction lies at another place in the iteration than a single sequence's k-th, and
+//! the comparison stops meaning neighbours. The default ([`Linkage::Member`], beyond the
+//! seed) takes the similarity of the two groups' most similar original members: a group is
+//! as close to another as any of its sequences is (single linkage), kept in a matrix of
+//! the original pairs and updated by one max per merge.
+//!
 //! Speed: the similarity passes are where the time goes (70 % of the solver's time at
 //! 10,000 sequences of 20 samples, measured with `perf`). They run on all cores (rayon)
 //! and, for the default instruction information (function, offset), on instructions
@@ -66,6 +75,80 @@ impl<'a> Kernel<'a> {
     }
 }
 
+/// `--linkage`: how similar two groups are (see the module comment).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Linkage {
+    /// The seed: the groups' traces compared from the head.
+    Head,
+    /// The most similar pair of original members (single linkage).
+    #[default]
+    Member,
+}
+
+impl std::str::FromStr for Linkage {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "head" => Ok(Linkage::Head),
+            "member" => Ok(Linkage::Member),
+            _ => Err(format!("unknown linkage {s:?}: expected head or member")),
+        }
+    }
+}
+
+/// Most sequences for [`Linkage::Member`]: its matrix holds n(n−1)/2 similarities
+/// (200 MB at 10,000). Beyond, the loop compares from the head, and the result's
+/// `linkage` (the JSON's) says so.
+pub const MEMBER_LIMIT: usize = 16_000;
+
+/// Group similarities: computed from the traces ([`Linkage::Head`]) or looked up in the
+/// matrix of current groups, row i holding columns j > i ([`Linkage::Member`]).
+enum Similarities<'a> {
+    Head(&'a Kernel<'a>),
+    Member { n: usize, matrix: Vec<i32> },
+}
+
+impl Similarities<'_> {
+    /// Index of (i, j), i ≠ j, in the upper triangle stored row by row.
+    #[inline]
+    fn at(n: usize, i: usize, j: usize) -> usize {
+        let (i, j) = if i < j { (i, j) } else { (j, i) };
+        i * (2 * n - i - 1) / 2 + (j - i - 1)
+    }
+
+    #[inline]
+    fn between(&self, groups: &[Option<Group>], i: usize, j: usize) -> i64 {
+        match self {
+            Similarities::Head(kernel) => kernel.similarity(groups[i].as_ref().expect("alive"), groups[j].as_ref().expect("alive")),
+            Similarities::Member { n, matrix } => matrix[Self::at(*n, i, j)] as i64,
+        }
+    }
+
+    /// Fewest groups a core takes in a parallel scan: a matrix look-up is too little work
+    /// to hand out one by one (measured: at 489 sequences the loop spent 75 % of its time
+    /// in the threads' yields), a trace comparison is not.
+    fn min_len(&self) -> usize {
+        match self {
+            Similarities::Head(_) => 16,
+            Similarities::Member { .. } => 8192,
+        }
+    }
+
+    /// `j` merged into `i`: with single linkage, i's similarity to x becomes the larger
+    /// of i's and j's.
+    fn merged(&mut self, alive: &[usize], i: usize, j: usize) {
+        if let Similarities::Member { n, matrix } = self {
+            for &x in alive {
+                if x != i && x != j {
+                    let (a, b) = (Self::at(*n, i, x), Self::at(*n, j, x));
+                    matrix[a] = matrix[a].max(matrix[b]);
+                }
+            }
+        }
+    }
+}
+
 /// A best partner: (similarity, index). Higher similarity wins, then the lower index —
 /// the order a sequential scan with "strictly better replaces" would give.
 type Partner = Option<(i64, usize)>;
@@ -87,37 +170,54 @@ pub struct PatentResult {
     pub merges: usize,
     /// Groups whose best partner was merged away and had to look again.
     pub rescans: usize,
+    /// The linkage used ([`Linkage::Head`] beyond [`MEMBER_LIMIT`] sequences).
+    pub linkage: Linkage,
 }
 
 /// Every group's best partner, every pair computed once (similarity is symmetric: it
 /// looks differences up by absolute value). Rows are spread over the cores; each worker
-/// keeps its own partners for the columns and the workers' answers are combined.
-fn initial_partners(kernel: &Kernel, groups: &[Option<Group>]) -> Vec<Partner> {
+/// keeps its own partners for the columns and the workers' answers are combined. With
+/// `keep`, the similarities are also returned as the upper-triangle matrix.
+fn initial_partners(kernel: &Kernel, groups: &[Option<Group>], keep: bool) -> (Vec<Partner>, Option<Vec<i32>>) {
     let n = groups.len();
     let g = |i: usize| groups[i].as_ref().expect("all groups alive at the start");
-    (0..n)
+    let mut matrix = if keep { vec![0i32; n * n.saturating_sub(1) / 2] } else { Vec::new() };
+    let mut rows: Vec<(usize, &mut [i32])> = Vec::with_capacity(n);
+    let mut rest = matrix.as_mut_slice();
+    for i in 0..n {
+        let len = if keep { n - i - 1 } else { 0 };
+        let (row, tail) = rest.split_at_mut(len);
+        rows.push((i, row));
+        rest = tail;
+    }
+    let best = rows
         .into_par_iter()
         .fold(
             || vec![None; n],
-            |mut best: Vec<Partner>, i| {
+            |mut best: Vec<Partner>, (i, row)| {
                 let gi = g(i);
                 for j in i + 1..n {
                     let s = kernel.similarity(gi, g(j));
+                    if keep {
+                        row[j - i - 1] = i32::try_from(s).unwrap_or(if s < 0 { i32::MIN } else { i32::MAX });
+                    }
                     best[i] = prefer(best[i], Some((s, j)));
                     best[j] = prefer(best[j], Some((s, i)));
                 }
                 best
             },
         )
-        .reduce(|| vec![None; n], |a, b| a.into_iter().zip(b).map(|(x, y)| prefer(x, y)).collect())
+        .reduce(|| vec![None; n], |a, b| a.into_iter().zip(b).map(|(x, y)| prefer(x, y)).collect());
+    (best, keep.then_some(matrix))
 }
 
 /// Runs the seed's loop over `sequences` (non-empty ones). `top_k` ≥ 1: how many of the
 /// most similar pairs (each group's best partner, best first) to try merging; the merge
 /// whose pattern gains the most likelihood over its two parts is kept.
-pub fn solve_patent(scores: &Scores, sequences: &[Vec<Info>], top_k: usize, progress: &mut dyn FnMut(usize, usize)) -> PatentResult {
+pub fn solve_patent(scores: &Scores, sequences: &[Vec<Info>], top_k: usize, linkage: Linkage, progress: &mut dyn FnMut(usize, usize)) -> PatentResult {
     let n = sequences.len();
     let kernel = Kernel::new(scores);
+    let linkage = if n > MEMBER_LIMIT { Linkage::Head } else { linkage };
     let mut groups: Vec<Option<Group>> = sequences
         .iter()
         .enumerate()
@@ -126,9 +226,13 @@ pub fn solve_patent(scores: &Scores, sequences: &[Vec<Info>], top_k: usize, prog
         })
         .collect();
     if n == 0 {
-        return PatentResult { order: vec![], trace: vec![], likelihood: 0, merges: 0, rescans: 0 };
+        return PatentResult { order: vec![], trace: vec![], likelihood: 0, merges: 0, rescans: 0, linkage };
     }
-    let mut best = initial_partners(&kernel, &groups);
+    let (mut best, matrix) = initial_partners(&kernel, &groups, linkage == Linkage::Member);
+    let mut similarities = match matrix {
+        Some(matrix) => Similarities::Member { n, matrix },
+        None => Similarities::Head(&kernel),
+    };
     let mut alive_list: Vec<usize> = (0..n).collect();
     let mut alive = n;
     let mut merges = 0;
@@ -145,7 +249,7 @@ pub fn solve_patent(scores: &Scores, sequences: &[Vec<Info>], top_k: usize, prog
             .par_iter()
             .map(|&(_, i, j)| {
                 let (a, b) = (groups[i].as_ref().unwrap(), groups[j].as_ref().unwrap());
-                let g = merge_groups(scores, &kernel, sequences, a, b);
+                let g = merge_groups(scores, &kernel, linkage, sequences, a, b);
                 (g.likelihood - a.likelihood - b.likelihood, i, j, g)
             })
             .collect();
@@ -165,11 +269,12 @@ pub fn solve_patent(scores: &Scores, sequences: &[Vec<Info>], top_k: usize, prog
         if alive == 1 {
             break;
         }
-        rescans += update_partners(&kernel, &groups, &alive_list, &mut best, i, j);
+        similarities.merged(&alive_list, i, j);
+        rescans += update_partners(&similarities, &groups, &alive_list, &mut best, i, j);
     }
     progress(n - 1, n - 1);
     let g = groups.into_iter().flatten().next().unwrap();
-    PatentResult { order: g.members, trace: g.trace, likelihood: g.likelihood, merges, rescans }
+    PatentResult { order: g.members, trace: g.trace, likelihood: g.likelihood, merges, rescans, linkage }
 }
 
 /// Most pairs tried when several are equally the most similar (`--likelihood cfg`).
@@ -213,23 +318,28 @@ fn ranked_pairs(best: &[Partner], top_k: usize) -> Vec<(i64, usize, usize)> {
 
 /// After `j` was merged into `i`: the merged group's similarity to every other group (in
 /// parallel), which may become their best partner; groups whose partner was `i` or `j`
-/// look again (in parallel too). Returns how many looked again.
-fn update_partners(kernel: &Kernel, groups: &[Option<Group>], alive: &[usize], best: &mut [Partner], i: usize, j: usize) -> usize {
-    let gi = groups[i].as_ref().unwrap();
+/// look again, unless single linkage shows the merged group is their best. Returns how
+/// many looked again.
+fn update_partners(similarities: &Similarities, groups: &[Option<Group>], alive: &[usize], best: &mut [Partner], i: usize, j: usize) -> usize {
     let sims: Vec<(usize, i64)> =
-        alive.par_iter().filter(|&&x| x != i).map(|&x| (x, kernel.similarity(gi, groups[x].as_ref().unwrap()))).collect();
+        alive.par_iter().with_min_len(similarities.min_len()).filter(|&&x| x != i).map(|&x| (x, similarities.between(groups, i, x))).collect();
     let mut best_i: Partner = None;
     let mut again = Vec::new();
+    let single_linkage = matches!(similarities, Similarities::Member { .. });
     for &(x, s) in &sims {
         best_i = prefer(best_i, Some((s, x)));
         match best[x] {
+            // With single linkage the merged group is at least as similar to x as i or j
+            // was; strictly more, and it is x's best without a look (on a tie a group of
+            // lower index may come first).
+            Some((old, p)) if (p == i || p == j) && single_linkage && s > old => best[x] = Some((s, i)),
             Some((_, p)) if p == i || p == j => again.push(x),
             Some((bs, _)) if bs >= s => {}
             _ => best[x] = Some((s, i)),
         }
     }
     for &x in &again {
-        best[x] = best_partner(kernel, groups, alive, x);
+        best[x] = best_partner(similarities, groups, alive, x);
     }
     best[i] = best_i;
     again.len()
@@ -240,22 +350,79 @@ fn better(x: &(i64, usize, usize), y: &(i64, usize, usize)) -> bool {
     (x.0, std::cmp::Reverse(x.1), std::cmp::Reverse(x.2)) > (y.0, std::cmp::Reverse(y.1), std::cmp::Reverse(y.2))
 }
 
-/// The best partner of group `i` among the alive groups (scanned in parallel).
-fn best_partner(kernel: &Kernel, groups: &[Option<Group>], alive: &[usize], i: usize) -> Partner {
-    let gi = groups[i].as_ref()?;
+/// The best partner of group `i` among the alive groups (comparing traces: in parallel).
+fn best_partner(similarities: &Similarities, groups: &[Option<Group>], alive: &[usize], i: usize) -> Partner {
+    groups[i].as_ref()?;
+    if let Similarities::Member { n, matrix } = similarities {
+        // A look-up per group: one tight loop beats handing the groups out.
+        let mut best: Partner = None;
+        for &x in alive.iter().filter(|&&x| x != i) {
+            let s = matrix[Similarities::at(*n, i, x)] as i64;
+            if best.is_none_or(|(b, _)| s > b) {
+                best = Some((s, x));
+            }
+        }
+        return best;
+    }
     alive
         .par_iter()
+        .with_min_len(similarities.min_len())
         .filter(|&&x| x != i)
-        .map(|&x| Some((kernel.similarity(gi, groups[x].as_ref().expect("alive")), x)))
+        .map(|&x| Some((similarities.between(groups, i, x), x)))
         .reduce(|| None, prefer)
 }
 
-fn merge_groups(scores: &Scores, kernel: &Kernel, sequences: &[Vec<Info>], a: &Group, b: &Group) -> Group {
+fn merge_groups(scores: &Scores, kernel: &Kernel, linkage: Linkage, sequences: &[Vec<Info>], a: &Group, b: &Group) -> Group {
     let sa: Vec<&[Info]> = a.members.iter().map(|&m| sequences[m].as_slice()).collect();
     let sb: Vec<&[Info]> = b.members.iter().map(|&m| sequences[m].as_slice()).collect();
     let m = best_merge(scores, &sa, &sb);
     let members = m.apply(&a.members, &b.members);
     let ordered: Vec<&[Info]> = members.iter().map(|&i| sequences[i].as_slice()).collect();
     let trace = round_robin(&ordered);
-    Group { packed: kernel.pack(&trace), trace, members, likelihood: m.likelihood }
+    // Only the seed's linkage compares merged traces.
+    let packed = if linkage == Linkage::Head { kernel.pack(&trace) } else { Vec::new() };
+    Group { packed, trace, members, likelihood: m.likelihood }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::info::{Granularity, Weighting};
+
+    #[test]
+    fn every_pair_has_its_own_cell() {
+        for n in 2..40 {
+            let mut seen = vec![false; n * (n - 1) / 2];
+            for i in 0..n {
+                for j in i + 1..n {
+                    let k = Similarities::at(n, i, j);
+                    assert_eq!(k, Similarities::at(n, j, i));
+                    assert!(!std::mem::replace(&mut seen[k], true), "n {n}: ({i}, {j}) shares cell {k}");
+                }
+            }
+            assert!(seen.iter().all(|&s| s));
+        }
+    }
+
+    /// Single linkage: after a merge, a group is as similar to another as its most similar
+    /// member — checked against the similarities computed afresh from the sequences.
+    #[test]
+    fn merged_groups_keep_their_members_best_similarity() {
+        let scores = Scores::defaults(Granularity::Function, Weighting::Count);
+        let seq = |o: &[i32]| -> Vec<Info> { o.iter().map(|&x| Info::new(0, x, x as u64)).collect() };
+        let sequences = [seq(&[0, 5]), seq(&[1, 6]), seq(&[9, 3]), seq(&[2, 7])];
+        let kernel = Kernel::new(&scores);
+        let groups: Vec<Option<Group>> = sequences
+            .iter()
+            .enumerate()
+            .map(|(i, s)| Some(Group { members: vec![i], packed: kernel.pack(s), trace: s.clone(), likelihood: 0 }))
+            .collect();
+        let (_, matrix) = initial_partners(&kernel, &groups, true);
+        let mut sims = Similarities::Member { n: 4, matrix: matrix.unwrap() };
+        sims.merged(&[0, 1, 2, 3], 0, 1);
+        for x in [2, 3] {
+            let want = similarity(&scores, &sequences[0], &sequences[x]).max(similarity(&scores, &sequences[1], &sequences[x]));
+            assert_eq!(sims.between(&groups, 0, x), want);
+        }
+    }
 }

@@ -10,6 +10,7 @@ fn options(solver: Solver, split: Split, period: Option<u64>) -> Options {
         scores: Scores::defaults(Granularity::Function, Weighting::Count),
         period,
         top_k: 1,
+        linkage: patent::Linkage::default(),
         sequences: None,
     }
 }
@@ -21,14 +22,19 @@ fn run(obs: &[Observation], names: &Names, o: &Options) -> Reconstruction {
 #[test]
 fn seed_worked_example_patent_rebuilds_the_50_instructions() {
     let (names, obs, truth) = seed_example(7, 7);
-    let r = run(&obs, &names, &options(Solver::Patent, Split::Marker, Some(7)));
-    // Seven partial sequences P-1..P-7, 50 samples: exactly one per position.
-    assert_eq!(r.split.non_empty, 7);
-    assert_eq!(r.samples_used, 50);
-    let got: Vec<String> = r.trace.iter().map(|i| i.display(&names, Granularity::Function)).collect();
-    let want: Vec<String> = truth.iter().map(|i| i.display(&names, Granularity::Function)).collect();
-    assert_eq!(got, want);
-    assert_eq!(r.trace.len(), 50);
+    // The seed's loop as written (merged traces compared from the head) and with single
+    // linkage (the default).
+    for linkage in [patent::Linkage::Head, patent::Linkage::Member] {
+        let r = run(&obs, &names, &Options { linkage, ..options(Solver::Patent, Split::Marker, Some(7)) });
+        // Seven partial sequences P-1..P-7, 50 samples: exactly one per position.
+        assert_eq!(r.split.non_empty, 7);
+        assert_eq!(r.samples_used, 50);
+        assert_eq!(r.linkage, Some(linkage));
+        let got: Vec<String> = r.trace.iter().map(|i| i.display(&names, Granularity::Function)).collect();
+        let want: Vec<String> = truth.iter().map(|i| i.display(&names, Granularity::Function)).collect();
+        assert_eq!(got, want, "{linkage:?}");
+        assert_eq!(r.trace.len(), 50);
+    }
 }
 
 #[test]

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use kansoku_binary::Symbolizer;
 use kansoku_core::{Event, Header, RecordingKind, RecordingReader};
+use kansoku_reconstruct::patent::Linkage;
 use kansoku_reconstruct::{
     compare, reconstruct, Comparison, Granularity, Names, Observation, Options, Reconstruction, Scores, Solver, Split, Weighting,
 };
@@ -46,6 +47,11 @@ pub struct Args {
     /// 1 with the seed's scores, 0 with --likelihood cfg.
     #[arg(long)]
     pub top_k: Option<usize>,
+    /// Patent solver: how similar two merged groups are. member (default, beyond the seed):
+    /// as similar as their most similar original sequences; head (the seed): their merged
+    /// traces compared from the head, like two original sequences.
+    #[arg(long, default_value = "member")]
+    pub linkage: Linkage,
     /// Use at most N partial sequences (default: enough to cover one iteration once when
     /// its length is known, else all).
     #[arg(long)]
@@ -195,6 +201,7 @@ pub fn reconstruct_file(args: &Args) -> Result<(Report, Vec<String>, Names)> {
         scores,
         period: args.period.or(loaded.period),
         top_k: args.top_k.unwrap_or(if args.likelihood == Likelihood::Cfg { 0 } else { 1 }),
+        linkage: args.linkage,
         sequences: args.sequences,
     };
     if args.period == Some(0) {
@@ -475,6 +482,7 @@ fn demo_args(recording: PathBuf, solver: Solver, likelihood: Likelihood, sequenc
         scores: None,
         likelihood,
         top_k: None,
+        linkage: Linkage::default(),
         sequences,
         period: None,
         exact: Some(exact.to_path_buf()),

@@ -1,0 +1,219 @@
+//! Does the recording fix the order the solver found? Patent and exact maximise the
+//! likelihood of an order of partial sequences; when another order scores as well and
+//! yields a different trace, the samples cannot tell the two apart, and the trace is one
+//! guess among equals. This looks for such an order — a *witness* — in two ways:
+//!
+//! 1. one move away: a run of up to [`RUN`] consecutive sequences moved elsewhere (the
+//!    neighbourhood of the exact solver's Or-opt), best-scoring moves first;
+//! 2. up to [`SEARCH_LIMIT`] sequences, a new search (the exact solver's greedy chain
+//!    and Or-opt) on scores that prefer, among orders of equal likelihood, the one sharing
+//!    the fewest neighbours with the found order ([`Matrix::avoiding`]).
+//!
+//! A witness proves the order is not fixed by the scores, and says where the two traces
+//! differ. Finding none proves nothing beyond what was searched: the report says "no
+//! witness found", not "unique".
+
+use serde::Serialize;
+
+use crate::exact::Matrix;
+use crate::info::Info;
+use crate::merge::round_robin;
+use crate::scores::Scores;
+
+/// Most sequences checked (n×n matrices of scores; the scan is O(RUN · n²)).
+pub const LIMIT: usize = 3000;
+/// Longest run of consecutive sequences moved.
+pub const RUN: usize = 8;
+/// Most moves whose trace is built and compared (the best-scoring first).
+pub const TRIES: usize = 200;
+/// Most sequences for the second way, a new search: its Or-opt costs as much as the exact
+/// solver's own (measured: 1,725 sequences of a real recording, 12 s in all).
+pub const SEARCH_LIMIT: usize = 1000;
+
+/// An order that scores at least as well as the found one and gives a different trace.
+#[derive(Clone, Debug, Serialize)]
+pub struct Alternative {
+    /// Its total likelihood (≥ the found order's).
+    pub likelihood: i64,
+    /// "one move" or "search" (see the module comment).
+    pub found_by: &'static str,
+    /// First and last trace positions where the two traces differ (the uncertain span).
+    pub first_difference: usize,
+    pub last_difference: usize,
+    /// The order of the partial sequences and its finished trace.
+    #[serde(skip)]
+    pub order: Vec<usize>,
+    #[serde(skip)]
+    pub trace: Vec<Info>,
+}
+
+/// Looks for a witness. `trace` is the found order's trace after `finish` (the same
+/// post-processing is applied to each candidate before comparing). None when there are
+/// fewer than 3 or more than [`LIMIT`] sequences, or no witness was found.
+pub fn alternative(
+    scores: &Scores,
+    sequences: &[Vec<Info>],
+    order: &[usize],
+    trace: &[Info],
+    finish: &dyn Fn(&mut [Info]),
+) -> Option<Alternative> {
+    let n = order.len();
+    if !(3..=LIMIT).contains(&n) {
+        return None;
+    }
+    let m = Matrix::build(scores, sequences);
+    let found = m.total(order);
+    let witness = Witness { sequences, found_content: content(sequences, order), found: trace.iter().map(|i| i.addr).collect(), finish };
+    let mut moves = candidate_moves(&m, order);
+    moves.sort_by_key(|&(gain, ..)| std::cmp::Reverse(gain));
+    let mut tried = 0;
+    for &(gain, from, run, to) in &moves {
+        if tried == TRIES {
+            break;
+        }
+        let moved = apply_move(order, from, run, to);
+        if witness.same_content(&moved) {
+            continue;
+        }
+        tried += 1;
+        if let Some(a) = witness.check(&moved, found + gain, "one move") {
+            return Some(a);
+        }
+    }
+    if n > SEARCH_LIMIT {
+        return None;
+    }
+    let other = m.avoiding(order)?.search(order);
+    let likelihood = m.total(&other);
+    if likelihood < found || witness.same_content(&other) {
+        return None;
+    }
+    witness.check(&other, likelihood, "search")
+}
+
+/// The found order, to compare candidates with.
+struct Witness<'a> {
+    sequences: &'a [Vec<Info>],
+    /// The found order as the addresses of its sequences' samples, sequence by sequence.
+    found_content: Vec<Vec<u64>>,
+    /// The found trace's addresses.
+    found: Vec<u64>,
+    finish: &'a dyn Fn(&mut [Info]),
+}
+
+impl Witness<'_> {
+    /// Orders that differ only in which of several identical sequences goes where give
+    /// the same trace.
+    fn same_content(&self, order: &[usize]) -> bool {
+        order.iter().zip(&self.found_content).all(|(&i, c)| self.sequences[i].iter().map(|x| x.addr).eq(c.iter().copied()))
+    }
+
+    /// The candidate's finished trace, when it differs from the found one (and is not a
+    /// rotation of it: an iteration is a cycle).
+    fn check(&self, order: &[usize], likelihood: i64, found_by: &'static str) -> Option<Alternative> {
+        let refs: Vec<&[Info]> = order.iter().map(|&i| self.sequences[i].as_slice()).collect();
+        let mut trace = round_robin(&refs);
+        (self.finish)(&mut trace);
+        let addrs: Vec<u64> = trace.iter().map(|i| i.addr).collect();
+        if same_cycle(&self.found, &addrs) {
+            return None;
+        }
+        let first = self.found.iter().zip(&addrs).position(|(a, b)| a != b).unwrap_or(self.found.len().min(addrs.len()));
+        let last = (0..self.found.len().max(addrs.len())).rev().find(|&k| self.found.get(k) != addrs.get(k)).unwrap_or(first);
+        Some(Alternative { likelihood, found_by, first_difference: first, last_difference: last, order: order.to_vec(), trace })
+    }
+}
+
+fn content(sequences: &[Vec<Info>], order: &[usize]) -> Vec<Vec<u64>> {
+    order.iter().map(|&i| sequences[i].iter().map(|x| x.addr).collect()).collect()
+}
+
+/// Every move of a run of 1..=RUN sequences that does not lower the likelihood:
+/// (gain, from, run, to).
+fn candidate_moves(m: &Matrix, order: &[usize]) -> Vec<(i64, usize, usize, usize)> {
+    let n = order.len();
+    let mut out = Vec::new();
+    for run in 1..=RUN.min(n - 1) {
+        for from in 0..=n - run {
+            let before = m.total_local(order, from, run);
+            let mut rest: Vec<usize> = Vec::with_capacity(n - run);
+            rest.extend_from_slice(&order[..from]);
+            rest.extend_from_slice(&order[from + run..]);
+            let base = m.path_without(order, from, run, &rest);
+            let moving = &order[from..from + run];
+            for to in (0..=rest.len()).filter(|&to| to != from) {
+                let gain = m.insert_gain(&rest, moving, to) + base - before;
+                if gain >= 0 {
+                    out.push((gain, from, run, to));
+                }
+            }
+        }
+    }
+    out
+}
+
+fn apply_move(order: &[usize], from: usize, run: usize, to: usize) -> Vec<usize> {
+    let mut rest: Vec<usize> = Vec::with_capacity(order.len());
+    rest.extend_from_slice(&order[..from]);
+    rest.extend_from_slice(&order[from + run..]);
+    rest.splice(to..to, order[from..from + run].iter().copied());
+    rest
+}
+
+/// Whether `b` is `a` or a rotation of it: an iteration is a cycle, and where a trace
+/// without a marker entry starts is arbitrary.
+fn same_cycle(a: &[u64], b: &[u64]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    if a == b {
+        return true;
+    }
+    let doubled: Vec<u64> = a.iter().chain(a).copied().collect();
+    doubled.windows(b.len().max(1)).any(|w| w == b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::info::{Granularity, Weighting};
+
+    fn seq(offsets: &[i32]) -> Vec<Info> {
+        offsets.iter().map(|&o| Info::new(0, o, o as u64)).collect()
+    }
+
+    #[test]
+    fn rotations_are_one_cycle() {
+        assert!(same_cycle(&[1, 2, 3], &[2, 3, 1]));
+        assert!(same_cycle(&[1, 2, 3], &[1, 2, 3]));
+        assert!(!same_cycle(&[1, 2, 3], &[1, 3, 2]));
+        assert!(!same_cycle(&[1, 2], &[1, 2, 3]));
+    }
+
+    #[test]
+    fn a_straight_run_is_fixed_by_its_samples() {
+        // Offsets 0..12 sampled every 4: three sequences of three; only one order makes
+        // every neighbour a +1 step.
+        let scores = Scores::defaults(Granularity::Function, Weighting::Count);
+        let sequences = vec![seq(&[0, 4, 8]), seq(&[1, 5, 9]), seq(&[2, 6, 10]), seq(&[3, 7, 11])];
+        let order = [0, 1, 2, 3];
+        let refs: Vec<&[Info]> = order.iter().map(|&i| sequences[i].as_slice()).collect();
+        let trace = round_robin(&refs);
+        assert!(alternative(&scores, &sequences, &order, &trace, &|_| {}).is_none());
+    }
+
+    #[test]
+    fn single_samples_of_a_repeated_body_are_not() {
+        // A body a b c run twice with a different instruction in the middle of each pass
+        // (x, then y): one sample per sequence. x and y swapped scores the same.
+        let scores = Scores::defaults(Granularity::Function, Weighting::Count);
+        let trace_of = |o: &[i32]| seq(o);
+        let sequences: Vec<Vec<Info>> = [0, 1, 20, 2, 0, 1, 30, 2].iter().map(|&o| trace_of(&[o])).collect();
+        let order: Vec<usize> = (0..8).collect();
+        let refs: Vec<&[Info]> = order.iter().map(|&i| sequences[i].as_slice()).collect();
+        let trace = round_robin(&refs);
+        let alt = alternative(&scores, &sequences, &order, &trace, &|_| {}).expect("x and y can swap");
+        assert!(alt.likelihood >= crate::merge::order_likelihood(&scores, &refs));
+        assert!(alt.first_difference <= alt.last_difference);
+    }
+}
