@@ -215,8 +215,10 @@ fn compare_draws_the_timeline() {
     for f in ["func_M", "func_A", "func_B", "func_C", "exact", "reconstructed"] {
         assert!(text.contains(f), "{f} missing from the picture");
     }
-    // Period 7 rebuilds seed000 exactly: no position is marked as different.
+    // Period 7 rebuilds seed000 exactly: no position is marked as different, and the
+    // samples fix the order: no uncertain span.
     assert!(!text.contains("#222222"), "no differences expected at period 7");
+    assert!(!text.contains("uncertain"), "no uncertain span expected at period 7");
     match Command::new("rsvg-convert").arg(&svg).arg("-o").arg(d.join("t.png")).status() {
         Ok(status) => assert!(status.success(), "rsvg-convert could not render the timeline"),
         Err(_) => eprintln!("rsvg-convert not installed (scripts/setup installs it): rendering not checked"),
@@ -250,6 +252,15 @@ fn sparse_and_cut_recordings_are_said() {
     let (first, last) = (alternative["first_difference"].as_u64().unwrap(), alternative["last_difference"].as_u64().unwrap());
     assert!(first <= last && last < v["length"].as_u64().unwrap(), "{v}");
     assert!(v["warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().contains("do not fix the order")), "{v}");
+    // The written trace keeps the span, and the picture frames it on the reconstructed row.
+    let (trace, svg) = (d.join("p101.trace"), d.join("p101.svg"));
+    ok(&["reconstruct", &s(&sparse), "--solver", "exact", "-o", &s(&trace)]);
+    let text = std::fs::read_to_string(&trace).unwrap();
+    assert!(text.contains(&format!("# uncertain {first} {last}:")), "{text}");
+    ok(&["compare", &s(&trace), &s(&exact), "--svg", &s(&svg)]);
+    let picture = std::fs::read_to_string(&svg).unwrap();
+    assert_eq!(picture.matches("class=\"uncertain\"").count(), 1, "{picture}");
+    assert!(picture.contains("another order scores as well here"));
     let o = kansoku(&["reconstruct", &s(&dense), "--solver", "exact", "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert!(v["alternative_checked"] == true && v["alternative"].is_null(), "{v}");

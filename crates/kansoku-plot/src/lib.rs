@@ -9,6 +9,8 @@
 //! * [`waveform`] — points (x, address) in several classes (code, data) over horizontal
 //!   labelled address bands (functions, sections, heap, stack).
 //! * [`histogram`] — bars over bins.
+//! * [`timeline`] — rows of categorised positions (instruction traces coloured by
+//!   function), the positions where the first two differ, and framed uncertain spans.
 //!
 //! Text is escaped; non-finite values are skipped, so a chart never becomes invalid XML.
 
@@ -359,11 +361,19 @@ mod tests {
 }
 
 /// One row of a [`timeline`]: a label and, per position, the index of its category
-/// (`None` = nothing there, e.g. past the end of a shorter trace).
+/// (`None` = nothing there, e.g. past the end of a shorter trace); optionally a span of
+/// positions (first, last) drawn as uncertain — framed, hatched, with `uncertain_label`
+/// above it — e.g. where another order of a reconstruction scores as well.
 pub struct TimelineRow<'a> {
     pub label: &'a str,
     pub cells: Vec<Option<usize>>,
+    pub uncertain: Option<(usize, usize)>,
 }
+
+/// The label above an uncertain span, and its colour (no category's, not the
+/// differences').
+pub const UNCERTAIN_LABEL: &str = "another order scores as well here";
+const UNCERTAIN: &str = "#555555";
 
 /// The colour of "these rows differ here" marks: no category uses it.
 const DIFFERENCE: &str = "#222222";
@@ -375,7 +385,9 @@ const DIFFERENCE: &str = "#222222";
 /// `categories` names the colours in the legend (colours repeat after the palette).
 pub fn timeline(title: &str, x_label: &str, rows: &[TimelineRow], categories: &[&str]) -> String {
     let positions = rows.iter().map(|r| r.cells.len()).max().unwrap_or(0).max(1);
-    let (left, top, width, row_h, gap) = (150.0, 50.0, 900.0, 28.0, 10.0);
+    let (left, top, width, row_h) = (150.0, 50.0, 900.0, 28.0);
+    // Room above each row for an uncertain span's label.
+    let gap = if rows.iter().any(|r| r.uncertain.is_some()) { 22.0 } else { 10.0 };
     let strip_top = top + rows.len() as f64 * (row_h + gap);
     let legend_top = strip_top + 78.0;
     let height = legend_top + 20.0 * categories.len().div_ceil(4) as f64 + 20.0;
@@ -394,6 +406,9 @@ pub fn timeline(title: &str, x_label: &str, rows: &[TimelineRow], categories: &[
             if let Some(c) = cat {
                 doc.rect(px(start), y, (px(i) - px(start)).max(0.5), row_h, PALETTE[c % PALETTE.len()], 0.9);
             }
+        }
+        if let Some((first, last)) = row.uncertain {
+            uncertain_span(&mut doc, px(first), px(last.max(first) + 1), y, row_h);
         }
     }
     if rows.len() >= 2 {
@@ -425,6 +440,20 @@ pub fn timeline(title: &str, x_label: &str, rows: &[TimelineRow], categories: &[
     doc.finish()
 }
 
+/// A framed, hatched band over `[x0, x1)` of the row at `y`, labelled above.
+fn uncertain_span(doc: &mut Doc, x0: f64, x1: f64, y: f64, h: f64) {
+    let w = (x1 - x0).max(1.0);
+    let _ = writeln!(
+        doc.s,
+        "<pattern id=\"hatch{x0:.0}_{y:.0}\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" patternTransform=\"rotate(45)\"><line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\" stroke=\"white\" stroke-width=\"2\"/></pattern>"
+    );
+    let _ = writeln!(
+        doc.s,
+        "<rect class=\"uncertain\" x=\"{x0:.2}\" y=\"{y:.2}\" width=\"{w:.2}\" height=\"{h:.2}\" fill=\"url(#hatch{x0:.0}_{y:.0})\" fill-opacity=\"0.6\" stroke=\"{UNCERTAIN}\" stroke-width=\"1.5\" stroke-dasharray=\"4 2\"/>"
+    );
+    doc.text(x0 + w / 2.0, y - 5.0, "middle", 10.0, UNCERTAIN, UNCERTAIN_LABEL);
+}
+
 #[cfg(test)]
 mod timeline_tests {
     use super::*;
@@ -432,8 +461,8 @@ mod timeline_tests {
     #[test]
     fn timeline_draws_runs_and_differences() {
         let rows = [
-            TimelineRow { label: "exact", cells: vec![Some(0), Some(0), Some(1), Some(1)] },
-            TimelineRow { label: "rebuilt", cells: vec![Some(0), Some(1), Some(1)] },
+            TimelineRow { label: "exact", cells: vec![Some(0), Some(0), Some(1), Some(1)], uncertain: None },
+            TimelineRow { label: "rebuilt", cells: vec![Some(0), Some(1), Some(1)], uncertain: None },
         ];
         let svg = timeline("t <&>", "instruction", &rows, &["func_A", "func_B"]);
         assert!(svg.starts_with("<svg") || svg.starts_with("<?xml"), "{svg}");
@@ -441,5 +470,20 @@ mod timeline_tests {
         assert!(svg.contains("func_B") && svg.contains("rebuilt"));
         // Two positions differ (1, and 3 where the rebuilt row ends): two marks.
         assert_eq!(svg.matches(DIFFERENCE).count(), 2, "{svg}");
+        assert!(!svg.contains("uncertain"), "no span asked for");
+    }
+
+    #[test]
+    fn an_uncertain_span_is_framed_and_labelled_over_its_row() {
+        let rows = [
+            TimelineRow { label: "exact", cells: vec![Some(0); 10], uncertain: None },
+            TimelineRow { label: "rebuilt", cells: vec![Some(0); 10], uncertain: Some((2, 5)) },
+        ];
+        let svg = timeline("t", "instruction", &rows, &["f"]);
+        assert_eq!(svg.matches("class=\"uncertain\"").count(), 1, "{svg}");
+        assert!(svg.contains(UNCERTAIN_LABEL));
+        // Positions 2..=5 of 10 over a 900-wide strip starting at 150: x 330, width 360.
+        assert!(svg.contains("x=\"330.00\"") && svg.contains("width=\"360.00\""), "{svg}");
+        assert_eq!(svg.matches(DIFFERENCE).count(), 0, "the rows agree: {svg}");
     }
 }

@@ -241,7 +241,7 @@ fn check_order(rec: &mut Reconstruction, sequences: &[Vec<Info>], order: &[usize
             other => break other,
         }
     };
-    rec.order_warning = rec.alternative.as_ref().map(|a| ambiguous_warning(a, rec.likelihood, rec.trace.len(), splitting));
+    rec.order_warning = rec.alternative.as_ref().map(|a| ambiguous_warning(a, rec.likelihood, rec.trace.len(), splitting, options.scores.has_flow()));
 }
 
 /// Most times the exact solver takes a more likely witness order and looks again.
@@ -262,7 +262,7 @@ fn adopt(rec: &mut Reconstruction, sequences: &[Vec<Info>], order: &[usize], opt
 /// The warning for a witness. As likely: the samples do not decide, say where the traces
 /// differ and what would decide. More likely (patent only; exact takes it): the loop
 /// stopped short of the best order.
-fn ambiguous_warning(a: &ambiguity::Alternative, likelihood: Option<i64>, length: usize, splitting: &split::Splitting) -> String {
+fn ambiguous_warning(a: &ambiguity::Alternative, likelihood: Option<i64>, length: usize, splitting: &split::Splitting, has_flow: bool) -> String {
     let found = likelihood.unwrap_or(a.likelihood);
     let span = format!("differing at instructions {}..{} of {length}", a.first_difference, a.last_difference);
     if a.likelihood > found {
@@ -271,8 +271,11 @@ fn ambiguous_warning(a: &ambiguity::Alternative, likelihood: Option<i64>, length
             a.likelihood
         );
     }
+    // The seed's tables score every call and return as a mismatch: they may be what
+    // cannot decide, not the samples.
+    let scores = if has_flow { "" } else { "; --likelihood cfg scores calls and returns by the control flow and may decide" };
     format!(
-        "the samples do not fix the order of the partial sequences: another order scores the same ({found}) and gives a different trace, {span}; this trace is one of equals there, not necessarily the run's; {}",
+        "the samples do not fix the order of the partial sequences: another order scores the same ({found}) and gives a different trace, {span}; this trace is one of equals there, not necessarily the run's; {}{scores}",
         remedy(splitting)
     )
 }

@@ -225,6 +225,10 @@ pub fn reconstruct_file(args: &Args) -> Result<(Report, Vec<String>, Names)> {
             args.recording.display()
         )
         .to_lowercase();
+        if let Some(a) = &rec.alternative {
+            // Read back by `kansoku compare --svg` to draw the span.
+            text.push_str(&format!("{UNCERTAIN} {} {}: another order scores {} and gives a different trace here\n", a.first_difference, a.last_difference, a.likelihood));
+        }
         for l in &lines {
             text.push_str(l);
             text.push('\n');
@@ -372,7 +376,8 @@ pub fn compare_keys(keys: &[String], exact: &Path, iteration: usize) -> Result<C
 
 /// Traces as rows coloured by function (the part of a `function:offset` key before the
 /// last ':'), the exact one first; the plot marks where the rows differ.
-fn timeline_svg(rows: &[(&str, &[String])], title: &str) -> String {
+/// Rows (label, keys, uncertain span) coloured by function.
+fn timeline_svg(rows: &[(&str, &[String], Option<(usize, usize)>)], title: &str) -> String {
     let function_of = |k: &String| k.rsplit_once(':').map_or(k.clone(), |(f, _)| f.to_string());
     let mut functions: Vec<String> = Vec::new();
     let mut cells = |keys: &[String]| -> Vec<Option<usize>> {
@@ -386,16 +391,38 @@ fn timeline_svg(rows: &[(&str, &[String])], title: &str) -> String {
             })
             .collect()
     };
-    let rows: Vec<_> = rows.iter().map(|(label, keys)| kansoku_plot::TimelineRow { label, cells: cells(keys) }).collect();
+    let rows: Vec<_> =
+        rows.iter().map(|(label, keys, uncertain)| kansoku_plot::TimelineRow { label, cells: cells(keys), uncertain: *uncertain }).collect();
     let names: Vec<&str> = functions.iter().map(String::as_str).collect();
     kansoku_plot::timeline(title, "instruction in the iteration", &rows, &names)
 }
 
 /// Reads a TRACE file's `function:offset` column.
-pub fn read_trace(path: &Path) -> Result<Vec<String>> {
+/// The header line of a written trace that names the instructions the samples do not
+/// decide: `# uncertain FIRST LAST: why`.
+const UNCERTAIN: &str = "# uncertain";
+
+/// A trace written by `kansoku reconstruct -o`: its instructions' `function:offset` keys
+/// and the span where another order scores as well, if the reconstruction found one.
+pub struct TraceFile {
+    pub keys: Vec<String>,
+    pub uncertain: Option<(usize, usize)>,
+}
+
+pub fn read_trace(path: &Path) -> Result<TraceFile> {
     let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let mut keys = Vec::new();
+    let mut uncertain = None;
     for (n, line) in text.lines().enumerate() {
+        if let Some(rest) = line.strip_prefix(UNCERTAIN) {
+            let span = rest.split(':').next().unwrap_or("");
+            let mut bounds = span.split_whitespace().map(str::parse::<usize>);
+            let (Some(Ok(first)), Some(Ok(last))) = (bounds.next(), bounds.next()) else {
+                bail!("{}:{}: expected `{UNCERTAIN} FIRST LAST: ...`, found '{line}'", path.display(), n + 1);
+            };
+            uncertain = Some((first, last));
+            continue;
+        }
         if line.starts_with('#') || line.trim().is_empty() {
             continue;
         }
@@ -404,15 +431,16 @@ pub fn read_trace(path: &Path) -> Result<Vec<String>> {
         };
         keys.push(key.to_string());
     }
-    Ok(keys)
+    Ok(TraceFile { keys, uncertain })
 }
 
 pub fn run_compare(args: CompareArgs) -> Result<()> {
-    let keys = read_trace(&args.trace)?;
-    let c = compare_keys(&keys, &args.exact, args.iteration)?;
+    let trace = read_trace(&args.trace)?;
+    let c = compare_keys(&trace.keys, &args.exact, args.iteration)?;
     if let Some(svg) = &args.svg {
         let truth = exact_iteration(&args.exact, args.iteration)?;
-        let picture = timeline_svg(&[("exact", &truth), ("reconstructed", &keys)], &format!("{} against the exact trace (lcs_ratio {:.3})", args.trace.display(), c.lcs_ratio));
+        let rows = [("exact", truth.as_slice(), None), ("reconstructed", trace.keys.as_slice(), trace.uncertain)];
+        let picture = timeline_svg(&rows, &format!("{} against the exact trace (lcs_ratio {:.3})", args.trace.display(), c.lcs_ratio));
         std::fs::write(svg, picture).with_context(|| format!("writing {}", svg.display()))?;
     }
     if args.json {
@@ -438,7 +466,7 @@ pub fn demo_stage(dir: &Path) -> Result<String> {
     };
     super::trace::record_exact(&options, &exact)?;
     let mut text = String::new();
-    let mut t = Table::new(&["samples", "solver", "scores", ">length", ">lcs_ratio", ">position_accuracy"]);
+    let mut t = Table::new(&["samples", "solver", "scores", ">length", ">lcs_ratio", ">position_accuracy", "another order as likely"]);
     let runs = [
         (7, Solver::Patent, Likelihood::Seed),
         (7, Solver::Exact, Likelihood::Seed),
@@ -457,19 +485,34 @@ pub fn demo_stage(dir: &Path) -> Result<String> {
         let (report, _, _) = reconstruct_file(&args)?;
         let c = report.comparison.expect("compared");
         let row = [format!("every {period}"), format!("{solver:?}"), format!("{likelihood:?}")].map(|x| x.to_lowercase());
-        t.row(vec![row[0].clone(), row[1].clone(), row[2].clone(), c.reconstructed_length.to_string(), format!("{:.4}", c.lcs_ratio), format!("{:.4}", c.position_accuracy)]);
+        let witness = witness_cell(&report.reconstruction);
+        t.row(vec![row[0].clone(), row[1].clone(), row[2].clone(), c.reconstructed_length.to_string(), format!("{:.4}", c.lcs_ratio), format!("{:.4}", c.position_accuracy), witness]);
     }
     text.push_str(&t.render());
     let svg = dir.join("seed000-p101-timeline.svg");
     let truth = exact_iteration(&exact, 0)?;
     let seed = read_trace(&dir.join("seed000-p101-patent-seed.trace"))?;
     let cfg = read_trace(&dir.join("seed000-p101-patent-cfg.trace"))?;
-    let rows: [(&str, &[String]); 3] = [("exact", &truth), ("patent, seed scores", &seed), ("patent, cfg scores", &cfg)];
+    let rows = [("exact", truth.as_slice(), None), ("patent, seed scores", &seed.keys, seed.uncertain), ("patent, cfg scores", &cfg.keys, cfg.uncertain)];
     std::fs::write(&svg, timeline_svg(&rows, "seed000 func_M sampled every 101 instructions: one iteration rebuilt")).with_context(|| format!("writing {}", svg.display()))?;
-    text.push_str(&format!("picture: {} (exact trace above the two reconstructions; the strip marks where the seed scores' one differs)\n", svg.display()));
+    text.push_str(&format!(
+        "picture: {} (exact trace above the two reconstructions; the strip marks where the seed scores' one differs; a hatched frame, where another order scores as well)\n",
+        svg.display()
+    ));
     text.push_str(&demo_recording(dir, &program, &exact)?);
     text.push_str(&format!("rerun: kansoku reconstruct {}/seed000-p101.ksk --likelihood cfg --exact {}", dir.display(), exact.display()));
     Ok(text)
+}
+
+/// The demo's witness column: none found, or the span where another order, at least as
+/// likely, differs.
+fn witness_cell(rec: &Reconstruction) -> String {
+    match (&rec.alternative, rec.likelihood) {
+        (Some(a), Some(l)) if a.likelihood > l => format!("more likely, differs at {}..{}", a.first_difference, a.last_difference),
+        (Some(a), _) => format!("yes, differs at {}..{}", a.first_difference, a.last_difference),
+        (None, _) if rec.alternative_checked == Some(true) => "none found".into(),
+        (None, _) => "-".into(),
+    }
 }
 
 /// `kansoku reconstruct REC --solver S --likelihood L [--sequences N] --exact EXACT -o OUT`.
