@@ -376,8 +376,12 @@ pub fn compare_keys(keys: &[String], exact: &Path, iteration: usize) -> Result<C
 
 /// Traces as rows coloured by function (the part of a `function:offset` key before the
 /// last ':'), the exact one first; the plot marks where the rows differ.
-/// Rows (label, keys, uncertain span) coloured by function.
-fn timeline_svg(rows: &[(&str, &[String], Option<(usize, usize)>)], title: &str) -> String {
+/// A timeline row: its label, its instructions' keys, the span another order scores as
+/// well (if any).
+type Row<'a> = (&'a str, &'a [String], Option<(usize, usize)>);
+
+/// Rows coloured by function.
+fn timeline_svg(rows: &[Row], title: &str) -> String {
     let function_of = |k: &String| k.rsplit_once(':').map_or(k.clone(), |(f, _)| f.to_string());
     let mut functions: Vec<String> = Vec::new();
     let mut cells = |keys: &[String]| -> Vec<Option<usize>> {
