@@ -64,10 +64,8 @@ pub fn alternative(
     let m = Matrix::build(scores, sequences);
     let found = m.total(order);
     let witness = Witness { sequences, found_content: content(sequences, order), found: trace.iter().map(|i| i.addr).collect(), finish };
-    let mut moves = candidate_moves(&m, order);
-    moves.sort_by_key(|&(gain, ..)| std::cmp::Reverse(gain));
     let mut tried = 0;
-    for &(gain, from, run, to) in &moves {
+    for &(gain, from, run, to) in &candidate_moves(&m, order) {
         if tried == TRIES {
             break;
         }
@@ -128,11 +126,19 @@ fn content(sequences: &[Vec<Info>], order: &[usize]) -> Vec<Vec<u64>> {
     order.iter().map(|&i| sequences[i].iter().map(|x| x.addr).collect()).collect()
 }
 
-/// Every move of a run of 1..=RUN sequences that does not lower the likelihood:
-/// (gain, from, run, to).
+/// Most candidate moves kept: when nearly every move scores the same (up to RUN · n² of
+/// them), memory stays bounded and the best-scoring are kept.
+const KEPT_MOVES: usize = 100_000;
+
+/// The moves of a run of 1..=RUN sequences that do not lower the likelihood, best first
+/// (at most [`KEPT_MOVES`]): (gain, from, run, to).
 fn candidate_moves(m: &Matrix, order: &[usize]) -> Vec<(i64, usize, usize, usize)> {
     let n = order.len();
     let mut out = Vec::new();
+    let best_first = |out: &mut Vec<(i64, usize, usize, usize)>| {
+        out.sort_by_key(|&(gain, ..)| std::cmp::Reverse(gain));
+        out.truncate(KEPT_MOVES);
+    };
     for run in 1..=RUN.min(n - 1) {
         for from in 0..=n - run {
             let before = m.total_local(order, from, run);
@@ -147,8 +153,12 @@ fn candidate_moves(m: &Matrix, order: &[usize]) -> Vec<(i64, usize, usize, usize
                     out.push((gain, from, run, to));
                 }
             }
+            if out.len() >= 2 * KEPT_MOVES {
+                best_first(&mut out);
+            }
         }
     }
+    best_first(&mut out);
     out
 }
 
@@ -161,7 +171,9 @@ fn apply_move(order: &[usize], from: usize, run: usize, to: usize) -> Vec<usize>
 }
 
 /// Whether `b` is `a` or a rotation of it: an iteration is a cycle, and where a trace
-/// without a marker entry starts is arbitrary.
+/// without a marker entry starts is arbitrary. Linear time (Knuth–Morris–Pratt search of
+/// `b` in `a` twice over): time-weighted traces repeat one address for long runs, where
+/// comparing every rotation would be quadratic.
 fn same_cycle(a: &[u64], b: &[u64]) -> bool {
     if a.len() != b.len() {
         return false;
@@ -169,8 +181,31 @@ fn same_cycle(a: &[u64], b: &[u64]) -> bool {
     if a == b {
         return true;
     }
-    let doubled: Vec<u64> = a.iter().chain(a).copied().collect();
-    doubled.windows(b.len().max(1)).any(|w| w == b)
+    // fail[k]: length of the longest proper border of b[..=k].
+    let mut fail = vec![0usize; b.len()];
+    let mut k = 0;
+    for i in 1..b.len() {
+        while k > 0 && b[i] != b[k] {
+            k = fail[k - 1];
+        }
+        if b[i] == b[k] {
+            k += 1;
+        }
+        fail[i] = k;
+    }
+    let mut matched = 0;
+    for &x in a.iter().chain(a) {
+        while matched > 0 && x != b[matched] {
+            matched = fail[matched - 1];
+        }
+        if x == b[matched] {
+            matched += 1;
+            if matched == b.len() {
+                return true;
+            }
+        }
+    }
+    false
 }
 
 #[cfg(test)]
@@ -188,6 +223,26 @@ mod tests {
         assert!(same_cycle(&[1, 2, 3], &[1, 2, 3]));
         assert!(!same_cycle(&[1, 2, 3], &[1, 3, 2]));
         assert!(!same_cycle(&[1, 2], &[1, 2, 3]));
+        assert!(same_cycle(&[], &[]));
+        // Long runs of one address (time-weighted traces), against every rotation.
+        let a: Vec<u64> = [vec![7; 50], vec![1, 2], vec![7; 30], vec![3]].concat();
+        for r in 0..a.len() {
+            let mut b = a.clone();
+            b.rotate_left(r);
+            assert!(same_cycle(&a, &b), "rotation {r}");
+            let last = b.len() - 1;
+            b.swap(0, last);
+            assert_eq!(same_cycle(&a, &b), naive_same_cycle(&a, &b), "rotation {r} swapped");
+        }
+    }
+
+    fn naive_same_cycle(a: &[u64], b: &[u64]) -> bool {
+        (0..a.len().max(1)).any(|r| {
+            let mut c = a.to_vec();
+            let shift = r.min(c.len());
+            c.rotate_left(shift);
+            c == b
+        })
     }
 
     #[test]
