@@ -374,13 +374,12 @@ pub fn compare_keys(keys: &[String], exact: &Path, iteration: usize) -> Result<C
     Ok(compare(&r, &t))
 }
 
-/// Traces as rows coloured by function (the part of a `function:offset` key before the
-/// last ':'), the exact one first; the plot marks where the rows differ.
 /// A timeline row: its label, its instructions' keys, the span another order scores as
 /// well (if any).
 type Row<'a> = (&'a str, &'a [String], Option<(usize, usize)>);
 
-/// Rows coloured by function.
+/// Traces as rows coloured by function (the part of a `function:offset` key before the
+/// last ':'), the exact one first; the plot marks where the rows differ.
 fn timeline_svg(rows: &[Row], title: &str) -> String {
     let function_of = |k: &String| k.rsplit_once(':').map_or(k.clone(), |(f, _)| f.to_string());
     let mut functions: Vec<String> = Vec::new();
@@ -401,9 +400,8 @@ fn timeline_svg(rows: &[Row], title: &str) -> String {
     kansoku_plot::timeline(title, "instruction in the iteration", &rows, &names)
 }
 
-/// Reads a TRACE file's `function:offset` column.
-/// The header line of a written trace that names the instructions the samples do not
-/// decide: `# uncertain FIRST LAST: why`.
+/// The header line of a written trace that names the instructions where another order
+/// scores as well: `# uncertain FIRST LAST: why`.
 const UNCERTAIN: &str = "# uncertain";
 
 /// A trace written by `kansoku reconstruct -o`: its instructions' `function:offset` keys
@@ -413,6 +411,7 @@ pub struct TraceFile {
     pub uncertain: Option<(usize, usize)>,
 }
 
+/// Reads a TRACE file's `function:offset` column and its uncertain span.
 pub fn read_trace(path: &Path) -> Result<TraceFile> {
     let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let mut keys = Vec::new();
