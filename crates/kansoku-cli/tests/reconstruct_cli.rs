@@ -128,6 +128,29 @@ fn cfg_likelihood_rebuilds_sparse_samples() {
     assert_eq!(v["linkage"], "head", "{v}");
 }
 
+/// sortfixed at P = 101: partial sequences of 2–3 samples, and still two orders of the
+/// largest likelihood with different traces (the inner loops' lengths depend on the data).
+/// Whichever the exact solver takes, it must say the samples do not decide, and show the
+/// other order (found by the randomised re-searches: the one-move scan finds none).
+#[test]
+fn a_witness_where_the_samples_do_not_decide() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../kansoku-reconstruct/c/sortfixed.c");
+    let prog = d.join("sortfixed");
+    let mut cc = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()));
+    assert!(cc.args(kansoku_examples::CFLAGS).arg("-o").arg(&prog).arg(&src).status().expect("cc").success());
+    let (exact, rec) = (d.join("e.ksk"), d.join("p101.ksk"));
+    ok(&["trace", "exact", "--marker", "region", "--iterations", "110", "-o", &s(&exact), "--", &s(&prog), "120"]);
+    ok(&["sample", "--period", "101", &s(&exact), "-o", &s(&rec)]);
+    let v = reconstruct_json(&rec, &exact, &["--solver", "exact", "--likelihood", "cfg"]);
+    let alternative = &v["alternative"];
+    assert_eq!(alternative["likelihood"], v["likelihood"], "{v}");
+    assert_eq!(v["likelihood"], 4580, "the largest possible: (230 - 1) x 20");
+    assert!(alternative["first_difference"].as_u64() <= alternative["last_difference"].as_u64(), "{v}");
+    assert!(v["order_warning"].as_str().unwrap().contains("do not fix the order"), "{v}");
+}
+
 /// `kansoku reconstruct REC --exact EXACT --json ARGS...`, parsed.
 fn reconstruct_json(rec: &Path, exact: &Path, args: &[&str]) -> serde_json::Value {
     let (r, e) = (s(rec), s(exact));

@@ -66,26 +66,20 @@ impl Matrix {
     fn w(&self, u: usize, v: usize) -> i64 {
         self.w.as_ref().map_or(0, |w| w[u * self.n + v] as i64)
     }
-    /// The same scores, each multiplied by n + 1, less 1 for each edge of `order` (its
-    /// neighbours R and its closing W). An order scoring less than another keeps scoring
-    /// less (by at least n + 1 against at most n edges of penalty), and among orders of
-    /// equal likelihood the one sharing the fewest edges with `order` wins. None when the
-    /// scaled scores leave i32.
-    pub(crate) fn avoiding(&self, order: &[usize]) -> Option<Matrix> {
+    /// The same scores, each multiplied by 2n + 1, plus `adjust(u, v, closing)` ∈ [−1, 1]
+    /// (closing: the W score of `u` last and `v` first). An order's adjustments add up to
+    /// at most n in size, so an order scoring less than another keeps scoring less, and
+    /// only among orders of equal likelihood the adjustments decide — to avoid the edges
+    /// of a found order, or to break ties at random. None when the scaled scores leave i32.
+    pub(crate) fn reweighted(&self, adjust: impl Fn(usize, usize, bool) -> i64) -> Option<Matrix> {
         let n = self.n;
-        let scale = n as i64 + 1;
-        let scaled = |x: i32| i32::try_from(x as i64 * scale).ok();
-        let mut r: Vec<i32> = self.r.iter().map(|&x| scaled(x)).collect::<Option<_>>()?;
-        let mut w: Option<Vec<i32>> = match &self.w {
-            Some(w) => Some(w.iter().map(|&x| scaled(x)).collect::<Option<_>>()?),
+        let scale = 2 * n as i64 + 1;
+        let cell = |x: i32, u: usize, v: usize, closing: bool| i32::try_from(x as i64 * scale + adjust(u, v, closing).clamp(-1, 1)).ok();
+        let r: Vec<i32> = (0..n * n).map(|k| cell(self.r[k], k / n, k % n, false)).collect::<Option<_>>()?;
+        let w: Option<Vec<i32>> = match &self.w {
+            Some(w) => Some((0..n * n).map(|k| cell(w[k], k / n, k % n, true)).collect::<Option<_>>()?),
             None => None,
         };
-        for p in order.windows(2) {
-            r[p[0] * n + p[1]] -= 1;
-        }
-        if let (Some(w), Some(&last), Some(&first)) = (w.as_mut(), order.last(), order.first()) {
-            w[last * n + first] -= 1;
-        }
         Some(Matrix { n, r, w })
     }
 
