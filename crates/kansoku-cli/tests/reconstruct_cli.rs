@@ -21,8 +21,13 @@ fn err(args: &[&str]) -> String {
 }
 
 fn branchy(dir: &Path) -> PathBuf {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../kansoku-reconstruct/c/branchy.c");
-    let out = dir.join("branchy");
+    program(dir, "branchy")
+}
+
+/// Compiles crates/kansoku-reconstruct/c/NAME.c into `dir`.
+fn program(dir: &Path, name: &str) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../kansoku-reconstruct/c/{name}.c"));
+    let out = dir.join(name);
     let mut cmd = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()));
     cmd.args(kansoku_examples::CFLAGS).arg("-o").arg(&out).arg(&src);
     assert!(cmd.status().expect("cc").success());
@@ -136,10 +141,7 @@ fn cfg_likelihood_rebuilds_sparse_samples() {
 fn a_witness_where_the_samples_do_not_decide() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../kansoku-reconstruct/c/sortfixed.c");
-    let prog = d.join("sortfixed");
-    let mut cc = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()));
-    assert!(cc.args(kansoku_examples::CFLAGS).arg("-o").arg(&prog).arg(&src).status().expect("cc").success());
+    let prog = program(d, "sortfixed");
     let (exact, rec) = (d.join("e.ksk"), d.join("p101.ksk"));
     ok(&["trace", "exact", "--marker", "region", "--iterations", "110", "-o", &s(&exact), "--", &s(&prog), "120"]);
     ok(&["sample", "--period", "101", &s(&exact), "-o", &s(&rec)]);
