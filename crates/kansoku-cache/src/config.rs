@@ -216,6 +216,9 @@ pub struct DataInfo {
     pub elems: u64,
 }
 
+/// Arrays must end below this byte address (see [`resolve_layout`]).
+pub const ADDRESS_LIMIT: u64 = 1 << 62;
+
 /// Resolves the layout at given parameter values.
 pub fn resolve_layout(k: &Kernel, layout: &LayoutSpec, params: &ParamValues) -> Result<Vec<DataInfo>> {
     layout.check(k)?;
@@ -233,13 +236,26 @@ pub fn resolve_layout(k: &Kernel, layout: &LayoutSpec, params: &ParamValues) -> 
             }
             elems = elems.saturating_mul(v);
         }
-        let start = match layout {
+        let bytes = (elems as u64).checked_mul(a.elem_size);
+        let (start, end) = match layout {
             LayoutSpec::Consecutive { align, .. } => {
-                let s = next.div_ceil(*align) * *align;
-                next = s + elems as u64 * a.elem_size;
-                s
+                let s = next.div_ceil(*align).checked_mul(*align);
+                let end = s.zip(bytes).and_then(|(s, b)| s.checked_add(b));
+                next = end.unwrap_or(u64::MAX);
+                (s, end)
             }
-            LayoutSpec::Bases(m) => m[&a.name],
+            LayoutSpec::Bases(m) => (Some(m[&a.name]), bytes.and_then(|b| m[&a.name].checked_add(b))),
+        };
+        // Addresses are simulated as signed 64-bit byte numbers with room for subscripts
+        // around them: an array must lie below 2^62.
+        let (start, _) = match (start, end) {
+            (Some(s), Some(e)) if e <= ADDRESS_LIMIT => (s, e),
+            _ => {
+                return Err(CacheError::Layout(format!(
+                    "array '{}' would extend beyond byte address 2^62 (start and alignment must keep every array below 0x4000000000000000)",
+                    a.name
+                )))
+            }
         };
         out.push(DataInfo { name: a.name.clone(), start, elem_size: a.elem_size, elems: elems as u64 });
     }

@@ -23,6 +23,10 @@ pub enum CacheError {
     /// The model could not derive an exact formula within its budget.
     #[error("model: {0}")]
     Model(String),
+    /// A formulas file holds something evaluation cannot trust (a zero period or
+    /// denominator, a missing table, a symbol that does not exist): the path inside names where.
+    #[error("formulas: {0}")]
+    Formulas(String),
     /// Reading or writing formulas as JSON failed.
     #[error("formulas JSON: {0}")]
     Json(#[from] serde_json::Error),

@@ -224,6 +224,9 @@ impl Q {
     }
 }
 
+/// The longest period a formulas file may give (fits use at most a few hundred).
+const MAX_PERIOD_READ: i64 = 1 << 20;
+
 /// One piece of a quasi-polynomial: for `from <= n <= to` (no `to`: unbounded) with
 /// `n = from + r + period·m` (`0 <= r < period`), the value is
 /// `Σ_j newton[r][j] · C(m, j)` (Newton forward-difference form, integer coefficients).
@@ -236,9 +239,23 @@ pub struct Piece {
 }
 
 impl Piece {
+    /// What evaluation relies on: a positive period with one Newton table per residue.
+    fn validate(&self) -> std::result::Result<(), String> {
+        if self.period < 1 || self.period > MAX_PERIOD_READ {
+            return Err(format!("period {} (must be 1 to {MAX_PERIOD_READ})", self.period));
+        }
+        if self.newton.len() != self.period as usize {
+            return Err(format!("{} Newton tables for period {}", self.newton.len(), self.period));
+        }
+        if self.newton.iter().any(|t| t.len() > 64) {
+            return Err("a Newton table longer than 64 (degree above 63)".into());
+        }
+        Ok(())
+    }
+
     /// `None` when the value does not fit in 128 bits.
     fn eval(&self, n: i64) -> Option<i128> {
-        let t = n - self.from;
+        let t = n.checked_sub(self.from)?;
         let (r, m) = ((t % self.period) as usize, (t / self.period) as i128);
         let mut binom: i128 = 1;
         let mut v: i128 = 0;
@@ -302,8 +319,24 @@ impl QuasiPolynomial {
         if n < self.n_min {
             return None;
         }
-        let i = self.pieces.partition_point(|p| p.from <= n) - 1;
+        let i = self.pieces.partition_point(|p| p.from <= n).checked_sub(1)?;
         self.pieces[i].eval(n)
+    }
+
+    /// Checks a quasi-polynomial read from a file before it is evaluated: pieces in
+    /// increasing order, the first one starting at `n_min` at the latest, each valid.
+    pub fn validate(&self) -> std::result::Result<(), String> {
+        let first = self.pieces.first().ok_or("no pieces")?;
+        if first.from > self.n_min {
+            return Err(format!("the first piece starts at {} after n_min {}", first.from, self.n_min));
+        }
+        for (i, p) in self.pieces.iter().enumerate() {
+            p.validate().map_err(|e| format!("pieces[{i}]: {e}"))?;
+            if i > 0 && p.from <= self.pieces[i - 1].from {
+                return Err(format!("pieces[{i}] starts at {}, not after the piece before it", p.from));
+            }
+        }
+        Ok(())
     }
 
     /// Start of the last (unbounded) piece.
@@ -622,6 +655,19 @@ impl KernelFormulas {
         self.refs.first().map(|r| r.accesses.n_min).unwrap_or(1)
     }
 
+    /// Checks every formula (they may come from a file) before any is evaluated; the
+    /// error names the reference and the count.
+    pub fn validate(&self) -> Result<()> {
+        for r in &self.refs {
+            let named = r.hit_sources.iter().chain(&r.conflict_factors).map(|h| (format!("from {}", h.reference), &h.count));
+            let counts = [("accesses".to_string(), &r.accesses), ("compulsory".into(), &r.compulsory), ("conflict".into(), &r.conflict)];
+            for (what, q) in counts.into_iter().chain(named) {
+                q.validate().map_err(|e| CacheError::Formulas(format!("{} {what}: {e}", r.reference)))?;
+            }
+        }
+        Ok(())
+    }
+
     /// Evaluates every reference's formulas at parameter values.
     pub fn eval(&self, values: &ParamValues) -> Result<Evaluation> {
         let n = self.family.n_of(values)?;
@@ -637,6 +683,7 @@ impl KernelFormulas {
                 self.n_min()
             )));
         }
+        self.validate()?;
         let too_big = || CacheError::Params(format!("{} = {n} is too large: a count exceeds 128 bits", self.size_var));
         let refs = self
             .refs
@@ -650,7 +697,7 @@ impl KernelFormulas {
                     accesses: a,
                     compulsory: c,
                     conflict: x,
-                    hits: a - c - x,
+                    hits: a.checked_sub(c).and_then(|h| h.checked_sub(x)).ok_or_else(too_big)?,
                     hit_sources: r.hit_sources.iter().map(|h| Ok((h.reference.clone(), h.count.eval(n).ok_or_else(too_big)?))).collect::<Result<_>>()?,
                     conflict_factors: r.conflict_factors.iter().map(|h| Ok((h.reference.clone(), h.count.eval(n).ok_or_else(too_big)?))).collect::<Result<_>>()?,
                 })
@@ -673,8 +720,10 @@ pub struct ModelOptions {
     pub max_period: i64,
     /// Give up beyond this size ...
     pub max_n: i64,
-    /// ... or when the simulations would exceed this many accesses in total.
+    /// ... or when the simulations would exceed this many accesses in total ...
     pub access_budget: u64,
+    /// ... or after this much time (checked after every simulated size).
+    pub time_budget: Option<std::time::Duration>,
     /// Also derive hit-source and conflict-factor formulas (slower; for `--explain`).
     pub breakdown: bool,
     /// Called after each simulated size with that size (for a progress display).
@@ -693,7 +742,7 @@ impl fmt::Debug for Progress {
 
 impl ModelOptions {
     pub fn new(family: Family, layout: LayoutSpec, caches: Vec<CacheConfig>) -> Self {
-        ModelOptions { family, layout, caches, n_min: 1, evidence: 3, max_period: 128, max_n: 1_000_000, access_budget: 40_000_000_000, breakdown: false, progress: None }
+        ModelOptions { family, layout, caches, n_min: 1, evidence: 3, max_period: 128, max_n: 1_000_000, access_budget: 40_000_000_000, time_budget: None, breakdown: false, progress: None }
     }
 }
 
@@ -807,6 +856,14 @@ pub fn build_model(k: &Kernel, opts: &ModelOptions) -> Result<Vec<KernelFormulas
             n_hi = n;
             if let Some(p) = &opts.progress {
                 (p.0)(n);
+            }
+            if opts.time_budget.is_some_and(|b| start.elapsed() > b) {
+                return Err(CacheError::Model(format!(
+                    "interpolation out of its time budget of {:.0} s after simulating {} = {}..={n_hi} of the {target} sizes it needs (the horizon grows with the cache capacity in elements and the structural period with the layout)",
+                    opts.time_budget.unwrap_or_default().as_secs_f64(),
+                    opts.family.varying.join("="),
+                    opts.n_min
+                )));
             }
         }
         let mut missing = Vec::new();

@@ -152,7 +152,18 @@ struct Parser<'a> {
     k: Kernel,
     scalars: HashSet<String>,
     loop_stack: Vec<usize>,
+    /// Nesting of parentheses, signs, calls and subscripts around the current expression.
+    nesting: usize,
+    /// Operators in the current statement or loop header.
+    operators: usize,
 }
+
+/// Limits that keep every later pass (reference collection, affine forms, the simulator,
+/// dropping the tree) within the stack, whatever the input: far beyond any real kernel
+/// (PolyBench nests at most 4 loops and writes expressions of a few dozen operators).
+const MAX_LOOP_DEPTH: usize = 32;
+const MAX_NESTING: usize = 200;
+const MAX_OPERATORS: usize = 5000;
 
 /// Parses kernel source text; `file` is used in error messages.
 pub fn parse_kernel(file: &str, src: &str) -> Result<Kernel> {
@@ -167,7 +178,7 @@ pub fn parse_kernel(file: &str, src: &str) -> Result<Kernel> {
         refs: vec![],
         body: vec![],
     };
-    let mut p = Parser { file, src, toks, i: 0, k, scalars: HashSet::new(), loop_stack: vec![] };
+    let mut p = Parser { file, src, toks, i: 0, k, scalars: HashSet::new(), loop_stack: vec![], nesting: 0, operators: 0 };
     let mut body = Vec::new();
     while p.peek() != &Tok::Eof {
         if let Some(n) = p.item()? {
@@ -313,6 +324,7 @@ impl Parser<'_> {
     }
 
     fn stmt(&mut self) -> Result<Node> {
+        self.operators = 0;
         match self.peek().clone() {
             Tok::Punct("{") => Err(self.err_at(self.pos(), "a block must follow a for loop")),
             Tok::Ident(s) if s == "for" => self.for_loop(),
@@ -405,6 +417,9 @@ impl Parser<'_> {
         self.expect(")")?;
         let id = self.k.loops.len();
         let depth = self.loop_stack.len();
+        if depth >= MAX_LOOP_DEPTH {
+            return Err(self.err_at(for_pos, format!("loops nested deeper than {MAX_LOOP_DEPTH} are not supported")));
+        }
         self.k.loops.push(Loop { var, lower, upper, step, depth, pos: for_pos });
         self.loop_stack.push(id);
         let body = self.block_or_stmt()?;
@@ -564,6 +579,7 @@ impl Parser<'_> {
                 Tok::Punct(p @ ("+" | "-")) => *p,
                 _ => return Ok(lhs),
             };
+            self.count_operator(pos)?;
             self.next();
             let rhs = self.term()?;
             lhs = Expr::Bin(op, Box::new(lhs), Box::new(rhs), pos);
@@ -577,6 +593,7 @@ impl Parser<'_> {
                 Tok::Punct(p @ ("*" | "/" | "%")) => *p,
                 _ => return Ok(lhs),
             };
+            self.count_operator(pos)?;
             self.next();
             let rhs = self.unary()?;
             lhs = Expr::Bin(op, Box::new(lhs), Box::new(rhs), pos);
@@ -585,12 +602,33 @@ impl Parser<'_> {
     fn unary(&mut self) -> Result<Expr> {
         let pos = self.pos();
         if self.eat("-") {
-            return Ok(Expr::Neg(Box::new(self.unary()?), pos));
+            let operand = self.nested(pos, Self::unary)?;
+            return Ok(Expr::Neg(Box::new(operand), pos));
         }
         if self.eat("+") {
-            return self.unary();
+            return self.nested(pos, Self::unary);
         }
         self.postfix()
+    }
+
+    /// Parses one nested part with `inner`, refusing nesting beyond [`MAX_NESTING`] at
+    /// `pos` (a recursive descent has no other bound on its stack).
+    fn nested(&mut self, pos: Pos, inner: fn(&mut Self) -> Result<Expr>) -> Result<Expr> {
+        if self.nesting >= MAX_NESTING {
+            return Err(self.err_at(pos, format!("expression nested deeper than {MAX_NESTING} levels")));
+        }
+        self.nesting += 1;
+        let e = inner(self);
+        self.nesting -= 1;
+        e
+    }
+
+    fn count_operator(&mut self, pos: Pos) -> Result<()> {
+        self.operators += 1;
+        if self.operators > MAX_OPERATORS {
+            return Err(self.err_at(pos, format!("more than {MAX_OPERATORS} operators in one statement")));
+        }
+        Ok(())
     }
     fn postfix(&mut self) -> Result<Expr> {
         let pos = self.pos();
@@ -598,7 +636,7 @@ impl Parser<'_> {
             Tok::Int(v) => Ok(Expr::Var(format!("#{v}"), pos)),
             Tok::Float(_) => Ok(Expr::Num),
             Tok::Punct("(") => {
-                let e = self.expr()?;
+                let e = self.nested(pos, Self::expr)?;
                 self.expect(")")?;
                 Ok(e)
             }
@@ -607,7 +645,7 @@ impl Parser<'_> {
                     let mut args = Vec::new();
                     if !self.eat(")") {
                         loop {
-                            args.push(self.expr()?);
+                            args.push(self.nested(pos, Self::expr)?);
                             if self.eat(")") {
                                 break;
                             }
@@ -618,7 +656,7 @@ impl Parser<'_> {
                 }
                 let mut subs = Vec::new();
                 while self.eat("[") {
-                    subs.push(self.expr()?);
+                    subs.push(self.nested(pos, Self::expr)?);
                     self.expect("]")?;
                 }
                 if subs.is_empty() {

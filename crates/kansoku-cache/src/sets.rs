@@ -161,9 +161,14 @@ impl SetFormulas {
         self.refs
             .iter()
             .map(|r| {
-                let e = |q: &PwQp| q.eval(&p).map_err(|e| CacheError::Params(format!("{}: {e}", r.reference)));
-                let (a, c, x) = (e(&r.accesses)?, e(&r.compulsory)?, e(&r.conflict)?);
-                Ok(RefSetEvaluation { reference: r.reference.clone(), accesses: a, compulsory: c, conflict: x, hits: a - c - x })
+                let e = |what: &str, q: &PwQp| {
+                    // The formulas may come from a file: check before trusting them.
+                    q.validate().map_err(|e| CacheError::Formulas(format!("{}.{what}: {e}", r.reference)))?;
+                    q.eval(&p).map_err(|e| CacheError::Params(format!("{}: {e}", r.reference)))
+                };
+                let (a, c, x) = (e("accesses", &r.accesses)?, e("compulsory", &r.compulsory)?, e("conflict", &r.conflict)?);
+                let hits = a.checked_sub(c).and_then(|h| h.checked_sub(x)).ok_or_else(|| CacheError::Formulas(format!("{}: counts out of range", r.reference)))?;
+                Ok(RefSetEvaluation { reference: r.reference.clone(), accesses: a, compulsory: c, conflict: x, hits })
             })
             .collect()
     }

@@ -191,36 +191,47 @@ fn run_nodes(nodes: &[PNode], vars: &mut [i64], f: &mut impl FnMut(usize, i64)) 
     }
 }
 
-/// Set of lines touched so far (a growable bitmap).
+/// Set of lines touched so far: a bitmap in pages of `PAGE_LINES` lines, allocated only
+/// where lines are touched. Arrays at ordinary process addresses (`0x5555…`, `0x7fff…`) lie
+/// terabytes apart; one bitmap from the lowest to the highest line would need gigabytes,
+/// pages need memory in proportion to the lines actually used.
 struct Seen {
-    lo: i64,
-    bits: Vec<u64>,
+    pages: std::collections::HashMap<i64, Box<[u64; PAGE_WORDS]>>,
+    /// The page of the last insertion (most accesses stay in it).
+    last_key: i64,
+    last: Option<Box<[u64; PAGE_WORDS]>>,
 }
 
+const PAGE_WORDS: usize = 512;
+const PAGE_LINES: i64 = PAGE_WORDS as i64 * 64;
+
 impl Seen {
+    fn new() -> Seen {
+        Seen { pages: std::collections::HashMap::new(), last_key: 0, last: None }
+    }
+
     #[inline]
     fn insert(&mut self, line: i64) -> bool {
-        let mut off = line - self.lo;
-        if off < 0 || off >= (self.bits.len() as i64) * 64 {
-            self.grow(line);
-            off = line - self.lo;
+        let key = line.div_euclid(PAGE_LINES);
+        if self.last.is_none() || self.last_key != key {
+            self.switch_page(key);
         }
+        let page = self.last.as_mut().expect("switch_page sets the page");
+        let off = line.rem_euclid(PAGE_LINES);
         let (w, b) = ((off >> 6) as usize, off & 63);
-        let new = self.bits[w] & (1 << b) == 0;
-        self.bits[w] |= 1 << b;
+        let new = page[w] & (1 << b) == 0;
+        page[w] |= 1 << b;
         new
     }
+
     #[cold]
-    fn grow(&mut self, line: i64) {
-        let hi = self.lo + self.bits.len() as i64 * 64;
-        let new_lo = (self.lo.min(line) - 64).div_euclid(64) * 64;
-        let new_hi = hi.max(line + 64);
-        let words = ((new_hi - new_lo) as usize).div_ceil(64);
-        let mut bits = vec![0u64; words];
-        let shift = ((self.lo - new_lo) / 64) as usize;
-        bits[shift..shift + self.bits.len()].copy_from_slice(&self.bits);
-        self.lo = new_lo;
-        self.bits = bits;
+    fn switch_page(&mut self, key: i64) {
+        if let Some(page) = self.last.take() {
+            self.pages.insert(self.last_key, page);
+        }
+        let page = self.pages.remove(&key).unwrap_or_else(|| Box::new([0; PAGE_WORDS]));
+        self.last = Some(page);
+        self.last_key = key;
     }
 }
 
@@ -240,8 +251,8 @@ pub struct CacheSim {
 impl CacheSim {
     pub fn new(c: CacheConfig, nrefs: usize, addr_lo: i64, addr_hi: i64) -> CacheSim {
         let line = c.line as i64;
-        let lo_line = addr_lo.div_euclid(line).div_euclid(64) * 64;
-        let hi_line = addr_hi.div_euclid(line) + 1;
+        // The span of the arrays no longer sizes anything (see `Seen`).
+        let _ = (addr_lo, addr_hi);
         CacheSim {
             assoc: c.assoc as usize,
             line_shift: c.line.is_power_of_two().then(|| c.line.trailing_zeros()),
@@ -249,7 +260,7 @@ impl CacheSim {
             set_mask: c.sets.is_power_of_two().then(|| c.sets as i64 - 1),
             sets: c.sets as i64,
             tags: vec![i64::MIN; c.assoc as usize * c.sets as usize],
-            seen: Seen { lo: lo_line, bits: vec![0; ((hi_line - lo_line) as usize).div_ceil(64).max(1)] },
+            seen: Seen::new(),
             stats: vec![RefStats::default(); nrefs],
         }
     }
@@ -330,7 +341,10 @@ impl Program {
         let line_size = c.line as i64;
         let lo = self.addr_lo.div_euclid(line_size) - 1024;
         let hi = self.addr_hi.div_euclid(line_size) + 1024;
-        let mut lines = LineMap { lo, dense: vec![(NONE, NONE); (hi - lo) as usize], sparse: Default::default() };
+        // Dense only while the arrays' lines are near each other; arrays at far apart
+        // addresses go to the sparse map instead of an allocation the size of the gap.
+        let dense_len = if (0..=DENSE_LINES_MAX).contains(&(hi - lo)) { (hi - lo) as usize } else { 0 };
+        let mut lines = LineMap { lo, dense: vec![(NONE, NONE); dense_len], sparse: Default::default() };
         let a = c.assoc as usize;
         let mut tags = vec![i64::MIN; a * c.sets as usize];
         let mut out = Breakdown { stats: vec![RefStats::default(); nrefs], hit_source: vec![vec![0; nrefs]; nrefs], conflict_factor: vec![vec![0; nrefs]; nrefs] };
@@ -367,6 +381,9 @@ impl Program {
         out
     }
 }
+
+/// The most lines [`LineMap`] holds densely (32 MiB of entries).
+const DENSE_LINES_MAX: i64 = 1 << 22;
 
 /// Per line: (last reference, evicting reference); dense around the arrays, sparse outside.
 struct LineMap {

@@ -95,6 +95,12 @@ impl Rat {
         let g2 = gcd128(o.n, self.d).max(1);
         Rat::new((self.n / g1) * (o.n / g2), (self.d / g2) * (o.d / g1))
     }
+    /// `add` that says when 128 bits are not enough.
+    pub fn checked_add(self, o: Rat) -> Option<Rat> {
+        let g = gcd128(self.d, o.d).max(1);
+        let n = self.n.checked_mul(o.d / g)?.checked_add(o.n.checked_mul(self.d / g)?)?;
+        Some(Rat::new(n, (self.d / g).checked_mul(o.d)?))
+    }
     pub fn is_zero(self) -> bool {
         self.n == 0
     }
@@ -109,6 +115,8 @@ pub enum EvalError {
     OutsideContext(String),
     #[error("the formula does not give an integer at {0}; it is not a count there")]
     NotInteger(String),
+    #[error("the value at {0} does not fit in 128 bits")]
+    TooLarge(String),
 }
 
 fn dot(coeffs: &[i64], p: &[i64], constant: i64) -> i128 {
@@ -133,7 +141,8 @@ impl Domain {
 }
 
 impl Expr {
-    fn eval_rat(&self, p: &[i64]) -> Rat {
+    /// `None` when an intermediate value leaves 128 bits.
+    fn eval_rat(&self, p: &[i64]) -> Option<Rat> {
         let floors: Vec<i128> = self.floors.iter().map(|f| dot(&f.coeffs, p, f.constant).div_euclid(f.den as i128)).collect();
         let np = p.len();
         let mut total = Rat::zero();
@@ -141,11 +150,32 @@ impl Expr {
             let mut v: i128 = 1;
             for &(s, k) in &m.powers {
                 let x = if s < np { p[s] as i128 } else { floors[s - np] };
-                v *= x.pow(k);
+                v = v.checked_mul(x.checked_pow(k)?)?;
             }
-            total = total.add(Rat::new(m.num as i128 * v, m.den as i128));
+            total = total.checked_add(Rat::new((m.num as i128).checked_mul(v)?, m.den as i128))?;
         }
-        total
+        Some(total)
+    }
+
+    /// Checks what evaluation relies on: nonzero denominators, symbols that exist.
+    fn validate(&self, params: usize) -> Result<(), String> {
+        for (i, f) in self.floors.iter().enumerate() {
+            if f.den < 1 {
+                return Err(format!("floors[{i}]: denominator {} (must be at least 1)", f.den));
+            }
+            if f.coeffs.len() != params {
+                return Err(format!("floors[{i}]: {} coefficients for {params} parameters", f.coeffs.len()));
+            }
+        }
+        for (i, m) in self.terms.iter().enumerate() {
+            if m.den == 0 {
+                return Err(format!("terms[{i}]: denominator 0"));
+            }
+            if let Some(&(s, _)) = m.powers.iter().find(|(s, _)| *s >= params + self.floors.len()) {
+                return Err(format!("terms[{i}]: symbol {s}, but there are only {} parameters and floor terms", params + self.floors.len()));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -161,13 +191,29 @@ impl PwQp {
         let mut total = Rat::zero();
         for c in &self.cells {
             if c.domain.contains(p) {
-                total = total.add(c.value.eval_rat(p));
+                let v = c.value.eval_rat(p).ok_or_else(|| EvalError::TooLarge(self.point(p)))?;
+                total = total.checked_add(v).ok_or_else(|| EvalError::TooLarge(self.point(p)))?;
             }
         }
         if total.d != 1 {
             return Err(EvalError::NotInteger(self.point(p)));
         }
         Ok(total.n as i64)
+    }
+
+    /// Checks a formula read from outside (a JSON file) before it is evaluated: every
+    /// denominator nonzero, every symbol and coefficient list matching the parameters.
+    /// The error names the cell and term.
+    pub fn validate(&self) -> Result<(), String> {
+        let np = self.params.len();
+        let constraints = self.context.constraints.iter().chain(self.cells.iter().flat_map(|c| &c.domain.constraints));
+        if let Some(c) = constraints.into_iter().find(|c| c.coeffs.len() != np) {
+            return Err(format!("a constraint has {} coefficients for {np} parameters", c.coeffs.len()));
+        }
+        for (i, c) in self.cells.iter().enumerate() {
+            c.value.validate(np).map_err(|e| format!("cells[{i}].value.{e}"))?;
+        }
+        Ok(())
     }
 
     fn point(&self, p: &[i64]) -> String {

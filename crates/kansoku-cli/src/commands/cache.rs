@@ -101,9 +101,9 @@ pub struct ModelArgs {
     /// bounds stay symbolic. Needed when extents depend on parameters (addresses must be affine).
     #[arg(long)]
     pub extent: Option<String>,
-    /// Set method: give up after this many seconds per construction tried (when the default
-    /// construction runs out of it, the lexmin chain gets the same budget; then `auto` falls
-    /// back to interpolation).
+    /// Give up after this many seconds per construction tried (set method: when the default
+    /// construction runs out of it, the lexmin chain gets the same budget, then `auto` falls
+    /// back to interpolation, which gets it again).
     #[arg(long, default_value_t = 120.0)]
     pub budget: f64,
     /// Set method: build each distinct-line set E_k as a lexmin chain once E_{k-1}'s isl text
@@ -468,6 +468,7 @@ fn interpolate_model(a: ModelArgs) -> Result<()> {
         bail!("--from {} is negative; sizes start at 0 or 1", a.from);
     }
     opts.n_min = a.from;
+    opts.time_budget = Some(std::time::Duration::from_secs_f64(a.budget.max(0.0)));
     let bar = crate::output::spinner("deriving formulas: simulating size", "");
     let b2 = bar.clone();
     opts.progress = Some(kansoku_cache::model::Progress(std::sync::Arc::new(move |n| b2.set_position(n as u64))));

@@ -1,0 +1,129 @@
+//! Inputs that crashed or ran away before (issue 15, items 1–3 and 9): each must now give
+//! a clear error or a bounded result. The inputs are generated here.
+
+use kansoku_cache::model::*;
+use kansoku_cache::*;
+use std::time::{Duration, Instant};
+
+fn parse_err(src: &str) -> String {
+    parse_kernel("deep.k", src).unwrap_err().to_string()
+}
+
+/// Runs `f` on a thread with a small stack, as a check that nothing recurses per token.
+fn on_small_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    std::thread::Builder::new().stack_size(1 << 20).spawn(f).unwrap().join().expect("no stack overflow")
+}
+
+#[test]
+fn deep_nesting_is_refused_with_a_position() {
+    let parens = format!("param N;\ndouble A[N];\nfor (i = 0; i < N; i++)\n  A[i] = {}1{};\n", "(".repeat(6700), ")".repeat(6700));
+    let e = on_small_stack(move || parse_err(&parens));
+    assert!(e.starts_with("deep.k:4:") && e.contains("nested deeper"), "{e}");
+    let signs = format!("param N;\ndouble A[N];\nfor (i = 0; i < N; i++)\n  A[i] = {}1;\n", "- ".repeat(20000));
+    let e = on_small_stack(move || parse_err(&signs));
+    assert!(e.starts_with("deep.k:4:") && e.contains("nested deeper"), "{e}");
+    let calls = format!("param N;\ndouble A[N];\nfor (i = 0; i < N; i++)\n  A[i] = {}1{};\n", "f(".repeat(5000), ")".repeat(5000));
+    let e = on_small_stack(move || parse_err(&calls));
+    assert!(e.contains("nested deeper"), "{e}");
+    let sum = format!("param N;\ndouble A[N];\nfor (i = 0; i < N; i++)\n  A[i] = 1{};\n", " + 1".repeat(100_000));
+    let e = on_small_stack(move || parse_err(&sum));
+    assert!(e.starts_with("deep.k:4:") && e.contains("operators in one statement"), "{e}");
+    let mut loops = String::from("param N;\ndouble A[N];\n");
+    for d in 0..20_000 {
+        loops.push_str(&format!("for (i{d} = 0; i{d} < N; i{d}++)\n"));
+    }
+    loops.push_str("A[0] = 0;\n");
+    let e = on_small_stack(move || parse_err(&loops));
+    assert!(e.starts_with("deep.k:35:1:") && e.contains("loops nested deeper than 32"), "{e}");
+}
+
+#[test]
+fn far_apart_arrays_simulate_in_little_memory() {
+    let k = parse_kernel("far.k", "param N;\ndouble A[N], B[N];\nfor (i = 0; i < N; i++)\n  A[i] = B[i] + A[i + 1000000000000];\n").unwrap();
+    let params = parse_params("N=1000").unwrap();
+    let cache = CacheConfig::parse("assoc=2,line=64,sets=64").unwrap();
+    // Ordinary process addresses: a heap array and a stack array 40 TB apart.
+    let bases = LayoutSpec::parse_bases("A=93824992231424,B=140737488338944").unwrap();
+    let stats = simulate(&k, &params, &bases, cache).unwrap();
+    assert_eq!(stats.iter().map(|s| s.accesses).sum::<u64>(), 3000);
+    let p = Program::new(&k, &params, &bases).unwrap();
+    assert_eq!(p.simulate_breakdown(cache).stats, stats);
+    let e = Program::new(&k, &params, &LayoutSpec::Consecutive { start: 0, align: 9223372036854775807 }).err().unwrap().to_string();
+    assert!(e.contains("beyond byte address 2^62"), "{e}");
+    let e = Program::new(&k, &params, &LayoutSpec::parse_bases(&format!("A={},B=0", u64::MAX - 10)).unwrap()).err().unwrap().to_string();
+    assert!(e.contains("array 'A'"), "{e}");
+}
+
+fn trisolv_formulas() -> KernelFormulas {
+    let k = load_kernel(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels/trisolv.k")).unwrap();
+    build_model(&k, &ModelOptions::new(Family::all_varying(&k), LayoutSpec::default(), vec![CacheConfig::parse("assoc=1,line=32,sets=4").unwrap()])).unwrap().pop().unwrap()
+}
+
+#[test]
+fn untrusted_formulas_are_refused_not_evaluated() {
+    let good = trisolv_formulas();
+    let n = parse_params("N=50").unwrap();
+    assert!(good.eval(&n).is_ok());
+    let json = serde_json::to_value(&good).unwrap();
+    let damage = |edit: &dyn Fn(&mut serde_json::Value)| -> String {
+        let mut v = json.clone();
+        edit(&mut v);
+        let f: KernelFormulas = serde_json::from_value(v).unwrap();
+        f.eval(&n).unwrap_err().to_string()
+    };
+    let last = |v: &mut serde_json::Value| v["refs"][0]["compulsory"]["pieces"].as_array().unwrap().len() - 1;
+    let e = damage(&|v| {
+        let i = last(v);
+        v["refs"][0]["compulsory"]["pieces"][i]["period"] = 0.into();
+    });
+    assert!(e.contains("P0 compulsory") && e.contains("period 0"), "{e}");
+    let e = damage(&|v| {
+        let i = last(v);
+        v["refs"][0]["compulsory"]["pieces"][i]["period"] = 7.into();
+    });
+    assert!(e.contains("Newton tables for period 7"), "{e}");
+    let e = damage(&|v| v["refs"][0]["accesses"]["pieces"][0]["from"] = 1000.into());
+    assert!(e.contains("first piece starts at 1000"), "{e}");
+}
+
+#[test]
+fn untrusted_set_formulas_are_refused_not_evaluated() {
+    use kansoku_cache::sets::{build_set_model, SetFormulas, SetModelOptions};
+    let k = load_kernel(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels/trisolv.k")).unwrap();
+    let extents = parse_params("N=16").unwrap();
+    let k = k.with_fixed_extents(&extents).unwrap();
+    let mut opts = SetModelOptions::new(LayoutSpec::default(), CacheConfig::parse("assoc=1,line=32,sets=4").unwrap());
+    opts.extents = extents;
+    let f = build_set_model(&k, &opts).unwrap();
+    let p = parse_params("N=12").unwrap();
+    assert!(f.eval(&p).is_ok());
+    let json = serde_json::to_value(&f).unwrap();
+    let damage = |edit: &dyn Fn(&mut serde_json::Value)| -> String {
+        let mut v = json.clone();
+        edit(&mut v);
+        let f: SetFormulas = serde_json::from_value(v).unwrap();
+        f.eval(&p).unwrap_err().to_string()
+    };
+    let e = damage(&|v| {
+        v["refs"][0]["accesses"]["cells"][0]["value"]["terms"][0]["den"] = 0.into();
+    });
+    assert!(e.contains("denominator 0"), "{e}");
+    let e = damage(&|v| {
+        v["refs"][0]["accesses"]["cells"][0]["value"]["terms"][0]["powers"] = serde_json::json!([[99, 1]]);
+    });
+    assert!(e.contains("symbol 99"), "{e}");
+}
+
+#[test]
+fn interpolation_keeps_to_its_time_budget() {
+    // Loop bounds shifted by 2^40: every size is cheap, but the sizes needed are many.
+    let k = parse_kernel("shift.k", "param N;\ndouble A[N];\nfor (i = 1099511627776; i < N + 1099511627776; i++)\n  A[i - 1099511627776] = A[i - 1099511627776] + 1;\n").unwrap();
+    let mut opts = ModelOptions::new(Family::all_varying(&k), LayoutSpec::default(), vec![CacheConfig::parse("assoc=2,line=32,sets=8").unwrap()]);
+    opts.time_budget = Some(Duration::from_secs(2));
+    let t = Instant::now();
+    let r = build_model(&k, &opts);
+    assert!(t.elapsed() < Duration::from_secs(20), "took {:?}", t.elapsed());
+    if let Err(e) = r {
+        assert!(e.to_string().contains("budget") || e.to_string().contains("limit"), "{e}");
+    }
+}
