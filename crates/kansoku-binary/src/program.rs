@@ -100,11 +100,15 @@ impl std::fmt::Debug for Program {
     }
 }
 
+/// The largest program file read (the largest Debian shared libraries are a few hundred MB).
+pub const MAX_PROGRAM_BYTES: u64 = 4 << 30;
+
 impl Program {
-    /// Reads and parses the ELF file at `path`.
+    /// Reads and parses the ELF file at `path`. Paths come from recordings too, so only regular files
+    /// up to [`MAX_PROGRAM_BYTES`] are read.
     pub fn open(path: impl AsRef<Path>) -> Result<Program, BinaryError> {
         let path = path.as_ref().to_path_buf();
-        let data = std::fs::read(&path).map_err(|source| BinaryError::Read { path: path.clone(), cause: source })?;
+        let data = kansoku_core::input::read_regular(&path, MAX_PROGRAM_BYTES).map_err(|source| BinaryError::Read { path: path.clone(), cause: source })?;
         Self::parse(path, data)
     }
 

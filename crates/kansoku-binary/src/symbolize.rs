@@ -23,8 +23,10 @@ pub struct Resolved {
 /// millions of addresses costs a range check and a binary search each.
 pub struct Symbolizer {
     modules: Vec<Module>,
-    /// Module indices sorted by start address.
-    by_start: Vec<usize>,
+    /// (start address, module index): the last module starting at or below an address is
+    /// the one to check (a later module mapped at the same start wins). A set, not a sorted
+    /// vector, so that a recording with 100 k Module events loads in n log n.
+    by_start: std::collections::BTreeSet<(u64, usize)>,
     programs: HashMap<String, Option<Program>>,
     functions: HashMap<(usize, u64), Arc<FunctionCfg>>,
     last: Option<(usize, u64, u64, Arc<FunctionCfg>)>,
@@ -36,7 +38,7 @@ impl Symbolizer {
     pub fn new(modules: &[Module]) -> Self {
         let mut s = Symbolizer {
             modules: Vec::new(),
-            by_start: Vec::new(),
+            by_start: Default::default(),
             programs: HashMap::new(),
             functions: HashMap::new(),
             last: None,
@@ -50,10 +52,8 @@ impl Symbolizer {
 
     /// Adds a module that appeared later in the recording (e.g. after `dlopen`).
     pub fn add_module(&mut self, module: Module) {
+        self.by_start.insert((module.start, self.modules.len()));
         self.modules.push(module);
-        self.by_start = (0..self.modules.len()).collect();
-        let modules = &self.modules;
-        self.by_start.sort_by_key(|&i| modules[i].start);
     }
 
     pub fn modules(&self) -> &[Module] {
@@ -62,8 +62,7 @@ impl Symbolizer {
 
     /// The module index holding `addr`.
     pub fn module_of(&self, addr: u64) -> Option<usize> {
-        let i = self.by_start.partition_point(|&m| self.modules[m].start <= addr).checked_sub(1)?;
-        let m = self.by_start[i];
+        let &(_, m) = self.by_start.range(..=(addr, usize::MAX)).next_back()?;
         self.modules[m].contains(addr).then_some(m)
     }
 

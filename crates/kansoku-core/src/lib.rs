@@ -16,6 +16,7 @@
 //! "recording" step and the names every other step uses.
 
 pub mod event;
+pub mod input;
 pub mod location;
 pub mod recording;
 pub mod varint;

@@ -15,6 +15,8 @@ pub enum ReconstructError {
     BadSplit(String),
     #[error("the sampling period must be at least 1 (got 0)")]
     ZeroPeriod,
+    #[error("a skid of {skid} instructions is not below the period {period}: samples would overtake each other (real skid is a few instructions)")]
+    SkidTooLarge { skid: u64, period: u64 },
     #[error("--split count:T needs the sampling period, but the recording does not name one; use --split marker or --split function:NAME")]
     NoPeriod,
     #[error("no partial sequence holds a sample; record more iterations or a smaller period")]

@@ -28,6 +28,11 @@ impl Sampler {
         if period == 0 {
             return Err(ReconstructError::ZeroPeriod);
         }
+        // A sample must be reported before the next counter overflow: skid is a few
+        // instructions on real hardware, and the pending samples stay in order only so.
+        if skid >= period {
+            return Err(ReconstructError::SkidTooLarge { skid, period });
+        }
         Ok(Sampler {
             period,
             skid,

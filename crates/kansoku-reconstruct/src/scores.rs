@@ -338,6 +338,27 @@ impl TableFile {
         t.offset = parse_diffs(&self.offset, self.offset_default, &t.offset, "offset")?;
         t.block_diff = parse_diffs(&self.block_diff, self.block_diff_default, &t.block_diff, "block_diff")?;
         t.block_offset = parse_diffs(&self.block_offset, self.block_offset_default, &t.block_offset, "block_offset")?;
+        t.check_range()
+    }
+}
+
+/// The largest score magnitude a table may hold. A likelihood sums one score per adjacent
+/// pair of instructions, and the solvers add such sums again: with scores up to 2^30 a
+/// sum over a billion pairs still fits in 64 bits, so no solver needs overflow checks.
+pub const MAX_SCORE: i64 = 1 << 30;
+
+impl ScoreTable {
+    fn check_range(&self) -> Result<(), String> {
+        let named = [("function_match", self.function_match), ("function_mismatch", self.function_mismatch), ("block_match", self.block_match)];
+        let diffs = [("offset", &self.offset), ("block_diff", &self.block_diff), ("block_offset", &self.block_offset)];
+        let all = named.into_iter().map(|(n, v)| (n.to_string(), v)).chain(diffs.into_iter().flat_map(|(n, d)| {
+            d.named().iter().map(move |(k, v)| (format!("{n}.{k}"), *v)).chain(std::iter::once((format!("{n}_default"), d.default_score())))
+        }));
+        for (name, v) in all {
+            if v.unsigned_abs() > MAX_SCORE as u64 {
+                return Err(format!("score {name} = {v} is outside -{MAX_SCORE}..={MAX_SCORE}"));
+            }
+        }
         Ok(())
     }
 }

@@ -234,8 +234,18 @@ impl XlatTable {
     }
 
     /// Decodes a `kansoku.xlat` section.
+    /// Errors name the byte offset in the section where decoding stopped.
     pub fn decode(bytes: &[u8]) -> Result<Self> {
         let mut r = Reader { b: bytes, pos: 0 };
+        Self::decode_from(&mut r).map_err(|e| match e {
+            TpError::BadXlat(what) => TpError::BadXlat(format!("at byte {}: {what}", r.pos)),
+            other => other,
+        })
+    }
+
+    fn decode_from(r: &mut Reader<'_>) -> Result<Self> {
+        let bytes = r.b;
+        let mut expanded = 0usize;
         if r.take(4)? != b"KXL1" {
             return Err(TpError::BadXlat("missing magic KXL1".into()));
         }
@@ -255,6 +265,14 @@ impl XlatTable {
                 if prefix_len > re.events.len() {
                     return Err(TpError::BadXlat(format!("entry {new_id}: prefix longer than entry {rid}")));
                 }
+                // Shared prefixes are copied out: a chain of entries each sharing the whole
+                // previous one grows quadratically, so the copies are bounded.
+                expanded += re.events[..prefix_len].iter().map(XlatEvent::nodes).sum::<usize>();
+                if expanded > MAX_EXPANDED_NODES {
+                    return Err(TpError::BadXlat(format!(
+                        "entry {new_id}: shared prefixes expand to more than {MAX_EXPANDED_NODES} events and argument terms (a table bomb, not a table the optimiser writes)"
+                    )));
+                }
                 events.extend_from_slice(&re.events[..prefix_len]);
             }
             let ns = r.u()?;
@@ -273,6 +291,23 @@ impl XlatTable {
             return Err(TpError::BadXlat(format!("{} trailing bytes", bytes.len() - r.pos)));
         }
         Ok(XlatTable { original_hash, entries })
+    }
+}
+
+/// The most events plus argument terms that shared prefixes may expand to in one table
+/// (about 100 MiB; the optimiser's tables on the example suite hold a few thousand).
+const MAX_EXPANDED_NODES: usize = 1 << 22;
+
+impl XlatEvent {
+    /// The event and every term of its arguments: what copying it costs.
+    fn nodes(&self) -> usize {
+        fn count(s: &ArgSource) -> usize {
+            match s {
+                ArgSource::Expr(_, a, b) => 1 + count(a) + count(b),
+                _ => 1,
+            }
+        }
+        1 + self.args.iter().map(count).sum::<usize>()
     }
 }
 
@@ -371,6 +406,40 @@ mod tests {
         let back = XlatTable::decode(&t.encode()).unwrap();
         assert_eq!(back, t);
         assert!(XlatTable::decode(&t.encode()[..10]).is_err());
+    }
+
+    #[test]
+    fn a_table_bomb_is_refused_with_its_offset() {
+        // One event with an 8191-term argument, shared as a prefix by 600 later entries:
+        // 20 KB that expanded to about 5 M terms before.
+        fn tree(depth: u32) -> ArgSource {
+            if depth == 0 {
+                ArgSource::Pos(0)
+            } else {
+                ArgSource::Expr(BinOp::Add, Box::new(tree(depth - 1)), Box::new(tree(depth - 1)))
+            }
+        }
+        let mut b = b"KXL1".to_vec();
+        b.extend(0u64.to_le_bytes());
+        put_u(&mut b, 601);
+        for (field, v) in [("new_id", 0), ("nargs", 1), ("prefix_len", 0), ("suffix", 1)] {
+            let _ = field;
+            put_u(&mut b, v);
+        }
+        put_event(&mut b, &ev(1, vec![tree(12)]));
+        put_s(&mut b, 0);
+        for id in 1..=600u64 {
+            for v in [id, 1, 1, 0, 0] {
+                put_u(&mut b, v);
+            }
+            put_s(&mut b, 0);
+        }
+        assert!(b.len() < 30_000);
+        let e = XlatTable::decode(&b).unwrap_err().to_string();
+        assert!(e.contains("table bomb") && e.contains("at byte"), "{e}");
+        // A garbled table names where decoding stopped.
+        let e = XlatTable::decode(b"KXL1\0\0\0\0\0\0\0\0\x01\x05\x00\x00\x01\x09").unwrap_err().to_string();
+        assert!(e.contains("at byte"), "{e}");
     }
 
     #[test]

@@ -110,8 +110,11 @@ pub fn run(cmd: TpCommand) -> Result<()> {
     }
 }
 
+/// The largest wasm module or trace read (far above any module the optimiser was measured on).
+const MAX_INPUT_BYTES: u64 = 1 << 30;
+
 fn read(path: &Path) -> Result<Vec<u8>> {
-    std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))
+    kansoku_core::input::read_regular(path, MAX_INPUT_BYTES).with_context(|| format!("cannot read {}", path.display()))
 }
 
 fn write(path: &Path, bytes: &[u8]) -> Result<()> {
