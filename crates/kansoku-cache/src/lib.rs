@@ -48,7 +48,12 @@ pub use sim::{simulate, Program, RefStats};
 
 /// Reads and parses a kernel file.
 pub fn load_kernel(path: &std::path::Path) -> Result<Kernel> {
-    let src = std::fs::read_to_string(path).map_err(|e| CacheError::Kernel { file: path.display().to_string(), line: 0, col: 0, msg: format!("cannot read: {e}") })?;
+    use kansoku_core::input::{read_text, TextError, MAX_TEXT_BYTES};
+    let file = path.display().to_string();
+    let src = read_text(path, MAX_TEXT_BYTES).map_err(|e| match e {
+        TextError::Utf8 { line, col, .. } => CacheError::Kernel { file: file.clone(), line, col, msg: "invalid UTF-8 (kernels are C text)".into() },
+        TextError::Io(e) => CacheError::Kernel { file: file.clone(), line: 0, col: 0, msg: format!("cannot read: {e}") },
+    })?;
     parse_kernel(&path.display().to_string(), &src)
 }
 

@@ -102,6 +102,10 @@ pub fn signal_name(sig: i32) -> String {
         13 => "SIGPIPE",
         14 => "SIGALRM",
         15 => "SIGTERM",
+        19 => "SIGSTOP",
+        20 => "SIGTSTP",
+        21 => "SIGTTIN",
+        22 => "SIGTTOU",
         _ => return format!("signal {sig}"),
     };
     format!("{name} ({sig})")
@@ -118,4 +122,13 @@ mod tests {
         t.row(vec!["long".into(), "2".into()]);
         assert_eq!(t.render(), "name  size\na       10\nlong     2\n");
     }
+}
+
+/// Reads a text file the user named (formulas, traces): regular files only, and text that
+/// is not UTF-8 is located (`line:col`), so the error can name the file and the position.
+pub fn read_text(path: &std::path::Path) -> anyhow::Result<String> {
+    kansoku_core::input::read_text(path, kansoku_core::input::MAX_TEXT_BYTES).map_err(|e| match e {
+        kansoku_core::input::TextError::Utf8 { .. } => anyhow::anyhow!("{}:{e}", path.display()),
+        kansoku_core::input::TextError::Io(e) => anyhow::Error::from(e),
+    })
 }

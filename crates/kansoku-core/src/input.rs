@@ -32,6 +32,35 @@ pub fn read_regular(path: &Path, max_bytes: u64) -> io::Result<Vec<u8>> {
 /// `O_NONBLOCK` on Linux (x86-64 and arm64 alike).
 const O_NONBLOCK: i32 = 0o4000;
 
+/// Why a text file could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum TextError {
+    #[error("{0}")]
+    Io(#[from] io::Error),
+    /// The first byte that is not UTF-8, by line and column (1-based, in characters) and
+    /// byte offset.
+    #[error("{line}:{col}: invalid UTF-8 (byte {byte})")]
+    Utf8 { line: u32, col: u32, byte: u64 },
+}
+
+/// Reads a text file (a kernel, a score table, a trace, JSON) as [`read_regular`] does;
+/// text that is not UTF-8 is an error locating the first bad byte.
+pub fn read_text(path: &Path, max_bytes: u64) -> Result<String, TextError> {
+    let data = read_regular(path, max_bytes)?;
+    String::from_utf8(data).map_err(|e| {
+        let bad = e.utf8_error().valid_up_to();
+        let before = &e.as_bytes()[..bad];
+        let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+        let line_start = before.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        // Columns in characters, as editors count them (the prefix is valid UTF-8).
+        let col = String::from_utf8_lossy(&before[line_start..]).chars().count() + 1;
+        TextError::Utf8 { line: line as u32, col: col as u32, byte: bad as u64 }
+    })
+}
+
+/// The largest text input read (kernels, score tables, formulas files, traces).
+pub const MAX_TEXT_BYTES: u64 = 1 << 30;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -52,6 +81,15 @@ mod tests {
         std::fs::write(&big, vec![0u8; 2000]).unwrap();
         assert!(read_regular(&big, 1000).unwrap_err().to_string().contains("2000 bytes"));
         assert_eq!(read_regular(&big, 2000).unwrap().len(), 2000);
+    }
+
+    #[test]
+    fn invalid_utf8_is_located() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("k.k");
+        std::fs::write(&p, b"param N;\ndouble \xc3\xa9A[N], \xff;\n").unwrap();
+        let e = read_text(&p, 1 << 20).unwrap_err();
+        assert_eq!(e.to_string(), "2:15: invalid UTF-8 (byte 24)");
     }
 
     extern "C" {

@@ -150,14 +150,31 @@ pub struct RecordingWriter<W: Write = BufWriter<File>> {
     path: PathBuf,
     state: DeltaState,
     events: u64,
+    /// Flush at least this often (checked every [`FLUSH_CHECK_EVENTS`] events), so a
+    /// recorder killed by SIGKILL or the OOM killer loses at most the last moments.
+    flush_every: Option<std::time::Duration>,
+    last_flush: std::time::Instant,
 }
+
+/// Buffer size of a recording file: a SIGKILL loses at most this much ...
+const FLUSH_BYTES: usize = 64 << 10;
+/// ... or what was written in this time.
+const FLUSH_INTERVAL: std::time::Duration = std::time::Duration::from_millis(100);
+/// Reading the clock costs about as much as encoding a few events; look every so often.
+const FLUSH_CHECK_EVENTS: u64 = 256;
 
 impl RecordingWriter<BufWriter<File>> {
     /// Creates `path` and writes the header.
     pub fn create(path: impl AsRef<Path>, header: &Header) -> Result<Self, RecordingError> {
         let path = path.as_ref().to_path_buf();
         let file = File::create(&path).map_err(|source| RecordingError::Io { path: path.clone(), cause: source })?;
-        Self::new(BufWriter::with_capacity(1 << 20, file), path, header)
+        // A full buffer is written out by itself: at most this much is lost on SIGKILL.
+        let mut w = Self::new(BufWriter::with_capacity(FLUSH_BYTES, file), path, header)?;
+        // The header is on disk before the first event: a killed recorder leaves a file
+        // that says what it was recording.
+        w.flush()?;
+        w.flush_every = Some(FLUSH_INTERVAL);
+        Ok(w)
     }
 }
 
@@ -170,12 +187,17 @@ impl<W: Write> RecordingWriter<W> {
         out.write_all(&FORMAT_VERSION.to_le_bytes()).map_err(io)?;
         varint::write_u64(&mut out, json.len() as u64).map_err(io)?;
         out.write_all(&json).map_err(io)?;
-        Ok(RecordingWriter { out, path, state: DeltaState::default(), events: 0 })
+        Ok(RecordingWriter { out, path, state: DeltaState::default(), events: 0, flush_every: None, last_flush: std::time::Instant::now() })
     }
 
     pub fn write(&mut self, event: &Event) -> Result<(), RecordingError> {
         self.encode(event).map_err(|source| RecordingError::Io { path: self.path.clone(), cause: source })?;
         self.events += 1;
+        if let Some(every) = self.flush_every {
+            if self.events % FLUSH_CHECK_EVENTS == 0 && self.last_flush.elapsed() >= every {
+                self.flush()?;
+            }
+        }
         Ok(())
     }
 
@@ -253,6 +275,7 @@ impl<W: Write> RecordingWriter<W> {
 
     /// Flushes what was written so far without ending the recording.
     pub fn flush(&mut self) -> Result<(), RecordingError> {
+        self.last_flush = std::time::Instant::now();
         self.out.flush().map_err(|source| RecordingError::Io { path: self.path.clone(), cause: source })
     }
 }

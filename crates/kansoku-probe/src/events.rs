@@ -33,7 +33,7 @@ use kansoku_core::ExitStatus;
 use kansoku_monitor::events::{Hit, Point, PointRole};
 
 use crate::perf::{PerfRecord, SampleSource, SamplingClock, Session, SessionOptions, UprobeSpec};
-use crate::spawn::{poll_child, resolve_program, spawn_traced, ExecGate};
+use crate::spawn::{poll_child, resolve_program, spawn_traced, wait_retrying, ChildState, ExecGate};
 use crate::{interrupt, ProbeError, PTRACE_HINT};
 
 /// At most this many uprobes share one perf group (the kernel caps a group's read size at 16 KiB).
@@ -304,7 +304,7 @@ fn run_uprobes(plan: Plan, args: &[String], progress: &mut dyn FnMut(u64)) -> Re
         sessions[0].wait(20);
         drain(&mut sessions, &mut hits);
         progress(hits.len() as u64);
-        if let Some(exit) = poll_child(pid, &mut interrupted)? {
+        if let ChildState::Ended(exit) = poll_child(pid, &mut interrupted)? {
             break exit;
         }
     };
@@ -410,7 +410,7 @@ fn run_traps_pinned(plan: Plan, args: &[String], progress: &mut dyn FnMut(u64)) 
             interrupted = true;
             kill(pid);
         }
-        let status = match waitpid(group, Some(WaitPidFlag::__WALL)) {
+        let status = match wait_retrying(group, Some(WaitPidFlag::__WALL)) {
             Ok(s) => s,
             Err(Errno::EINTR) => continue,
             Err(Errno::ECHILD) => break ExitStatus::Killed(libc::SIGKILL),
@@ -442,7 +442,7 @@ fn run_traps_pinned(plan: Plan, args: &[String], progress: &mut dyn FnMut(u64)) 
                 ptrace::step(tid, None).map_err(ptrace_err("SINGLESTEP", tid))?;
                 let mut pending_signal = None;
                 loop {
-                    match waitpid(tid, Some(WaitPidFlag::__WALL)) {
+                    match wait_retrying(tid, Some(WaitPidFlag::__WALL)) {
                         Ok(WaitStatus::Stopped(_, Signal::SIGTRAP)) => break,
                         // A signal arrived during the step: deliver it after re-arming.
                         Ok(WaitStatus::Stopped(_, sig)) => {

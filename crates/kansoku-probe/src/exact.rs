@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use nix::errno::Errno;
 use nix::sys::ptrace::{self, Options};
 use nix::sys::signal::Signal;
-use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+use nix::sys::wait::{WaitPidFlag, WaitStatus};
 use nix::unistd::Pid;
 
 use kansoku_binary::maps::runtime_address;
@@ -27,7 +27,7 @@ use kansoku_binary::Program;
 use kansoku_core::{Event, ExitStatus, Module, RecordingWriter};
 
 use crate::procfs::ModuleReader;
-use crate::spawn::{resolve_program, spawn_traced};
+use crate::spawn::{resolve_program, spawn_traced, wait_retrying};
 use crate::{interrupt, ProbeError, PTRACE_HINT};
 
 /// What to trace.
@@ -229,7 +229,7 @@ impl Tracer {
             for (tid, sig) in resume.drain(..) {
                 let _ = ptrace::cont(tid, sig);
             }
-            let status = waitpid(self.group(), Some(WaitPidFlag::__WALL)).map_err(|errno| ProbeError::Wait { pid: pid.as_raw(), errno })?;
+            let status = wait_retrying(self.group(), Some(WaitPidFlag::__WALL)).map_err(|errno| ProbeError::Wait { pid: pid.as_raw(), errno })?;
             match status {
                 WaitStatus::Stopped(tid, Signal::SIGTRAP) => {
                     let mut regs = ptrace::getregs(tid).map_err(ptrace_err("GETREGS", tid))?;
@@ -313,7 +313,7 @@ impl Tracer {
                 self.instructions += 1;
                 ptrace::step(tid, sig).map_err(ptrace_err("SINGLESTEP", tid))?;
             }
-            let status = waitpid(self.group(), Some(WaitPidFlag::__WALL)).map_err(|errno| ProbeError::Wait { pid: pid.as_raw(), errno })?;
+            let status = wait_retrying(self.group(), Some(WaitPidFlag::__WALL)).map_err(|errno| ProbeError::Wait { pid: pid.as_raw(), errno })?;
             match status {
                 WaitStatus::Stopped(tid, Signal::SIGTRAP) => next = Some((tid, None)),
                 // A new thread's first stop.
@@ -397,7 +397,7 @@ impl Tracer {
         let mut attached: Vec<Pid> = self.threads.iter().copied().filter(|&t| t != stopped).collect();
         let pid = self.pid;
         loop {
-            let status = match waitpid(self.group(), Some(WaitPidFlag::__WALL)) {
+            let status = match wait_retrying(self.group(), Some(WaitPidFlag::__WALL)) {
                 Ok(s) => s,
                 Err(Errno::ECHILD) => break,
                 Err(errno) => return Err(ProbeError::Wait { pid: pid.as_raw(), errno }),

@@ -18,7 +18,7 @@ use kansoku_binary::Program;
 use kansoku_core::{Event, ExitStatus, Module, RecordingWriter, Sample};
 
 use crate::perf::{PerfRecord, SampleSource, SamplingClock, Session, SessionOptions, UprobeSpec};
-use crate::spawn::{poll_child, resolve_program, ExecGate};
+use crate::spawn::{poll_child, resolve_program, ChildState, ExecGate};
 use crate::ProbeError;
 
 /// What to record.
@@ -45,12 +45,23 @@ pub struct SampleRecordingOutcome {
     pub elapsed: Duration,
 }
 
+/// What [`record_samples`] tells its caller while the program runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecordProgress {
+    /// Samples written so far.
+    Samples(u64),
+    /// The program is stopped by this signal (it stopped itself, or a job-control stop):
+    /// nothing happens until it gets a SIGCONT.
+    Stopped { signal: i32 },
+}
+
 /// Runs the program to its end, sampling it, and streams modules, samples and marker hits
-/// into `out`. `progress` receives the number of samples so far.
+/// into `out`. `progress` hears how many samples there are so far, and when the program is
+/// stopped.
 pub fn record_samples<W: Write>(
     options: &SampleRecordingOptions,
     out: &mut RecordingWriter<W>,
-    progress: &mut dyn FnMut(u64),
+    progress: &mut dyn FnMut(RecordProgress),
 ) -> Result<SampleRecordingOutcome, ProbeError> {
     let program_path = resolve_program(&options.program)?;
     let mut uprobes = Vec::new();
@@ -86,9 +97,10 @@ pub fn record_samples<W: Write>(
     let exit = loop {
         session.wait(50);
         writer.take(&mut session)?;
-        progress(writer.samples);
-        if let Some(exit) = poll_child(pid, &mut interrupted)? {
-            break exit;
+        match poll_child(pid, &mut interrupted)? {
+            ChildState::Ended(exit) => break exit,
+            ChildState::Stopped(signal) => progress(RecordProgress::Stopped { signal }),
+            ChildState::Running => progress(RecordProgress::Samples(writer.samples)),
         }
     };
     writer.take(&mut session)?;

@@ -57,8 +57,10 @@ impl ExecGate {
         let spawn_err = |reason: String| ProbeError::Spawn { program: program.to_path_buf(), reason };
         let (path, argv) = c_argv(program, args)?;
         let (read, write) = nix::unistd::pipe().map_err(|e| spawn_err(format!("pipe: {e}")))?;
+        let parent = nix::unistd::getpid();
         match unsafe { fork() }.map_err(|e| spawn_err(format!("fork: {e}")))? {
             ForkResult::Child => {
+                die_with_parent(parent);
                 drop(write);
                 let mut byte = [0u8; 1];
                 // EOF without a byte: the parent gave up; do not run the program.
@@ -85,8 +87,10 @@ impl ExecGate {
 pub fn spawn_traced(program: &Path, args: &[String]) -> Result<Pid, ProbeError> {
     let spawn_err = |reason: String| ProbeError::Spawn { program: program.to_path_buf(), reason };
     let (path, argv) = c_argv(program, args)?;
+    let parent = nix::unistd::getpid();
     match unsafe { fork() }.map_err(|e| spawn_err(format!("fork failed: {e}")))? {
         ForkResult::Child => {
+            die_with_parent(parent);
             let _ = ptrace::traceme();
             // Its own process group: the tracer waits on the group, not on every child.
             let _ = nix::unistd::setpgid(Pid::from_raw(0), Pid::from_raw(0));
@@ -107,19 +111,53 @@ pub fn spawn_traced(program: &Path, args: &[String]) -> Result<Pid, ProbeError> 
     }
 }
 
+/// What [`poll_child`] saw.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChildState {
+    Running,
+    /// Stopped by this signal (SIGSTOP, SIGTSTP, ...): it runs on after a SIGCONT.
+    Stopped(i32),
+    Ended(kansoku_core::ExitStatus),
+}
+
 /// One look at a child that runs freely while an observer drains its data: on Ctrl-C
-/// (first time only) the child is killed, then its exit status is returned if it has
-/// ended. `interrupted` records whether the user stopped the run.
-pub fn poll_child(pid: Pid, interrupted: &mut bool) -> Result<Option<kansoku_core::ExitStatus>, ProbeError> {
+/// (first time only) the child is killed; then whether it runs, is stopped, or has ended.
+/// `interrupted` records whether the user stopped the run.
+pub fn poll_child(pid: Pid, interrupted: &mut bool) -> Result<ChildState, ProbeError> {
     use kansoku_core::ExitStatus;
     if crate::interrupt::requested() && !*interrupted {
         *interrupted = true;
         let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
     }
-    match waitpid(pid, Some(nix::sys::wait::WaitPidFlag::WNOHANG)) {
-        Ok(WaitStatus::Exited(_, code)) => Ok(Some(ExitStatus::Exited(code))),
-        Ok(WaitStatus::Signaled(_, sig, _)) => Ok(Some(ExitStatus::Killed(sig as i32))),
-        Ok(_) | Err(nix::errno::Errno::EINTR) => Ok(None),
+    let flags = nix::sys::wait::WaitPidFlag::WNOHANG | nix::sys::wait::WaitPidFlag::WUNTRACED;
+    match waitpid(pid, Some(flags)) {
+        Ok(WaitStatus::Exited(_, code)) => Ok(ChildState::Ended(ExitStatus::Exited(code))),
+        Ok(WaitStatus::Signaled(_, sig, _)) => Ok(ChildState::Ended(ExitStatus::Killed(sig as i32))),
+        Ok(WaitStatus::Stopped(_, sig)) => Ok(ChildState::Stopped(sig as i32)),
+        Ok(_) | Err(nix::errno::Errno::EINTR) => Ok(ChildState::Running),
         Err(errno) => Err(ProbeError::Wait { pid: pid.as_raw(), errno }),
+    }
+}
+
+/// `waitpid` that retries when a signal (the user's Ctrl-C) interrupts it: the caller's
+/// loop checks for the interruption itself and finishes the recording.
+pub fn wait_retrying(pid: Pid, flags: Option<nix::sys::wait::WaitPidFlag>) -> nix::Result<WaitStatus> {
+    loop {
+        match waitpid(pid, flags) {
+            Err(nix::errno::Errno::EINTR) => continue,
+            other => return other,
+        }
+    }
+}
+
+/// In a forked child before exec: dies with its observer. When kansoku is killed (even by
+/// SIGKILL or the OOM killer) the observed program must not run on unobserved, reparented
+/// to init. If the observer is already gone, the child ends at once.
+pub fn die_with_parent(parent: Pid) {
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+        if libc::getppid() != parent.as_raw() {
+            libc::_exit(126);
+        }
     }
 }

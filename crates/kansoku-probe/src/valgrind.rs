@@ -129,7 +129,9 @@ fn spawn_valgrind(options: &LackeyOptions, tool: bool) -> Result<(Child, File, O
     }
     cmd.arg(&program).args(&options.args).stdin(Stdio::inherit()).process_group(0);
     unsafe {
+        let parent = nix::unistd::getpid();
         cmd.pre_exec(move || {
+            crate::spawn::die_with_parent(parent);
             for fd in std::iter::once(wfd).chain(lfd) {
                 if libc::fcntl(fd, libc::F_SETFD, 0) != 0 {
                     return Err(std::io::Error::last_os_error());

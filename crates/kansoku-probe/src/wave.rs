@@ -31,7 +31,7 @@ use kansoku_core::{ExitStatus, Module};
 use kansoku_monitor::wave::WavePoint;
 
 use crate::perf::{self, PerfRecord, SampleSource, SamplingClock, Session, SessionOptions, X86_REGS_ALL};
-use crate::spawn::{poll_child, resolve_program, spawn_traced, ExecGate};
+use crate::spawn::{poll_child, resolve_program, spawn_traced, ChildState, ExecGate};
 use crate::{interrupt, ProbeError, PTRACE_HINT};
 
 /// How the waveform is observed.
@@ -214,7 +214,7 @@ fn sampled(program: &std::path::Path, args: &[String], clock: SamplingClock, pro
                 maps = m;
             }
         }
-        if let Some(exit) = poll_child(pid, &mut interrupted)? {
+        if let ChildState::Ended(exit) = poll_child(pid, &mut interrupted)? {
             break exit;
         }
     };

@@ -138,7 +138,7 @@ impl Scores {
 
     /// Defaults overridden by a TOML (`.toml`) or JSON file.
     pub fn from_file(path: &Path, by: Granularity, weighting: Weighting) -> Result<Scores, ReconstructError> {
-        let text = std::fs::read_to_string(path)
+        let text = kansoku_core::input::read_text(path, kansoku_core::input::MAX_TEXT_BYTES)
             .map_err(|e| ReconstructError::Scores { path: path.to_path_buf(), what: e.to_string() })?;
         let bad = |what: String| ReconstructError::Scores { path: path.to_path_buf(), what };
         let file: ScoresFile = if path.extension().is_some_and(|e| e == "json") {

@@ -16,11 +16,17 @@ pub struct RunOptions {
     pub entry: Option<String>,
     /// Arguments for the entry function, parsed by its parameter types.
     pub args: Vec<String>,
+    /// Stop a module that runs longer than this (one that never returns would run
+    /// forever); the trace up to then is kept.
+    pub time_limit: Option<std::time::Duration>,
 }
+
+/// The time limit of [`RunOptions::default`].
+pub const DEFAULT_TIME_LIMIT: std::time::Duration = std::time::Duration::from_secs(600);
 
 impl Default for RunOptions {
     fn default() -> Self {
-        RunOptions { clock: Clock::Instructions, entry: None, args: Vec::new() }
+        RunOptions { clock: Clock::Instructions, entry: None, args: Vec::new(), time_limit: Some(DEFAULT_TIME_LIMIT) }
     }
 }
 
@@ -76,11 +82,16 @@ pub fn run_module(wasm: &[u8], opts: &RunOptions, out: Box<dyn Write + Send>) ->
     }
     let mut config = Config::new();
     config.consume_fuel(opts.clock == Clock::Instructions);
+    // The time limit interrupts the module at its next loop back edge or call.
+    config.epoch_interruption(opts.time_limit.is_some());
     let engine = Engine::new(&config).map_err(|e| TpError::Runtime(format!("{e:#}")))?;
     let module = Module::new(&engine, wasm).map_err(|e| TpError::Runtime(format!("{e:#}")))?;
     let header = TraceHeader { clock: opts.clock, module_hash: module_hash(wasm) };
-    let writer = TraceWriter::new(out, header)?;
+    let mut writer = TraceWriter::new(out, header)?;
+    // The header goes out first: a run stopped from outside still leaves a readable trace.
+    writer.finish()?;
     let mut store = Store::new(&engine, HostState { writer, clock: opts.clock, start: Instant::now(), fuel0: FUEL });
+    store.set_epoch_deadline(1);
     if opts.clock == Clock::Instructions {
         store.set_fuel(FUEL).map_err(|e| TpError::Runtime(format!("{e:#}")))?;
     }
@@ -148,11 +159,30 @@ pub fn run_module(wasm: &[u8], opts: &RunOptions, out: Box<dyn Write + Send>) ->
     let mut results = vec![Val::I32(0); ty.results().len()];
     store.data_mut().start = Instant::now();
     let t0 = Instant::now();
+    let watchdog = opts.time_limit.map(|limit| {
+        let (done, wait) = std::sync::mpsc::channel::<()>();
+        let engine = engine.clone();
+        std::thread::spawn(move || {
+            if wait.recv_timeout(limit) == Err(std::sync::mpsc::RecvTimeoutError::Timeout) {
+                engine.increment_epoch();
+            }
+        });
+        done
+    });
     let call = func.call(&mut store, &vals, &mut results);
+    drop(watchdog);
     let wall_ns = t0.elapsed().as_nanos() as u64;
+    let timed_out = opts.time_limit.filter(|&l| t0.elapsed() >= l && call.is_err());
     let instructions = if opts.clock == Clock::Instructions { store.get_fuel().ok().map(|f| FUEL - f) } else { None };
     let st = store.data_mut();
     st.writer.finish()?;
+    if let Some(limit) = timed_out {
+        return Err(TpError::Runtime(format!(
+            "`{entry}` ran longer than its time limit of {} s and was stopped; the trace up to then ({} records) is kept",
+            limit.as_secs_f64(),
+            st.writer.records
+        )));
+    }
     call.map_err(|e| TpError::Runtime(format!("`{entry}` trapped: {e:#}")))?;
     let results = results
         .iter()

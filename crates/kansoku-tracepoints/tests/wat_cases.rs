@@ -4,7 +4,7 @@
 use kansoku_tracepoints::decode::{decode, TimestampMode};
 use kansoku_tracepoints::module::count_trace_calls;
 use kansoku_tracepoints::xlat::ArgSource;
-use kansoku_tracepoints::{check, optimize, read_trace, run_to_vec, OptimizeOptions, Optimized, RunOptions, TpError};
+use kansoku_tracepoints::{check, optimize, read_trace, run_module, run_to_vec, Clock, OptimizeOptions, Optimized, RunOptions, TpError};
 
 const IMPORTS: &str = r#"
   (import "kansoku" "trace0" (func $t0 (param i32)))
@@ -346,4 +346,22 @@ fn optimising_twice_is_refused() {
     let w = module("", "(call $t1 (i32.const 1) (local.get $x)) (call $t1 (i32.const 2) (local.get $x)) (local.get $x)");
     let o = opt(&w, &OptimizeOptions::default());
     assert!(matches!(optimize(&o.wasm, &OptimizeOptions::default()), Err(TpError::AlreadyOptimised)));
+}
+
+#[test]
+fn a_module_that_never_returns_is_stopped_and_its_trace_kept() {
+    // Two trace records, then an endless loop (issue 15, item 10).
+    let w = module("", "(call $t0 (i32.const 1)) (call $t0 (i32.const 2)) (loop $forever (br $forever)) (local.get $x)");
+    for clock in [Clock::Instructions, Clock::Ns] {
+        let limit = std::time::Duration::from_millis(300);
+        let t = std::time::Instant::now();
+        let path = std::env::temp_dir().join(format!("kansoku-forever-{}-{clock:?}.ktrace", std::process::id()));
+        let out = Box::new(std::fs::File::create(&path).unwrap());
+        let e = run_module(&w, &RunOptions { clock, args: vec!["1".into()], time_limit: Some(limit), ..Default::default() }, out).err().unwrap();
+        assert!(t.elapsed() < std::time::Duration::from_secs(10), "{:?}", t.elapsed());
+        assert!(e.to_string().contains("time limit") && e.to_string().contains("2 records"), "{e}");
+        let trace = std::fs::read(&path).unwrap();
+        let _ = std::fs::remove_file(&path);
+        assert_eq!(read_trace(&trace).unwrap().records.len(), 2);
+    }
 }

@@ -171,8 +171,7 @@ pub fn run(cmd: CacheCommand) -> Result<()> {
 }
 
 fn load(path: &Path) -> Result<Kernel> {
-    let src = std::fs::read_to_string(path).with_context(|| format!("cannot read kernel file {}", path.display()))?;
-    Ok(kansoku_cache::parse_kernel(&path.display().to_string(), &src)?)
+    Ok(kansoku_cache::load_kernel(path)?)
 }
 
 fn params(spec: &str) -> Result<ParamValues> {
@@ -559,7 +558,7 @@ fn print_eval(ev: &kansoku_cache::model::Evaluation, f: &KernelFormulas) {
 }
 
 fn eval(a: EvalArgs) -> Result<()> {
-    let text = std::fs::read_to_string(&a.formulas).with_context(|| format!("cannot read formulas file {}", a.formulas.display()))?;
+    let text = crate::output::read_text(&a.formulas).with_context(|| format!("cannot read formulas file {}", a.formulas.display()))?;
     let format = serde_json::from_str::<serde_json::Value>(&text).ok().and_then(|v| v.get("format").and_then(|f| f.as_str()).map(String::from));
     if format.as_deref() == Some(kansoku_cache::sets::FORMAT) {
         return eval_sets(&a, &text);

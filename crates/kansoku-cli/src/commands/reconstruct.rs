@@ -326,6 +326,9 @@ pub fn exact_iteration(path: &Path, iteration: usize) -> Result<Vec<String>> {
     if reader.header().kind != RecordingKind::ExactTrace {
         bail!("{}: not an exact trace; make one with `kansoku trace exact --marker FUNC`", path.display());
     }
+    let Some(end_marker) = iteration.checked_add(2) else {
+        bail!("{}: iteration {iteration} cannot exist (marker hits are counted in 64 bits)", path.display());
+    };
     let mut sym = Symbolizer::new(&[]);
     let mut markers = 0usize;
     let mut all = Vec::new();
@@ -336,7 +339,7 @@ pub fn exact_iteration(path: &Path, iteration: usize) -> Result<Vec<String>> {
             Event::Module(m) => sym.add_module(m),
             Event::Marker { .. } => {
                 markers += 1;
-                if markers == iteration + 2 {
+                if markers == end_marker {
                     complete = true;
                     break;
                 }
@@ -353,10 +356,19 @@ pub fn exact_iteration(path: &Path, iteration: usize) -> Result<Vec<String>> {
         }
     }
     if markers == 0 {
+        if iteration != 0 {
+            bail!("{}: the trace has no marker hits, so it is one iteration (0), not {iteration}", path.display());
+        }
+        if all.is_empty() {
+            bail!("{}: the trace holds no instructions to compare with (was the recording cut before the first one?)", path.display());
+        }
         return Ok(all);
     }
     if !complete {
         bail!("{}: iteration {iteration} is not complete (the trace holds {markers} marker hits); trace more iterations", path.display());
+    }
+    if window.is_empty() {
+        bail!("{}: iteration {iteration} holds no instructions", path.display());
     }
     Ok(window)
 }
@@ -413,7 +425,7 @@ pub struct TraceFile {
 
 /// Reads a TRACE file's `function:offset` column and its uncertain span.
 pub fn read_trace(path: &Path) -> Result<TraceFile> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let text = crate::output::read_text(path).with_context(|| format!("reading {}", path.display()))?;
     let mut keys = Vec::new();
     let mut uncertain = None;
     for (n, line) in text.lines().enumerate() {

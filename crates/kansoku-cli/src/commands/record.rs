@@ -8,10 +8,10 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use kansoku_core::{ExitStatus, Header, RecordingKind, RecordingWriter};
 use kansoku_probe::perf::{hardware_counters, SamplingClock};
-use kansoku_probe::sampler::{record_samples, SampleRecordingOptions};
+use kansoku_probe::sampler::{record_samples, RecordProgress, SampleRecordingOptions};
 use serde::Serialize;
 
-use crate::output::{print_json, spinner};
+use crate::output::{print_json, signal_name, spinner};
 
 /// cpu-clock period used when instruction sampling was asked for but no counter exists.
 pub const FALLBACK_TIME_PERIOD_NS: u64 = 10_000;
@@ -93,7 +93,18 @@ pub fn record(program: &Path, args: &[String], clock: SamplingClock, marker: Opt
         count_instructions: false,
     };
     let bar = spinner("sampling", "samples");
-    let outcome = record_samples(&options, &mut writer, &mut |n| bar.set_position(n));
+    let mut told_stopped = false;
+    let outcome = record_samples(&options, &mut writer, &mut |p| match p {
+        RecordProgress::Samples(n) => {
+            told_stopped = false;
+            bar.set_position(n)
+        }
+        RecordProgress::Stopped { signal } if !told_stopped => {
+            told_stopped = true;
+            bar.suspend(|| eprintln!("kansoku: {} is stopped by {}; recording resumes when it gets SIGCONT (or press Ctrl-C to end)", program.display(), signal_name(signal)));
+        }
+        RecordProgress::Stopped { .. } => {}
+    });
     bar.finish_and_clear();
     match outcome {
         Ok(o) => {

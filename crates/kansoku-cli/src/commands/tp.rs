@@ -61,6 +61,9 @@ pub struct RunArgs {
     /// Exported function to call (default: run, main or _start).
     #[arg(long)]
     pub entry: Option<String>,
+    /// Stop the module after this many seconds (the trace so far is kept).
+    #[arg(long, value_name = "SECONDS", default_value_t = tp::DEFAULT_TIME_LIMIT.as_secs_f64())]
+    pub time_limit: f64,
     #[arg(long)]
     pub json: bool,
     /// Arguments of the entry function.
@@ -224,7 +227,11 @@ fn run_cmd(a: RunArgs) -> Result<()> {
     let wasm = read(&a.module)?;
     let out = a.output.clone().unwrap_or_else(|| a.module.with_extension("ktrace"));
     let file = std::fs::File::create(&out).with_context(|| format!("cannot create {}", out.display()))?;
-    let opts = tp::RunOptions { clock: a.clock, entry: a.entry.clone(), args: a.args.clone() };
+    if !(a.time_limit > 0.0 && a.time_limit.is_finite()) {
+        bail!("--time-limit {} is not a positive number of seconds", a.time_limit);
+    }
+    let time_limit = Some(std::time::Duration::from_secs_f64(a.time_limit));
+    let opts = tp::RunOptions { clock: a.clock, entry: a.entry.clone(), args: a.args.clone(), time_limit };
     let o = tp::run_module(&wasm, &opts, Box::new(std::io::BufWriter::new(file)))
         .with_context(|| format!("cannot run {}", a.module.display()))?;
     if a.json {

@@ -1,0 +1,237 @@
+//! Hostile input and hard stops, end to end (issue 15, items 7, 8, 11–16): each input or
+//! stop that hung, panicked or lost a recording before. Inputs are generated here.
+
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use kansoku_core::{Event, ExitStatus, Header, Module, RecordingKind, RecordingReader, RecordingWriter};
+
+fn kansoku(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kansoku")).args(args).output().expect("cannot start kansoku")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// An exact-trace recording with the given events (a finished file).
+fn write_ksk(path: &std::path::Path, events: &[Event]) {
+    let header = Header::new(RecordingKind::ExactTrace, "/bin/true", vec![]);
+    let mut w = RecordingWriter::create(path, &header).unwrap();
+    for e in events {
+        w.write(e).unwrap();
+    }
+    w.finish().unwrap();
+}
+
+fn module(path: &str, start: u64) -> Event {
+    Event::Module(Module { path: path.into(), build_id: None, start, end: start + 0x1000, file_offset: 0 })
+}
+
+#[test]
+fn module_paths_that_are_devices_or_fifos_are_not_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let ksk = dir.path().join("t.ksk");
+    let fifo_path = fifo.to_str().unwrap();
+    write_ksk(&ksk, &[module("/dev/zero", 0x1000), Event::Instruction { addr: 0x1010 }, module(fifo_path, 0x4000), Event::Instruction { addr: 0x4010 }]);
+    let t = Instant::now();
+    let o = kansoku(&["show", ksk.to_str().unwrap()]);
+    assert!(t.elapsed() < Duration::from_secs(10), "show took {:?}", t.elapsed());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let all = format!("{}{}", String::from_utf8_lossy(&o.stdout), stderr(&o));
+    assert!(all.contains("/dev/zero") && all.contains("not a regular file"), "{all}");
+}
+
+#[test]
+fn a_hundred_thousand_modules_load_in_n_log_n() {
+    let dir = tempfile::tempdir().unwrap();
+    let ksk = dir.path().join("many.ksk");
+    // Descending start addresses: every insertion lands at the front of a sorted vector.
+    let mut events = Vec::new();
+    for i in (0..100_000u64).rev() {
+        events.push(module("[anon]", 0x1000_0000 + i * 0x2000));
+        events.push(Event::Instruction { addr: 0x1000_0010 + i * 0x2000 });
+    }
+    write_ksk(&ksk, &events);
+    let t = Instant::now();
+    let o = kansoku(&["show", ksk.to_str().unwrap(), "--limit", "5"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(t.elapsed() < Duration::from_secs(15), "show took {:?} (34 s before)", t.elapsed());
+}
+
+#[test]
+fn compare_without_a_usable_iteration_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("rebuilt.txt");
+    std::fs::write(&trace, "0x1010 main:0\n0x1014 main:1\n").unwrap();
+    let exact = dir.path().join("exact.ksk");
+    write_ksk(&exact, &[module("/bin/true", 0x1000), Event::Instruction { addr: 0x1010 }, Event::Exit(ExitStatus::Exited(0))]);
+    let o = kansoku(&["compare", trace.to_str().unwrap(), exact.to_str().unwrap(), "--iteration", "18446744073709551615"]);
+    assert!(!o.status.success() && stderr(&o).contains(&format!("{}: iteration 18446744073709551615 cannot exist", exact.display())), "{}", stderr(&o));
+    let o = kansoku(&["compare", trace.to_str().unwrap(), exact.to_str().unwrap(), "--iteration", "5"]);
+    assert!(!o.status.success() && stderr(&o).contains("no marker hits, so it is one iteration (0), not 5"), "{}", stderr(&o));
+    let empty = dir.path().join("empty.ksk");
+    write_ksk(&empty, &[Event::Exit(ExitStatus::Killed(9))]);
+    let o = kansoku(&["compare", trace.to_str().unwrap(), empty.to_str().unwrap()]);
+    assert!(!o.status.success() && stderr(&o).contains("no instructions"), "{}", stderr(&o));
+}
+
+#[test]
+fn invalid_utf8_is_located_in_kernels_traces_and_score_tables() {
+    let dir = tempfile::tempdir().unwrap();
+    let k = dir.path().join("bad.k");
+    std::fs::write(&k, b"param N;\ndouble A[N];\nfor (i = 0; i < N; i++)\n  A[i] = \xff;\n").unwrap();
+    let o = kansoku(&["cache", "info", k.to_str().unwrap()]);
+    assert!(!o.status.success() && stderr(&o).contains(&format!("{}:4:10: invalid UTF-8", k.display())), "{}", stderr(&o));
+    let trace = dir.path().join("rebuilt.txt");
+    std::fs::write(&trace, b"0x1010 main:0\n0x1014 ma\xc3in:1\n").unwrap();
+    let exact = dir.path().join("exact.ksk");
+    write_ksk(&exact, &[module("/bin/true", 0x1000), Event::Instruction { addr: 0x1010 }]);
+    let o = kansoku(&["compare", trace.to_str().unwrap(), exact.to_str().unwrap()]);
+    assert!(!o.status.success() && stderr(&o).contains(&format!("{}:2:10: invalid UTF-8 (byte 23)", trace.display())), "{}", stderr(&o));
+}
+
+/// The program kansoku started (its child), found through /proc.
+fn child_of(pid: u32) -> Option<u32> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).ok()?;
+    text.split_whitespace().next()?.parse().ok()
+}
+
+fn wait_for_child(pid: u32) -> u32 {
+    let t = Instant::now();
+    loop {
+        if let Some(c) = child_of(pid) {
+            return c;
+        }
+        assert!(t.elapsed() < Duration::from_secs(10), "kansoku started no program");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn alive(pid: u32) -> bool {
+    // A zombie still has a /proc entry; its state is Z.
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).map(|s| !s.contains(") Z ")).unwrap_or(false)
+}
+
+/// A program that runs until killed, in C so that the trace is of our own loop.
+fn spinner_program(dir: &std::path::Path) -> std::path::PathBuf {
+    let src = dir.join("spin.c");
+    std::fs::write(&src, "int main(void) { volatile unsigned long n = 0; for (;;) n++; }\n").unwrap();
+    let exe = dir.join("spin");
+    let st = Command::new("cc").args(["-O1", "-o"]).arg(&exe).arg(&src).status().unwrap();
+    assert!(st.success());
+    exe
+}
+
+#[test]
+fn sigkill_of_the_recorder_keeps_the_recording_and_ends_the_program() {
+    let dir = tempfile::tempdir().unwrap();
+    let spin = spinner_program(dir.path());
+    let ksk = dir.path().join("killed.ksk");
+    let mut k = Command::new(env!("CARGO_BIN_EXE_kansoku"))
+        .args(["trace", "exact", "-o", ksk.to_str().unwrap(), "--"])
+        .arg(&spin)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let program = wait_for_child(k.id());
+    std::thread::sleep(Duration::from_millis(1500));
+    k.kill().unwrap();
+    k.wait().unwrap();
+    // Lost at most the last 100 ms or 64 KiB: at ~30 k instructions/s, most of 1.5 s is there.
+    let mut r = RecordingReader::open(&ksk).unwrap();
+    let mut instructions = 0u64;
+    while let Some(e) = r.next_event().unwrap() {
+        instructions += matches!(e, Event::Instruction { .. }) as u64;
+    }
+    assert!(r.truncated_at().is_some());
+    assert!(instructions > 1000, "only {instructions} instructions kept");
+    let t = Instant::now();
+    while alive(program) && t.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!alive(program), "the traced program runs on after its observer was killed");
+
+    // `record` (perf sampling, no ptrace): the program must die with kansoku too.
+    let rec = dir.path().join("killed-record.ksk");
+    let mut k = Command::new(env!("CARGO_BIN_EXE_kansoku")).args(["record", "-o", rec.to_str().unwrap(), "--"]).arg(&spin).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    let program = wait_for_child(k.id());
+    std::thread::sleep(Duration::from_millis(500));
+    if !alive(k.id()) {
+        let o = k.wait_with_output().unwrap();
+        println!("skipped the record half: kansoku record cannot sample here: {}", String::from_utf8_lossy(&o.stderr));
+        return;
+    }
+    k.kill().unwrap();
+    k.wait().unwrap();
+    let t = Instant::now();
+    while alive(program) && t.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!alive(program), "the sampled program runs on after kansoku record was killed");
+}
+
+#[test]
+fn ctrl_c_during_an_exact_trace_finishes_the_recording() {
+    let dir = tempfile::tempdir().unwrap();
+    let spin = spinner_program(dir.path());
+    // Before, 10 runs in 26 ended with "waiting for process N failed: EINTR" and no trailer.
+    for round in 0..5 {
+        let ksk = dir.path().join(format!("int{round}.ksk"));
+        let k = Command::new(env!("CARGO_BIN_EXE_kansoku"))
+            .args(["trace", "exact", "-o", ksk.to_str().unwrap(), "--"])
+            .arg(&spin)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        wait_for_child(k.id());
+        std::thread::sleep(Duration::from_millis(300 + 70 * round));
+        unsafe { libc::kill(k.id() as i32, libc::SIGINT) };
+        let o = k.wait_with_output().unwrap();
+        assert!(!stderr(&o).contains("EINTR"), "round {round}: {}", stderr(&o));
+        let mut r = RecordingReader::open(&ksk).unwrap();
+        let mut exit = None;
+        while let Some(e) = r.next_event().unwrap() {
+            if let Event::Exit(x) = e {
+                exit = Some(x);
+            }
+        }
+        assert_eq!(r.truncated_at(), None, "round {round}: no trailer");
+        assert!(exit.is_some(), "round {round}: no exit event");
+    }
+}
+
+#[test]
+fn a_program_that_stops_itself_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("stopped.ksk");
+    let mut k = Command::new(env!("CARGO_BIN_EXE_kansoku"))
+        .args(["record", "-o", rec.to_str().unwrap(), "--", "/bin/sh", "-c", "kill -STOP $$; exit 0"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let program = wait_for_child(k.id());
+    // Give kansoku time to notice, then wake the program up.
+    std::thread::sleep(Duration::from_millis(800));
+    unsafe { libc::kill(program as i32, libc::SIGCONT) };
+    let t = Instant::now();
+    while alive(k.id()) && t.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    if alive(k.id()) {
+        k.kill().unwrap();
+        panic!("kansoku record still waits after SIGCONT");
+    }
+    let o = k.wait_with_output().unwrap();
+    let err = stderr(&o);
+    if !o.status.success() && err.contains("perf") {
+        println!("skipped: kansoku record cannot sample here: {err}");
+        return;
+    }
+    assert!(err.contains("is stopped by SIGSTOP") && err.contains("SIGCONT"), "{err}");
+}
