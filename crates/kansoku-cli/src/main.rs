@@ -74,4 +74,7 @@ fn main() {
         eprintln!("kansoku: error: {err:#}");
         std::process::exit(1);
     }
+    if let Some(code) = output::program_exit_code() {
+        std::process::exit(code);
+    }
 }

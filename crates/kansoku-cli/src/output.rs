@@ -132,3 +132,22 @@ pub fn read_text(path: &std::path::Path) -> anyhow::Result<String> {
         kansoku_core::input::TextError::Io(e) => anyhow::Error::from(e),
     })
 }
+
+/// The observed program's exit code, once a command has seen it end (see [`exit_as`]).
+static PROGRAM_EXIT: std::sync::OnceLock<i32> = std::sync::OnceLock::new();
+
+/// kansoku exits as the observed program did, as `time` and `perf stat` do: its exit code,
+/// or 128 + N when signal N killed it. A program kansoku detached from ran on alone.
+pub fn exit_as(status: kansoku_core::ExitStatus) {
+    let code = match status {
+        kansoku_core::ExitStatus::Exited(c) => c & 0xff,
+        kansoku_core::ExitStatus::Killed(s) => 128 + s,
+        kansoku_core::ExitStatus::Detached => return,
+    };
+    let _ = PROGRAM_EXIT.set(code);
+}
+
+/// The code [`exit_as`] chose, if a command observed a program end.
+pub fn program_exit_code() -> Option<i32> {
+    PROGRAM_EXIT.get().copied()
+}

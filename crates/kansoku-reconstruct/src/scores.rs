@@ -140,18 +140,24 @@ impl Scores {
     pub fn from_file(path: &Path, by: Granularity, weighting: Weighting) -> Result<Scores, ReconstructError> {
         let text = kansoku_core::input::read_text(path, kansoku_core::input::MAX_TEXT_BYTES)
             .map_err(|e| ReconstructError::Scores { path: path.to_path_buf(), what: e.to_string() })?;
-        let bad = |what: String| ReconstructError::Scores { path: path.to_path_buf(), what };
-        let file: ScoresFile = if path.extension().is_some_and(|e| e == "json") {
-            serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?
+        let json = path.extension().is_some_and(|e| e == "json");
+        Self::parse(&text, json, by, weighting).map_err(|what| ReconstructError::Scores { path: path.to_path_buf(), what })
+    }
+
+    /// Defaults overridden by the text of a score file (JSON when `json`, else TOML); the
+    /// error says what is wrong and where.
+    pub fn parse(text: &str, json: bool, by: Granularity, weighting: Weighting) -> Result<Scores, String> {
+        let file: ScoresFile = if json {
+            serde_json::from_str(text).map_err(|e| e.to_string())?
         } else {
-            toml::from_str(&text).map_err(|e| bad(e.to_string()))?
+            toml::from_str(text).map_err(|e| e.to_string())?
         };
         let mut scores = Scores::defaults(by, weighting);
         if let Some(t) = file.similarity {
-            t.apply(&mut scores.similarity).map_err(bad)?;
+            t.apply(&mut scores.similarity)?;
         }
         if let Some(t) = file.likelihood {
-            t.apply(&mut scores.likelihood).map_err(bad)?;
+            t.apply(&mut scores.likelihood)?;
         }
         Ok(scores)
     }

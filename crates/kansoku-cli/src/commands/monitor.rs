@@ -151,8 +151,14 @@ fn measure_sampling(args: SamplingArgs, print: bool) -> Result<MonitorReport> {
         observations.push(o);
         if let Some(c) = child {
             match waitpid(c, Some(WaitPidFlag::WNOHANG)) {
-                Ok(WaitStatus::Exited(_, code)) => break format!("the program exited with status {code}"),
-                Ok(WaitStatus::Signaled(_, sig, _)) => break format!("the program was killed by {sig}"),
+                Ok(WaitStatus::Exited(_, code)) => {
+                    crate::output::exit_as(kansoku_core::ExitStatus::Exited(code));
+                    break format!("the program exited with status {code}");
+                }
+                Ok(WaitStatus::Signaled(_, sig, _)) => {
+                    crate::output::exit_as(kansoku_core::ExitStatus::Killed(sig as i32));
+                    break format!("the program was killed by {sig}");
+                }
                 _ => {}
             }
         }
@@ -333,6 +339,7 @@ pub fn run_events(args: EventArgs) -> Result<EventsJson> {
     }
     let points: Vec<_> = r.plan.points.iter().map(|p| p.point.clone()).collect();
     let report = analyse(&points, &r.plan.routines, &r.hits, calibration.map(|c| c.median_ns), r.measured_ns);
+    crate::output::exit_as(r.exit);
     let exit = match r.exit {
         kansoku_core::ExitStatus::Exited(c) => format!("exited with status {c}"),
         kansoku_core::ExitStatus::Killed(s) => format!("killed by {}", crate::output::signal_name(s)),

@@ -480,6 +480,14 @@ pub fn run(args: Args) -> Result<()> {
         bail!("--cfg FUNCTION needs --svg OUT.svg or --dot OUT.dot to write the picture to");
     }
     let mut r = analyse(&args)?;
+    if matches!(r.source.as_str(), "valgrind" | "lackey" | "step") {
+        // A program ran: kansoku ends as it did (a recording's program ran elsewhere).
+        match (r.report.input.signal, r.report.input.exit) {
+            (Some(sig), _) => crate::output::exit_as(ExitStatus::Killed(sig)),
+            (None, Some(exit)) => crate::output::exit_as(exit),
+            (None, None) => {}
+        }
+    }
     let blocks_per_second = r.report.summary.blocks_seen as f64 / r.elapsed.as_secs_f64().max(1e-9);
     if let Some(out) = &args.output {
         if out.extension().is_some_and(|e| e == "json") {

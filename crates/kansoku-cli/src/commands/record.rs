@@ -125,6 +125,7 @@ pub fn run(args: Args) -> Result<()> {
     }
     let program = PathBuf::from(&args.command[0]);
     let o = record(&program, &args.command[1..], clock, args.marker.as_deref(), &args.output)?;
+    crate::output::exit_as(o.exit);
     let (name, period) = match clock {
         SamplingClock::Instructions { period } => ("instructions", period),
         SamplingClock::CpuClock { period_ns } => ("cpu-clock", period_ns),

@@ -126,6 +126,7 @@ fn exact(args: ExactArgs) -> Result<()> {
         max_instructions: args.max_instructions,
     };
     let r = record_exact(&options, &args.output)?;
+    crate::output::exit_as(r.exit);
     if args.json {
         return print_json(&r);
     }

@@ -1,0 +1,36 @@
+//! kansoku exits as the observed program did (issue 14): its exit code, or 128 + N when
+//! signal N killed it, as `time` and `perf stat` do; a failure to observe is kansoku's own 1.
+
+use std::process::Command;
+
+fn code(args: &[&str]) -> Option<i32> {
+    let o = Command::new(env!("CARGO_BIN_EXE_kansoku")).args(args).output().expect("cannot start kansoku");
+    o.status.code()
+}
+
+#[test]
+fn the_programs_exit_status_is_passed_through() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("t.ksk");
+    let out = out.to_str().unwrap();
+    // Static, so that single-stepping it takes milliseconds: exits with argv[1], or raises
+    // the signal -argv[1].
+    let src = dir.path().join("ends.c");
+    std::fs::write(&src, "#include <signal.h>\n#include <stdlib.h>\nint main(int c, char **v) { int n = atoi(v[1]); if (n < 0) raise(-n); return n; }\n").unwrap();
+    let ends = dir.path().join("ends");
+    assert!(Command::new("cc").args(["-O1", "-static", "-o"]).arg(&ends).arg(&src).status().unwrap().success());
+    let ends = ends.to_str().unwrap();
+    assert_eq!(code(&["trace", "exact", "-o", out, "--", ends, "3"]), Some(3));
+    assert_eq!(code(&["trace", "exact", "-o", out, "--", ends, "-11"]), Some(128 + 11));
+    assert_eq!(code(&["paths", "--source", "step", "--", ends, "5"]), Some(5));
+    assert_eq!(code(&["monitor", "--", "/bin/sh", "-c", "exit 3"]), Some(3));
+    let rec = dir.path().join("r.ksk");
+    match code(&["record", "-o", rec.to_str().unwrap(), "--", "/bin/sh", "-c", "exit 4"]) {
+        Some(1) => println!("skipped record: it cannot sample here (perf_event_open refused)"),
+        other => assert_eq!(other, Some(4)),
+    }
+    // Not a program at all: kansoku's own failure.
+    let not_elf = dir.path().join("notes.txt");
+    std::fs::write(&not_elf, "just text\n").unwrap();
+    assert_eq!(code(&["trace", "exact", "-o", out, "--", not_elf.to_str().unwrap()]), Some(1));
+}
