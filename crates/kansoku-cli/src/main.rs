@@ -70,6 +70,7 @@ fn main() {
         Command::Wave(args) => commands::wave::run(args),
         Command::Demo(args) => commands::demo::run(args),
     };
+    let result = result.and_then(|()| output::finish_report());
     if let Err(err) = result {
         eprintln!("kansoku: error: {err:#}");
         std::process::exit(1);

@@ -58,18 +58,98 @@ impl Table {
     }
 
     pub fn print(&self) {
-        print!("{}", self.render());
+        emit(&self.render());
     }
 }
 
-/// Prints a value as pretty JSON on stdout.
+/// Prints a value as pretty JSON where the report goes (see [`report_to`]).
 pub fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
-    let stdout = std::io::stdout();
-    let mut lock = stdout.lock();
-    serde_json::to_writer_pretty(&mut lock, value)?;
-    writeln!(lock)?;
+    let mut text = serde_json::to_string_pretty(value)?;
+    text.push('\n');
+    emit(&text);
     Ok(())
 }
+
+/// Where a command's report goes. A command that runs a program reports on stderr (or to
+/// `-o FILE`), as perf stat, valgrind, strace and time do, so that the program's stdout
+/// and stderr stay its own; a command that only reads files reports on stdout.
+pub enum ReportTo {
+    Stdout,
+    Stderr,
+    File(std::path::PathBuf),
+}
+
+struct Report {
+    sink: Box<dyn Write + Send>,
+    path: Option<std::path::PathBuf>,
+    error: Option<std::io::Error>,
+}
+
+static REPORT: std::sync::Mutex<Option<Report>> = std::sync::Mutex::new(None);
+
+/// Sends the rest of this command's report to `to`. Called once, before the program
+/// starts, so that a file that cannot be created fails before anything runs.
+pub fn report_to(to: ReportTo) -> anyhow::Result<()> {
+    let (sink, path): (Box<dyn Write + Send>, _) = match to {
+        ReportTo::Stdout => (Box::new(std::io::stdout()), None),
+        ReportTo::Stderr => (Box::new(std::io::stderr()), None),
+        ReportTo::File(p) => {
+            let f = std::fs::File::create(&p).map_err(|e| anyhow::anyhow!("cannot create the report file {}: {e}", p.display()))?;
+            (Box::new(std::io::BufWriter::new(f)), Some(p))
+        }
+    };
+    *REPORT.lock().unwrap_or_else(|e| e.into_inner()) = Some(Report { sink, path, error: None });
+    Ok(())
+}
+
+/// The report target of a command that may run a program: `-o FILE` if given, else
+/// stderr while a program runs under observation, else stdout.
+pub fn report_target(file: Option<&std::path::Path>, runs_program: bool) -> ReportTo {
+    match file {
+        Some(p) => ReportTo::File(p.to_path_buf()),
+        None if runs_program => ReportTo::Stderr,
+        None => ReportTo::Stdout,
+    }
+}
+
+/// Writes report text. The first write error is kept and returned by [`finish_report`],
+/// so a full disk is an error at the end rather than a panic in the middle.
+pub fn emit(text: &str) {
+    let mut guard = REPORT.lock().unwrap_or_else(|e| e.into_inner());
+    let report = guard.get_or_insert_with(|| Report { sink: Box::new(std::io::stdout()), path: None, error: None });
+    if report.error.is_none() {
+        if let Err(e) = report.sink.write_all(text.as_bytes()) {
+            report.error = Some(e);
+        }
+    }
+}
+
+/// Flushes the report and says whether all of it was written.
+pub fn finish_report() -> anyhow::Result<()> {
+    let mut guard = REPORT.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(report) = guard.as_mut() else { return Ok(()) };
+    let flushed = report.sink.flush();
+    let error = report.error.take().map_or(flushed, Err);
+    match (error, &report.path) {
+        (Ok(()), _) => Ok(()),
+        (Err(e), Some(p)) => Err(anyhow::anyhow!("writing the report to {}: {e}", p.display())),
+        // A closed stdout (`| head`) ends quietly, as SIGPIPE would have.
+        (Err(e), None) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        (Err(e), None) => Err(anyhow::anyhow!("writing the report: {e}")),
+    }
+}
+
+/// `println!` for the report: see [`report_to`].
+macro_rules! reportln {
+    () => { $crate::output::emit("\n") };
+    ($($arg:tt)*) => { $crate::output::emit(&format!("{}\n", format_args!($($arg)*))) };
+}
+
+/// `print!` for the report: see [`report_to`].
+macro_rules! report {
+    ($($arg:tt)*) => { $crate::output::emit(&format!($($arg)*)) };
+}
+pub(crate) use {report, reportln};
 
 /// A spinner counting `unit` on stderr when it is a terminal; hidden otherwise.
 pub fn spinner(message: &str, unit: &str) -> ProgressBar {
@@ -111,19 +191,6 @@ pub fn signal_name(sig: i32) -> String {
     format!("{name} ({sig})")
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn table_aligns_columns() {
-        let mut t = Table::new(&["name", ">size"]);
-        t.row(vec!["a".into(), "10".into()]);
-        t.row(vec!["long".into(), "2".into()]);
-        assert_eq!(t.render(), "name  size\na       10\nlong     2\n");
-    }
-}
-
 /// Reads a text file the user named (formulas, traces): regular files only, and text that
 /// is not UTF-8 is located (`line:col`), so the error can name the file and the position.
 pub fn read_text(path: &std::path::Path) -> anyhow::Result<String> {
@@ -150,4 +217,17 @@ pub fn exit_as(status: kansoku_core::ExitStatus) {
 /// The code [`exit_as`] chose, if a command observed a program end.
 pub fn program_exit_code() -> Option<i32> {
     PROGRAM_EXIT.get().copied()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_aligns_columns() {
+        let mut t = Table::new(&["name", ">size"]);
+        t.row(vec!["a".into(), "10".into()]);
+        t.row(vec!["long".into(), "2".into()]);
+        assert_eq!(t.render(), "name  size\na       10\nlong     2\n");
+    }
 }

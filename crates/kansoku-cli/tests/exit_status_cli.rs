@@ -34,3 +34,24 @@ fn the_programs_exit_status_is_passed_through() {
     std::fs::write(&not_elf, "just text\n").unwrap();
     assert_eq!(code(&["trace", "exact", "-o", out, "--", not_elf.to_str().unwrap()]), Some(1));
 }
+
+#[test]
+fn a_run_that_observed_nothing_is_a_failure() {
+    let dir = tempfile::tempdir().unwrap();
+    let not_elf = dir.path().join("notes.txt");
+    std::fs::write(&not_elf, "just text\n").unwrap();
+    let o = Command::new("chmod").arg("+x").arg(&not_elf).status().unwrap();
+    assert!(o.success());
+    let not_elf = not_elf.to_str().unwrap();
+    for source in ["valgrind", "lackey", "step"] {
+        let o = Command::new(env!("CARGO_BIN_EXE_kansoku")).args(["paths", "--source", source, "--", not_elf]).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{source}: {err}");
+        assert!(err.contains("neither an ELF executable nor a #! script"), "{source}: {err}");
+    }
+    // A "valgrind" that runs nothing (here /bin/false) is not an empty profile.
+    let o = Command::new(env!("CARGO_BIN_EXE_kansoku")).args(["paths", "--valgrind", "/bin/false", "--", "/bin/true"]).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("ran nothing under /bin/false") && err.contains("exited with status 1"), "{err}");
+}

@@ -15,6 +15,12 @@ fn example(name: &str) -> PathBuf {
     kansoku_examples::build(name, &dir).unwrap()
 }
 
+/// The JSON report a command wrote with `-o` (its stdout and stderr are the program's).
+fn report(path: &std::path::Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}\n{text}", path.display()))
+}
+
 fn render(svg: &std::path::Path) {
     // Valid SVG: it must render. rsvg-convert comes with scripts/setup (librsvg2-bin).
     let Ok(out) = Command::new("rsvg-convert").arg(svg).arg("-o").arg(svg.with_extension("png")).output() else {
@@ -31,7 +37,9 @@ fn monitor_runs_a_program_and_saves_pictures() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("io.dat");
     let out = kansoku()
-        .args(["monitor", "--interval", "50", "--json", "--svg"])
+        .args(["monitor", "--interval", "50", "--json", "-o"])
+        .arg(dir.path().join("report.json"))
+        .arg("--svg")
         .arg(dir.path())
         .arg("--")
         .arg(&program)
@@ -40,7 +48,7 @@ fn monitor_runs_a_program_and_saves_pictures() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = report(&dir.path().join("report.json"));
     let s = &v["summary"];
     assert!(s["observations"].as_u64().unwrap() >= 8, "{s}");
     let e = &s["eight"];
@@ -59,12 +67,14 @@ fn monitor_runs_a_program_and_saves_pictures() {
 fn monitor_reports_a_pid_that_exits_mid_run_and_keeps_data() {
     let program = example("workload");
     let mut child = Command::new(&program).args(["cpu", "0.4", "1"]).stdout(std::process::Stdio::null()).spawn().unwrap();
-    let out = kansoku().args(["monitor", "--interval", "50", "--duration", "5", "--json", "--pid", &child.id().to_string()]).output().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("report.json");
+    let out = kansoku().args(["monitor", "--interval", "50", "--duration", "5", "--json", "--pid", &child.id().to_string(), "-o"]).arg(&json).output().unwrap();
     child.wait().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains(&format!("process {} exited after", child.id())), "{err}");
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = report(&json);
     assert!(v["summary"]["observations"].as_u64().unwrap() >= 3);
     assert!(v["summary"]["programs"][0]["count"].as_u64().unwrap() > 0, "the target's CPU time was kept");
 }
@@ -80,14 +90,18 @@ fn monitor_refuses_a_missing_pid() {
 #[test]
 fn events_counts_and_refuses_missing_symbols() {
     let program = example("events");
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("events.json");
     let out = kansoku()
-        .args(["monitor", "events", "--mechanism", "trap", "--calibrate", "--json", "--probe", "leaf", "--probe", "recurse", "--probe", "p7:entry", "--"])
+        .args(["monitor", "events", "--mechanism", "trap", "--calibrate", "--json", "-o"])
+        .arg(&json)
+        .args(["--probe", "leaf", "--probe", "recurse", "--probe", "p7:entry", "--"])
         .arg(&program)
         .args(["7", "1000"])
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = report(&json);
     let routines = v["report"]["routines"].as_array().unwrap();
     assert_eq!(routines[0]["calls"], 21);
     assert_eq!(routines[1]["calls"], 35);
@@ -107,7 +121,9 @@ fn wave_exact_finds_the_loop_period() {
     let dir = tempfile::tempdir().unwrap();
     let svg = dir.path().join("w.svg");
     let out = kansoku()
-        .args(["wave", "--exact", "--marker", "kernel_loop", "--max-instructions", "20000", "--json", "--svg"])
+        .args(["wave", "--exact", "--marker", "kernel_loop", "--max-instructions", "20000", "--json", "-o"])
+        .arg(dir.path().join("wave.json"))
+        .arg("--svg")
         .arg(&svg)
         .arg("--")
         .arg(&program)
@@ -115,7 +131,7 @@ fn wave_exact_finds_the_loop_period() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = report(&dir.path().join("wave.json"));
     let p = v["code_period"]["instructions"].as_f64().unwrap();
     assert!((p - 51.0).abs() / 51.0 < 0.01, "{p}");
     // 64 iterations of 51 instructions walk the 8 KiB array once.

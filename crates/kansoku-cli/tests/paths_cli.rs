@@ -14,6 +14,19 @@ fn json(o: &Output) -> serde_json::Value {
     serde_json::from_slice(&o.stdout).unwrap()
 }
 
+/// `kansoku paths ARGS -o FILE.json -- PROGRAM...`: a live run's whole report, read from the
+/// file (stdout and stderr are the program's).
+fn live_json(args: &[&str], program: &[&str]) -> serde_json::Value {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("report.json");
+    let mut all = args.to_vec();
+    all.extend(["-o", file.to_str().unwrap(), "--"]);
+    all.extend(program);
+    let o = kansoku(&all);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap()
+}
+
 fn walk_paths(v: &serde_json::Value) -> Vec<(String, u64)> {
     let mut p: Vec<(String, u64)> =
         v["paths"].as_array().unwrap().iter().map(|p| (p["text"].as_str().unwrap().to_string(), p["count"].as_u64().unwrap())).collect();
@@ -35,13 +48,13 @@ fn figure_two_from_both_sources_and_a_recording() {
         ("walk: BB0 BB2 BB3 BB4".to_string(), 3),   // ACDE
     ];
     let rec = ksk.to_str().unwrap();
-    let v = json(&kansoku(&["paths", "--function", "walk", "--json", "--record", rec, "--", prog, "9", "6"]));
+    let v = live_json(&["paths", "--function", "walk", "--record", rec], &[prog, "9", "6"]);
     assert_eq!(walk_paths(&v), want, "valgrind");
     assert_eq!(v["source"], "valgrind");
-    let l = json(&kansoku(&["paths", "--source", "lackey", "--function", "walk", "--json", "--", prog, "9", "6"]));
+    let l = live_json(&["paths", "--source", "lackey", "--function", "walk"], &[prog, "9", "6"]);
     assert_eq!(walk_paths(&l), want, "lackey");
     assert_eq!(l["source"], "lackey");
-    let s = json(&kansoku(&["paths", "--source", "step", "--function", "walk", "--json", "--", prog, "9", "6"]));
+    let s = live_json(&["paths", "--source", "step", "--function", "walk"], &[prog, "9", "6"]);
     assert_eq!(walk_paths(&s), want, "step");
     let r = json(&kansoku(&["paths", "--source", rec, "--function", "walk", "--json"]));
     assert_eq!(walk_paths(&r), want, "recording");
@@ -56,7 +69,8 @@ fn exports_and_cfg_picture() {
     let (csv, svg) = (dir.path().join("p.csv"), dir.path().join("walk.svg"));
     let o = kansoku(&["paths", "--source", "step", "-o", csv.to_str().unwrap(), "--cfg", "walk", "--svg", svg.to_str().unwrap(), "--", p.to_str().unwrap(), "5", "2"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let out = String::from_utf8_lossy(&o.stdout);
+    // A program ran: the report is on stderr.
+    let out = String::from_utf8_lossy(&o.stderr);
     assert!(out.contains("walk: BB0 BB1 BB3") && out.contains("distinct paths"), "{out}");
     let csv = std::fs::read_to_string(csv).unwrap();
     assert!(csv.starts_with("rank,count,share,instructions,ball_larus,path,lines\n"), "{csv}");
@@ -73,7 +87,7 @@ fn crash_reports_paths_so_far_and_the_signal() {
     let p = build("crash", &test_build_dir()).unwrap();
     for source in ["valgrind", "lackey", "step"] {
         let o = kansoku(&["paths", "--source", source, "--", p.to_str().unwrap()]);
-        let out = String::from_utf8_lossy(&o.stdout);
+        let out = String::from_utf8_lossy(&o.stderr);
         // kansoku ends as the program did: killed by signal 11 is 128 + 11.
         assert_eq!(o.status.code(), Some(139), "{source}: {}", String::from_utf8_lossy(&o.stderr));
         assert!(out.contains("killed by SIGSEGV (11)") && out.contains("paths up to there"), "{source}: {out}");

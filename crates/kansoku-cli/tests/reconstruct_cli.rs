@@ -203,7 +203,9 @@ fn real_sampling_records_and_reconstructs() {
         }
         panic!("record failed: {stderr}");
     }
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    // The outcome is on stderr (stdout and stderr are the program's), after any warning.
+    let json_at = stderr.find("{\n").expect("the JSON outcome on stderr");
+    let v: serde_json::Value = serde_json::from_str(&stderr[json_at..]).unwrap();
     match kansoku_probe::perf::hardware_counters() {
         Ok(()) => assert_eq!(v["clock"], "instructions"),
         Err(why) => {

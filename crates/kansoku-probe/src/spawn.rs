@@ -29,7 +29,21 @@ pub fn resolve_program(program: &Path) -> Result<PathBuf, ProbeError> {
     if meta.permissions().mode() & 0o111 == 0 {
         return Err(spawn_err("not executable (chmod +x it?)".into()));
     }
+    check_loadable(&candidate).map_err(spawn_err)?;
     candidate.canonicalize().map_err(|e| spawn_err(format!("{e}")))
+}
+
+/// The kernel runs ELF files and `#!` scripts; anything else fails only after exec (under
+/// Valgrind as a silent empty run), so it is refused here, with what the file starts with.
+fn check_loadable(path: &Path) -> Result<(), String> {
+    use std::io::Read;
+    let mut head = [0u8; 4];
+    let n = std::fs::File::open(path).and_then(|mut f| f.read(&mut head)).map_err(|e| e.to_string())?;
+    let head = &head[..n];
+    if head == b"\x7fELF" || head.starts_with(b"#!") {
+        return Ok(());
+    }
+    Err(format!("neither an ELF executable nor a #! script (it starts with {:?})", String::from_utf8_lossy(head)))
 }
 
 /// The program path and argument vector as C strings, built before `fork` (after it the

@@ -15,7 +15,7 @@ use kansoku_probe::events::{record_events, EventOptions, Mechanism};
 use kansoku_probe::spawn::{resolve_program, ExecGate};
 use kansoku_probe::sysstat::{Monitor, TargetStart};
 
-use crate::output::{print_json, Table};
+use crate::output::{report, reportln, print_json, Table};
 
 #[derive(clap::Args)]
 #[command(args_conflicts_with_subcommands = true)]
@@ -46,6 +46,11 @@ pub struct SamplingArgs {
     /// Print JSON instead of tables.
     #[arg(long)]
     pub json: bool,
+    /// Write the report (text, or JSON with --json) to FILE. Without it the report goes to
+    /// stderr when a program is observed (its own stdout and stderr stay untouched), else
+    /// to stdout.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
     /// Write kiviat.svg, timeseries.svg, observations.json and summary.json into this directory.
     #[arg(long)]
     pub svg: Option<PathBuf>,
@@ -67,6 +72,9 @@ pub struct EventArgs {
     pub calibrate: bool,
     #[arg(long)]
     pub json: bool,
+    /// Write the report (text, or JSON with --json) to FILE instead of stderr.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
     /// Write a histogram SVG per routine into this directory.
     #[arg(long)]
     pub svg: Option<PathBuf>,
@@ -110,6 +118,10 @@ fn measure_sampling(args: SamplingArgs, print: bool) -> Result<MonitorReport> {
         bail!("--interval must be at least 1 ms");
     }
     kansoku_probe::interrupt::install();
+    if print {
+        let observes_program = args.pid.is_some() || !args.program.is_empty();
+        crate::output::report_to(crate::output::report_target(args.output.as_deref(), observes_program))?;
+    }
     let interval = Duration::from_millis(args.interval);
     // Sample functions ~10 times per interval, at least every 1 ms... at most every 100 µs.
     let period_ns = (args.interval * 1_000_000 / 10).clamp(100_000, 10_000_000);
@@ -119,8 +131,7 @@ fn measure_sampling(args: SamplingArgs, print: bool) -> Result<MonitorReport> {
         (m, Some(pid))
     } else if let Some((program, rest)) = args.program.split_first() {
         let path = resolve_program(Path::new(program))?;
-        // With --json, stdout is kansoku's: the program's own output goes to stderr.
-        let gate = program_stdout_to_stderr(args.json, || ExecGate::spawn(&path, rest))?;
+        let gate = ExecGate::spawn(&path, rest)?;
         let pid = gate.pid.as_raw();
         let m = Monitor::new(Some((pid, TargetStart::AtExec)), Some(period_ns))?;
         child = Some(gate.open());
@@ -191,9 +202,9 @@ fn measure_sampling(args: SamplingArgs, print: bool) -> Result<MonitorReport> {
     } else if args.json {
         print_json(&report)?;
     } else {
-        print!("{}", sampling_text(&report));
+        report!("{}", sampling_text(&report));
         if let Some(dir) = &args.svg {
-            println!("\nwrote {0}/kiviat.svg, {0}/timeseries.svg, {0}/summary.json, {0}/observations.json", dir.display());
+            reportln!("\nwrote {0}/kiviat.svg, {0}/timeseries.svg, {0}/summary.json, {0}/observations.json", dir.display());
         }
     }
     Ok(report)
@@ -232,28 +243,6 @@ fn save_sampling(dir: &Path, report: &MonitorReport, observations: &[Observation
     write(&dir.join("summary.json"), &serde_json::to_string_pretty(report)?)?;
     write(&dir.join("observations.json"), &serde_json::to_string(observations)?)?;
     Ok(())
-}
-
-/// Runs `f` (which starts the program) with file descriptor 1 pointing at stderr when
-/// `redirect`, so a program started meanwhile writes its output there and kansoku's JSON
-/// stays alone on stdout.
-pub fn program_stdout_to_stderr<T>(redirect: bool, f: impl FnOnce() -> T) -> T {
-    if !redirect {
-        return f();
-    }
-    use std::io::Write;
-    let _ = std::io::stdout().flush();
-    let saved = unsafe { libc::dup(1) };
-    if saved < 0 {
-        return f();
-    }
-    unsafe { libc::dup2(2, 1) };
-    let r = f();
-    unsafe {
-        libc::dup2(saved, 1);
-        libc::close(saved);
-    }
-    r
 }
 
 fn write(path: &Path, text: &str) -> Result<()> {
@@ -321,6 +310,7 @@ pub struct EventsJson {
 
 pub fn run_events(args: EventArgs) -> Result<EventsJson> {
     kansoku_probe::interrupt::install();
+    crate::output::report_to(crate::output::report_target(args.output.as_deref(), true))?;
     let (program, rest) = args.program.split_first().context("no program given after --")?;
     let mechanism = match args.mechanism {
         MechanismArg::Uprobe => Mechanism::Uprobe,
@@ -331,7 +321,7 @@ pub fn run_events(args: EventArgs) -> Result<EventsJson> {
     }
     let options = EventOptions { program: PathBuf::from(program), args: rest.to_vec(), probes: args.probes.clone(), mechanism, calibrate: args.calibrate };
     let bar = crate::output::spinner("measuring", "hits");
-    let r = program_stdout_to_stderr(args.json, || record_events(&options, &mut |n| bar.set_position(n)))?;
+    let r = record_events(&options, &mut |n| bar.set_position(n))?;
     bar.finish_and_clear();
     let calibration = r.plan.calibration.and_then(|(a, b)| calibrate(&calibration_differences(&r.hits, a, b)));
     if args.calibrate && calibration.is_none() {
@@ -358,7 +348,7 @@ pub fn run_events(args: EventArgs) -> Result<EventsJson> {
     if args.json {
         print_json(&out)?;
     } else {
-        print!("{}", events_text(&out, args.limit));
+        report!("{}", events_text(&out, args.limit));
     }
     Ok(out)
 }
@@ -423,6 +413,7 @@ pub fn demo_stage(dir: &Path) -> Result<String> {
         duration: None,
         pid: None,
         json: true,
+        output: None,
         svg: Some(svg.clone()),
         program: vec![program.display().to_string(), "cpu".into(), "1".into(), "1".into()],
     };

@@ -14,7 +14,7 @@ use kansoku_probe::valgrind::{spawn_lackey, spawn_tool, tool_dir, LackeyOptions}
 use kansoku_probe::{interrupt, trace_exact, ExactTraceOptions};
 use serde::Serialize;
 
-use crate::output::{print_json, signal_name, spinner, Table};
+use crate::output::{reportln, print_json, signal_name, spinner, Table};
 
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
 pub enum CallsArg {
@@ -61,10 +61,11 @@ pub struct Args {
     /// Show only paths lying entirely in this function.
     #[arg(long)]
     pub function: Option<String>,
-    /// Print the report as JSON.
+    /// Print the report as JSON. While a program runs under observation the report goes to
+    /// stderr (the program's stdout and stderr stay its own); from a file, to stdout.
     #[arg(long)]
     pub json: bool,
-    /// Write every path to this file (CSV, or JSON when it ends in .json).
+    /// Write every path to this file (CSV, or the whole JSON report when it ends in .json).
     #[arg(short, long)]
     pub output: Option<PathBuf>,
     /// Draw this function's CFG with block counts and the hottest paths (needs --svg or --dot).
@@ -222,6 +223,9 @@ pub fn analyse(args: &Args) -> Result<PathsRun> {
                 run.kill();
             }
             let (status, log) = run.wait()?;
+            if analysis.stats.superblocks == 0 && !interrupted {
+                bail!("{} ran nothing under {}: it {}{}", program.display(), args.valgrind.display(), status_text(status), log_tail(&log));
+            }
             analysis.feed_valgrind_log(&log);
             analysis.set_exit(status);
             (analysis, "valgrind".to_string())
@@ -251,6 +255,9 @@ pub fn analyse(args: &Args) -> Result<PathsRun> {
                 run.kill();
             }
             let status = run.wait()?;
+            if analysis.stats.superblocks == 0 && !interrupted {
+                bail!("{} ran nothing under {} (Lackey): it {}", program.display(), args.valgrind.display(), status_text(status));
+            }
             analysis.set_exit(status);
             (analysis, "lackey".to_string())
         }
@@ -387,6 +394,27 @@ unsafe fn libc_pipe(fds: &mut [i32; 2]) -> i32 {
     pipe2(fds.as_mut_ptr(), O_CLOEXEC)
 }
 
+/// "exited with status 1" or "was killed by SIGSEGV (11)".
+fn status_text(status: ExitStatus) -> String {
+    match status {
+        ExitStatus::Exited(c) => format!("exited with status {c}"),
+        ExitStatus::Killed(s) => format!("was killed by {}", signal_name(s)),
+        ExitStatus::Detached => "detached".into(),
+    }
+}
+
+/// The last lines of Valgrind's own log, where it says why it ran nothing.
+fn log_tail(log: &[u8]) -> String {
+    let text = String::from_utf8_lossy(log);
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let tail = &lines[lines.len().saturating_sub(5)..];
+    if tail.is_empty() {
+        " and wrote no log".into()
+    } else {
+        format!("; its log ends:\n{}", tail.join("\n"))
+    }
+}
+
 fn split_command(args: &Args) -> Result<(PathBuf, Vec<String>)> {
     match args.command.split_first() {
         Some((p, rest)) => Ok((PathBuf::from(p), rest.to_vec())),
@@ -479,6 +507,8 @@ pub fn run(args: Args) -> Result<()> {
     if args.cfg.is_some() && args.svg.is_none() && args.dot.is_none() {
         bail!("--cfg FUNCTION needs --svg OUT.svg or --dot OUT.dot to write the picture to");
     }
+    let runs_program = matches!(args.source.as_str(), "valgrind" | "lackey" | "step");
+    crate::output::report_to(crate::output::report_target(None, runs_program))?;
     let mut r = analyse(&args)?;
     if matches!(r.source.as_str(), "valgrind" | "lackey" | "step") {
         // A program ran: kansoku ends as it did (a recording's program ran elsewhere).
@@ -492,7 +522,8 @@ pub fn run(args: Args) -> Result<()> {
     if let Some(out) = &args.output {
         if out.extension().is_some_and(|e| e == "json") {
             let f = File::create(out).with_context(|| format!("creating {}", out.display()))?;
-            serde_json::to_writer_pretty(BufWriter::new(f), &r.report)?;
+            let all = JsonOut { source: &r.source, seconds: r.elapsed.as_secs_f64(), blocks_per_second, interrupted: r.interrupted, report: &r.report };
+            serde_json::to_writer_pretty(BufWriter::new(f), &all)?;
         } else {
             write_csv(&r.report, out)?;
         }
@@ -514,7 +545,7 @@ pub fn run(args: Args) -> Result<()> {
     for w in &r.report.warnings {
         eprintln!("kansoku: warning: {w}");
     }
-    println!(
+    reportln!(
         "paths of {} (source {}, calls {:?}, back edges {:?}, scope {:?})",
         r.report.program.as_deref().unwrap_or("?"),
         r.source,
@@ -536,7 +567,7 @@ pub fn run(args: Args) -> Result<()> {
     }
     t.print();
     let s = &r.report.summary;
-    println!(
+    reportln!(
         "\n{} distinct paths, {} paths executed, {} blocks ({} distinct) in {} functions; {} blocks seen in all; {:.2} s ({:.1} M blocks/s)",
         s.distinct_paths,
         s.paths_executed,
@@ -557,16 +588,16 @@ pub fn run(args: Args) -> Result<()> {
             format!("{}/{}", f.possible_paths_run, f.possible_paths.map(|n| n.to_string()).unwrap_or_else(|| "huge".into())),
         ]);
     }
-    println!();
+    reportln!();
     ft.print();
     if let Some(t) = exit_text(&r.report) {
-        println!("\n{t}");
+        reportln!("\n{t}");
     }
     if r.interrupted {
-        println!("\ninterrupted: the paths up to the interruption are reported");
+        reportln!("\ninterrupted: the paths up to the interruption are reported");
     }
     if let Some(p) = &args.record {
-        println!("block stream recorded in {}", p.display());
+        reportln!("block stream recorded in {}", p.display());
     }
     Ok(())
 }

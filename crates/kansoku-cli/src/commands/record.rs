@@ -11,7 +11,7 @@ use kansoku_probe::perf::{hardware_counters, SamplingClock};
 use kansoku_probe::sampler::{record_samples, RecordProgress, SampleRecordingOptions};
 use serde::Serialize;
 
-use crate::output::{print_json, signal_name, spinner};
+use crate::output::{reportln, print_json, signal_name, spinner};
 
 /// cpu-clock period used when instruction sampling was asked for but no counter exists.
 pub const FALLBACK_TIME_PERIOD_NS: u64 = 10_000;
@@ -30,6 +30,7 @@ pub struct Args {
     /// The recording to write.
     #[arg(short, long)]
     pub output: PathBuf,
+    /// Print the outcome as JSON (on stderr: stdout and stderr are the program's).
     #[arg(long)]
     pub json: bool,
     /// The program and its arguments.
@@ -119,6 +120,7 @@ pub fn record(program: &Path, args: &[String], clock: SamplingClock, marker: Opt
 }
 
 pub fn run(args: Args) -> Result<()> {
+    crate::output::report_to(crate::output::ReportTo::Stderr)?;
     let (clock, fallback) = choose_clock(args.period, args.time_period)?;
     if let Some(f) = &fallback {
         eprintln!("kansoku: warning: {f}");
@@ -145,7 +147,7 @@ pub fn run(args: Args) -> Result<()> {
     if args.json {
         return print_json(&r);
     }
-    println!(
+    reportln!(
         "{}: {} samples ({clock}), {} marker hits in {:.2} s -> {}",
         r.program.display(),
         r.samples,

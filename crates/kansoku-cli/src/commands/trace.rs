@@ -7,7 +7,7 @@ use kansoku_core::{ExitStatus, Header, RecordingKind, RecordingWriter};
 use kansoku_probe::{trace_exact, ExactTraceOptions, StopReason, TraceOutcome};
 use serde::Serialize;
 
-use crate::output::{print_json, signal_name, spinner};
+use crate::output::{reportln, print_json, signal_name, spinner};
 
 #[derive(clap::Subcommand)]
 pub enum TraceCommand {
@@ -31,7 +31,8 @@ pub struct ExactArgs {
     /// The recording to write.
     #[arg(short, long)]
     pub output: PathBuf,
-    /// Print the outcome as JSON.
+    /// Print the outcome as JSON (on stderr, as the rest of the outcome: stdout and
+    /// stderr are the program's).
     #[arg(long)]
     pub json: bool,
     /// The program and its arguments.
@@ -125,12 +126,13 @@ fn exact(args: ExactArgs) -> Result<()> {
         iterations: args.iterations,
         max_instructions: args.max_instructions,
     };
+    crate::output::report_to(crate::output::ReportTo::Stderr)?;
     let r = record_exact(&options, &args.output)?;
     crate::output::exit_as(r.exit);
     if args.json {
         return print_json(&r);
     }
-    println!(
+    reportln!(
         "{}: {} instructions, {} thread(s), {} marker hit(s) -> {} ({} bytes, {:.2} bytes/instruction)",
         r.program.display(),
         r.instructions,
@@ -140,11 +142,11 @@ fn exact(args: ExactArgs) -> Result<()> {
         r.bytes,
         r.bytes_per_instruction
     );
-    println!("traced at {:.0} instructions/s for {:.2} s; stopped: {}", r.instructions_per_second, r.seconds, r.stop.replace('_', " "));
+    reportln!("traced at {:.0} instructions/s for {:.2} s; stopped: {}", r.instructions_per_second, r.seconds, r.stop.replace('_', " "));
     match r.exit {
-        ExitStatus::Exited(c) => println!("program exited with status {c}"),
-        ExitStatus::Killed(s) => println!("program was killed by {}; the recording holds everything up to it", signal_name(s)),
-        ExitStatus::Detached => println!("program still running after tracing stopped"),
+        ExitStatus::Exited(c) => reportln!("program exited with status {c}"),
+        ExitStatus::Killed(s) => reportln!("program was killed by {}; the recording holds everything up to it", signal_name(s)),
+        ExitStatus::Detached => reportln!("program still running after tracing stopped"),
     }
     if r.stop == "marker_never_hit" {
         eprintln!("kansoku: warning: the marker function was never entered; nothing was recorded");

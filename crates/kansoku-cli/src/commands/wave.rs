@@ -12,7 +12,7 @@ use kansoku_binary::Symbolizer;
 use kansoku_monitor::wave::{analyse_signal, region_of, repeating_functions, Recurrence, Region, RegionKind, SignalAnalysis};
 use kansoku_probe::wave::{record_wave, WaveMode, WaveOptions, WaveOutcome};
 
-use crate::output::{hex, print_json, Table};
+use crate::output::{report, reportln, hex, print_json, Table};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -36,6 +36,9 @@ pub struct Args {
     pub svg: Option<PathBuf>,
     #[arg(long)]
     pub json: bool,
+    /// Write the report (text, or JSON with --json) to FILE instead of stderr.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
     #[arg(last = true, required = true)]
     pub program: Vec<String>,
 }
@@ -70,6 +73,7 @@ pub struct WaveReport {
 
 pub fn run(args: Args) -> Result<()> {
     kansoku_probe::interrupt::install();
+    crate::output::report_to(crate::output::report_target(args.output.as_deref(), true))?;
     let (program, rest) = args.program.split_first().context("no program given after --")?;
     let mode = if args.exact {
         WaveMode::Exact { marker: Some(args.marker.clone()), max_instructions: args.max_instructions }
@@ -83,7 +87,7 @@ pub fn run(args: Args) -> Result<()> {
     };
     let options = WaveOptions { program: PathBuf::from(program), args: rest.to_vec(), mode };
     let bar = crate::output::spinner("observing", "points");
-    let outcome = super::monitor::program_stdout_to_stderr(args.json, || record_wave(&options, &mut |n| bar.set_position(n)))?;
+    let outcome = record_wave(&options, &mut |n| bar.set_position(n))?;
     bar.finish_and_clear();
     let (report, code, data) = analyse(&outcome, args.exact);
     if let Some(svg) = &args.svg {
@@ -92,9 +96,9 @@ pub fn run(args: Args) -> Result<()> {
     if args.json {
         print_json(&report)?;
     } else {
-        print!("{}", text(&report));
+        report!("{}", text(&report));
         if let Some(svg) = &args.svg {
-            println!("wrote {} and {}", svg.display(), acf_path(svg).display());
+            reportln!("wrote {} and {}", svg.display(), acf_path(svg).display());
         }
     }
     Ok(())
