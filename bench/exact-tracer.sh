@@ -22,10 +22,11 @@ cc -O2 -o "$work/singlestep" bench/c/singlestep.c
 
 for round in 1 2 3; do
   "$work/singlestep" "$prog" "$iterations" >> "$work/base.txt"
-  $K trace exact -o "$work/whole.ksk" --json -- "$prog" "$iterations" >> "$work/ours.jsonl"
+  # the outcome (JSON) is on stderr: stdout is the program's
+  $K trace exact -o "$work/whole.ksk" --json -- "$prog" "$iterations" 2>> "$work/ours.jsonl" >/dev/null
   echo >> "$work/ours.jsonl"
 done
-$K trace exact --marker func_M --iterations "$size_iterations" -o "$work/window.ksk" --json -- "$prog" "$((size_iterations + 1))" > "$work/window.json"
+$K trace exact --marker func_M --iterations "$size_iterations" -o "$work/window.ksk" --json -- "$prog" "$((size_iterations + 1))" 2> "$work/window.json" >/dev/null
 
 python3 - "$work/base.txt" "$work/ours.jsonl" "$work/window.json" <<'PY'
 import json, statistics, sys

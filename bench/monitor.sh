@@ -13,7 +13,7 @@ for job in "cpu 6 2" "io 6 $D/io.dat"; do
   vmstat -n 1 8 > "$D/vmstat.txt" &
   V=$!
   sleep 0.5
-  $K monitor --interval 1000 --json -- "$B/workload" $job > "$D/m.json" 2>/dev/null
+  $K monitor --interval 1000 --json -o "$D/m.json" -- "$B/workload" $job >/dev/null 2>&1
   wait $V
   python3 - "$D/m.json" "$D/vmstat.txt" <<'PY'
 import json, sys
@@ -30,11 +30,11 @@ PY
 done
 echo "== event mode: spin(1 ms) x 200, calibrated, both mechanisms"
 for m in trap uprobe; do
-  $K monitor events --mechanism $m --calibrate --json --probe spin --probe leaf --probe recurse -- "$B/events" 200 1000000 > "$D/e.json" 2>"$D/e.err"
-  python3 - "$D/e.json" "$D/e.err" "$m" <<'PY'
+  $K monitor events --mechanism $m --calibrate --json -o "$D/e.json" --probe spin --probe leaf --probe recurse -- "$B/events" 200 1000000 >"$D/e.out" 2>"$D/e.err"
+  python3 - "$D/e.json" "$D/e.out" "$m" <<'PY'
 import json, sys, re
-v = json.load(open(sys.argv[1])); err = open(sys.argv[2]).read()
-own = re.search(r"mean_ns=([\d.]+) median_ns=(\d+)", err)
+v = json.load(open(sys.argv[1])); out = open(sys.argv[2]).read()  # the program's own timing, on its stdout
+own = re.search(r"mean_ns=([\d.]+) median_ns=(\d+)", out)
 sp = [r for r in v["report"]["routines"] if r["name"] == "spin"][0]
 c = v["calibration"]
 print(f"  {sys.argv[3]}: overhead/hit median {c['median_ns']:.0f} ns mean {c['mean_ns']:.0f} ns; spin calls {sp['calls']}; "
@@ -44,15 +44,15 @@ PY
 done
 echo "== 1,000 single points + 3 routines by uprobe (wall time includes the kernel's uprobe teardown)"
 P=$(for i in $(seq 0 999); do printf -- "--probe p%d:entry " $i; done)
-/usr/bin/time -f "  wall %e s" $K monitor events --mechanism uprobe --json $P --probe spin --probe leaf --probe recurse -- "$B/events" 5 1000 2>&1 >"$D/e1000.json" | grep wall
+/usr/bin/time -f "  wall %e s" $K monitor events --mechanism uprobe --json -o "$D/e1000.json" $P --probe spin --probe leaf --probe recurse -- "$B/events" 5 1000 2>&1 >/dev/null | grep wall
 python3 -c "import json;v=json.load(open('$D/e1000.json'));r=v['report'];print('  points',len(r['points']),'hits',r['hits'],'lost',v['lost'],'min/max hits per p-point',min(p['hits'] for p in r['points'] if p['name'].startswith('p')),max(p['hits'] for p in r['points'] if p['name'].startswith('p')))"
 /usr/bin/time -f "  trap, same 1,003 points: wall %e s" $K monitor events --mechanism trap --json $P --probe spin --probe leaf --probe recurse -- "$B/events" 5 1000 2>&1 >/dev/null | grep wall
 echo "== waveform"
-$K wave --exact --marker kernel_loop --max-instructions 50000 --json -- "$B/wave" loop 100000 2>/dev/null | python3 -c "import json,sys;v=json.load(sys.stdin);print('  exact 51-instruction loop: code period',v['code_period']['instructions'],'data period',v['data_period']['instructions'])"
-$K wave --exact --marker func_M --max-instructions 50000 --json -- "$B/seed000" 100000 2>/dev/null | python3 -c "import json,sys;v=json.load(sys.stdin);print('  exact seed000: code period',v['code_period']['instructions'])"
-$K wave --time-period 20000 --json -- "$B/wave" phases 300 2>"$D/w.err" | python3 -c "
+$K wave --exact --marker kernel_loop --max-instructions 50000 --json -o "$D/w1.json" -- "$B/wave" loop 100000 >/dev/null 2>&1; python3 -c "import json,sys;v=json.load(open('$D/w1.json'));print('  exact 51-instruction loop: code period',v['code_period']['instructions'],'data period',v['data_period']['instructions'])"
+$K wave --exact --marker func_M --max-instructions 50000 --json -o "$D/w2.json" -- "$B/seed000" 100000 >/dev/null 2>&1; python3 -c "import json,sys;v=json.load(open('$D/w2.json'));print('  exact seed000: code period',v['code_period']['instructions'])"
+$K wave --time-period 20000 --json -o "$D/w3.json" -- "$B/wave" phases 300 >"$D/w.out" 2>"$D/w.err"; python3 -c "
 import json,sys,re
-v=json.load(sys.stdin); own=float(re.search(r'round_ns=(\d+)',open('$D/w.err').read()).group(1))
+v=json.load(open('$D/w3.json')); own=float(re.search(r'round_ns=(\d+)',open('$D/w.out').read()).group(1))
 p=v['code_period']
 print('  cpu-clock 20 us on wave phases: points',v['points'],'mean interval',round(v['mean_interval_ns']),'ns; code period',round(p['samples'],2),'samples =',p['seconds'],'s; program round',own/1e9,'s (%+.1f%%)'%((p['seconds']*1e9/own-1)*100), '; instructions:', p['instructions'])
 "

@@ -79,7 +79,7 @@ fn exports_and_cfg_picture() {
     assert!(svg.contains("<svg") && svg.contains("BB3") && svg.contains("path #1"), "picture has blocks and hot paths");
     let o = kansoku(&["paths", "--source", "step", "--cfg", "no_such_fn", "--dot", "/dev/null", "--", p.to_str().unwrap(), "2", "1"]);
     assert!(!o.status.success());
-    assert!(String::from_utf8_lossy(&o.stderr).contains("function 'no_such_fn' did not run"));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no function named 'no_such_fn'"));
 }
 
 #[test]
@@ -127,4 +127,51 @@ fn bad_input_is_explained() {
 
     let o = kansoku(&["paths", "--source", p.to_str().unwrap()]);
     assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("no Lackey superblock lines"));
+}
+
+/// A compressor linked against Debian's zlib: nearly all of its blocks run in libz.so.
+fn zlib_program(dir: &std::path::Path) -> std::path::PathBuf {
+    let src = dir.join("squeeze.c");
+    std::fs::write(
+        &src,
+        "#include <zlib.h>\n#include <stdio.h>\n#include <stdlib.h>\n\
+         __attribute__((noinline, used)) int never_called(int x) { return x * 3; }\n\
+         int main(int argc, char **argv) {\n\
+           int rounds = argc > 1 ? atoi(argv[1]) : 3;\n\
+           static unsigned char in[65536], out[70000];\n\
+           for (int i = 0; i < (int)sizeof in; i++) in[i] = (unsigned char)((i * 7) ^ (i >> 5));\n\
+           unsigned long total = 0;\n\
+           for (int r = 0; r < rounds; r++) { uLongf n = sizeof out; if (compress(out, &n, in, sizeof in) != Z_OK) return 2; total += n; }\n\
+           printf(\"%lu\\n\", total);\n\
+           return 0;\n\
+         }\n",
+    )
+    .unwrap();
+    let bin = dir.join("squeeze");
+    let cc = Command::new("cc").args(["-O2", "-g", "-o"]).arg(&bin).arg(&src).arg("-lz").output().unwrap();
+    assert!(cc.status.success(), "zlib1g-dev (scripts/setup): {}", String::from_utf8_lossy(&cc.stderr));
+    bin
+}
+
+#[test]
+fn work_outside_the_program_and_unknown_functions_are_said() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = zlib_program(dir.path());
+    let prog = prog.to_str().unwrap();
+    let o = kansoku(&["paths", "--", prog, "2"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("blocks executed") && err.contains("use --scope all"), "{err}");
+    let o = kansoku(&["paths", "--scope", "all", "--", prog, "2"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success() && !err.contains("use --scope all"), "{err}");
+
+    let o = kansoku(&["paths", "--function", "no_such_thing", "--", prog, "1"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains("no function named 'no_such_thing'"), "{err}");
+    let o = kansoku(&["paths", "--function", "never_called", "--", prog, "1"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains("function 'never_called' did not run"), "{err}");
+    let o = kansoku(&["paths", "--function", "main", "--", prog, "1"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }

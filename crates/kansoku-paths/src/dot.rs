@@ -14,6 +14,9 @@ const PATH_COLOURS: &[&str] = &["#d62728", "#ff7f0e", "#2ca02c", "#9467bd"];
 pub enum CfgError {
     #[error("function '{name}' did not run in the observed part of the program{hint}")]
     NotExecuted { name: String, hint: String },
+    /// The program (as it was read) has no function of that name.
+    #[error(transparent)]
+    NoSuchFunction(#[from] kansoku_binary::BinaryError),
 }
 
 fn escape(s: &str) -> String {
@@ -21,6 +24,22 @@ fn escape(s: &str) -> String {
 }
 
 impl PathAnalysis {
+    /// Is `name` a function that ran? If not, says whether the program has no such
+    /// function at all (a typo: with similar names) or has it but did not run it.
+    pub fn check_function(&self, name: &str) -> Result<(), CfgError> {
+        if self.code.functions().iter().any(|f| f.name == name) {
+            return Ok(());
+        }
+        if let Some(path) = self.code.program_path() {
+            // A program that cannot be read (gone since the recording) only loses the
+            // distinction: the name is then reported as not run.
+            if let Ok(program) = kansoku_binary::Program::open(std::path::Path::new(path)) {
+                program.function_named(name)?;
+            }
+        }
+        Err(CfgError::NotExecuted { name: name.to_string(), hint: String::new() })
+    }
+
     /// DOT text of `function`'s CFG with counts and its `hot` hottest paths highlighted.
     pub fn cfg_dot(&mut self, function: &str, hot: usize) -> Result<String, CfgError> {
         let Some(f) = self.code.functions().iter().position(|fi| fi.name == function) else {

@@ -252,6 +252,15 @@ impl PathAnalysis {
                 ex.join("; ")
             ));
         }
+        // Most of the run outside the program (a compressor whose work is in libz): the
+        // paths shown are the small rest, and the user should know where the rest went.
+        let (in_scope, seen) = (self.profiler.blocks_in_scope, self.profiler.blocks_seen);
+        if matches!(self.code.scope, Scope::Program) && seen > 0 && in_scope * 2 < seen {
+            warnings.push(format!(
+                "only {in_scope} of the {seen} blocks executed ({:.1}%) are in the program itself; the rest ran in libraries or the loader: use --scope all to profile them",
+                in_scope as f64 * 100.0 / seen as f64
+            ));
+        }
         if self.stats.unexpected_superblock_cuts > 1 {
             warnings.push(format!(
                 "{} superblocks ended at an instruction that is not a branch, call or return (treated as continuations)",

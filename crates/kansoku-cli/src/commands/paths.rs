@@ -510,6 +510,9 @@ pub fn run(args: Args) -> Result<()> {
     let runs_program = matches!(args.source.as_str(), "valgrind" | "lackey" | "step");
     crate::output::report_to(crate::output::report_target(None, runs_program))?;
     let mut r = analyse(&args)?;
+    for name in [&args.function, &args.cfg].into_iter().flatten() {
+        r.analysis.check_function(name)?;
+    }
     if matches!(r.source.as_str(), "valgrind" | "lackey" | "step") {
         // A program ran: kansoku ends as it did (a recording's program ran elsewhere).
         match (r.report.input.signal, r.report.input.exit) {
