@@ -54,5 +54,8 @@ $K wave --time-period 20000 --json -o "$D/w3.json" -- "$B/wave" phases 300 >"$D/
 import json,sys,re
 v=json.load(open('$D/w3.json')); own=float(re.search(r'round_ns=(\d+)',open('$D/w.out').read()).group(1))
 p=v['code_period']
-print('  cpu-clock 20 us on wave phases: points',v['points'],'mean interval',round(v['mean_interval_ns']),'ns; code period',round(p['samples'],2),'samples =',p['seconds'],'s; program round',own/1e9,'s (%+.1f%%)'%((p['seconds']*1e9/own-1)*100), '; instructions:', p['instructions'])
+if p is None:
+    print('  cpu-clock 20 us on wave phases: points',v['points'],'; code address: no period:',v['code_no_period'],'; program round',own/1e9,'s')
+else:
+    print('  cpu-clock 20 us on wave phases: points',v['points'],'mean interval',round(v['mean_interval_ns']),'ns; code period',round(p['samples'],2),'samples =',p['seconds'],'CPU s; program round',own/1e9,'s (%+.1f%%)'%((p['seconds']*1e9/own-1)*100), '; instructions:', p['instructions'])
 "

@@ -5,6 +5,9 @@
 //! plotted these (a loop shows as a saw wave) and proposed autocorrelation and power
 //! spectra as the next step; [`analyse_signal`] does that for one address signal and
 //! reports the dominant period, [`repeating_functions`] which functions recur at it.
+//! Addresses far outside the bulk of the signal (beyond three interquartile ranges) are
+//! pulled in first, and a period is reported only when the data support it (an
+//! autocorrelation peak above the noise level and a matching spectral peak).
 //!
 //! **Period detection.** The signal (addresses, mean removed) is autocorrelated through
 //! an FFT (zero-padded, so the correlation is linear, not circular) and normalised by the
@@ -78,6 +81,9 @@ pub struct Period {
 pub struct SignalAnalysis {
     pub length: usize,
     pub period: Option<Period>,
+    /// Why no period is reported when the autocorrelation had a candidate: the data do not
+    /// support it (see [`analyse_signal`]).
+    pub no_period: Option<String>,
     /// The strongest non-DC frequency of the power spectrum, as a period in samples.
     pub spectrum_peak_period_samples: Option<f64>,
     /// Normalised autocorrelation for lags 0..length/2.
@@ -175,18 +181,76 @@ pub fn dominant_period(r: &[f64], min_lag: usize) -> Option<Period> {
     Some(Period { samples: estimate, autocorrelation: r[p0], multiples })
 }
 
-/// Autocorrelation, spectrum and period of one signal.
+/// Autocorrelation, spectrum and period of one signal. A candidate period is reported only
+/// when the data support it (see [`support`]); otherwise `no_period` says why.
 pub fn analyse_signal(signal: &[f64], min_lag: usize) -> SignalAnalysis {
+    let clipped = clip_outliers(signal);
+    let signal = clipped.as_slice();
     let r = autocorrelation(signal);
     let power = power_spectrum(signal);
-    let spectrum_peak_period_samples = power
-        .iter()
-        .enumerate()
-        .skip(1)
-        .max_by(|a, b| a.1.total_cmp(b.1))
-        .filter(|(_, p)| **p > 0.0)
-        .map(|(k, _)| signal.len() as f64 / k as f64);
-    SignalAnalysis { length: signal.len(), period: dominant_period(&r, min_lag), spectrum_peak_period_samples, autocorrelation: r, power }
+    let peak_bin = power.iter().enumerate().skip(1).max_by(|a, b| a.1.total_cmp(b.1)).filter(|(_, p)| **p > 0.0).map(|(k, _)| k);
+    let spectrum_peak_period_samples = peak_bin.map(|k| signal.len() as f64 / k as f64);
+    let candidate = dominant_period(&r, min_lag);
+    let (period, no_period) = match candidate {
+        Some(p) => match support(&p, signal.len(), &power, peak_bin) {
+            Ok(()) => (Some(p), None),
+            Err(why) => (None, Some(why)),
+        },
+        None => (None, None),
+    };
+    SignalAnalysis { length: signal.len(), period, no_period, spectrum_peak_period_samples, autocorrelation: r, power }
+}
+
+/// The signal with values beyond three interquartile ranges of the quartiles pulled in to
+/// that fence. A few samples in a far-away library or the stack (addresses 2^46 away from
+/// the program's) would otherwise carry nearly all the variance and bury the program's own
+/// alternation between two functions; inside the fences nothing changes, so an exact
+/// loop's sawtooth stays as it is.
+fn clip_outliers(signal: &[f64]) -> Vec<f64> {
+    let mut sorted = signal.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let q = |f: f64| sorted.get(((sorted.len() as f64 - 1.0) * f).round() as usize).copied().unwrap_or(0.0);
+    let (q1, q3) = (q(0.25), q(0.75));
+    let iqr = q3 - q1;
+    if iqr <= 0.0 {
+        return signal.to_vec();
+    }
+    let (lo, hi) = (q1 - 3.0 * iqr, q3 + 3.0 * iqr);
+    signal.iter().map(|&x| x.clamp(lo, hi)).collect()
+}
+
+/// Whether a candidate period stands out from noise, by two independent tests:
+/// - its autocorrelation peak is at least four standard deviations of white noise's
+///   autocorrelation at that lag (about 1/√(n−lag) after normalising by the overlap), so
+///   the largest of the thousands of lags searched is rarely reached by chance;
+/// - the power spectrum has a non-DC peak at least 2·ln(L) times the mean power of its L
+///   bins (the expected maximum of L noise bins is about ln L times the mean), and that
+///   peak is a harmonic m·n/period of the period (within the bins' resolution), so slow
+///   drifts (red noise, whose power sits in the lowest bins) give no period.
+fn support(p: &Period, n: usize, power: &[f64], peak_bin: Option<usize>) -> Result<(), String> {
+    let lag = p.samples.round().max(1.0) as usize;
+    let noise = 4.0 / ((n.saturating_sub(lag)).max(1) as f64).sqrt();
+    if p.autocorrelation < noise {
+        return Err(format!("autocorrelation peak {:.3} at lag {:.1} is below the noise level {:.3}", p.autocorrelation, p.samples, noise));
+    }
+    let bins = &power[1.min(power.len())..];
+    let mean = bins.iter().sum::<f64>() / bins.len().max(1) as f64;
+    let Some(k) = peak_bin else { return Err("the spectrum is flat".into()) };
+    let ratio = power[k] / mean.max(f64::MIN_POSITIVE);
+    let needed = 2.0 * (bins.len().max(2) as f64).ln();
+    if ratio < needed {
+        return Err(format!("no spectral peak stands out (strongest {ratio:.1}× the mean power, needs {needed:.1}×)"));
+    }
+    let fundamental = n as f64 / p.samples;
+    let m = (k as f64 / fundamental).round().max(1.0);
+    if (k as f64 - m * fundamental).abs() >= 0.75 + 0.05 * k as f64 {
+        return Err(format!(
+            "the spectrum's peak (period {:.1} samples) is not a harmonic of the autocorrelation's {:.1}",
+            n as f64 / k as f64,
+            p.samples
+        ));
+    }
+    Ok(())
 }
 
 /// A function (or region) and how it recurs at a period.
@@ -253,6 +317,35 @@ mod tests {
         let p = dominant_period(&autocorrelation(&signal), 2).unwrap();
         assert!((p.samples - period).abs() / period < 0.01, "{p:?}");
         assert!(p.multiples > 1);
+    }
+
+    #[test]
+    fn noise_and_drift_have_no_period() {
+        // White noise (a 64-bit LCG) and a random walk (red noise): the autocorrelation has
+        // local maxima, but none the data support.
+        let mut x = 0x9e3779b97f4a7c15u64;
+        let mut next = || {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (x >> 33) as f64
+        };
+        let white: Vec<f64> = (0..8000).map(|_| next()).collect();
+        let a = analyse_signal(&white, 2);
+        assert!(a.period.is_none(), "{:?}", a.period);
+        // The autocorrelation did offer a candidate: the support tests turned it down.
+        assert!(a.no_period.as_deref().is_some_and(|w| w.contains("noise level")), "{:?}", a.no_period);
+        let mut level = 0.0;
+        let walk: Vec<f64> = (0..8000)
+            .map(|_| {
+                level += next() / 2f64.powi(31) - 0.5;
+                level
+            })
+            .collect();
+        let a = analyse_signal(&walk, 2);
+        assert!(a.period.is_none(), "{:?} {:?}", a.period, a.no_period);
+        // The same noise with a loop in it still has its period.
+        let looped: Vec<f64> = white.iter().enumerate().map(|(i, w)| (i % 44) as f64 * 4e8 + w).collect();
+        let p = analyse_signal(&looped, 2).period.expect("a loop under noise");
+        assert!((p.samples - 44.0).abs() < 0.5, "{p:?}");
     }
 
     #[test]

@@ -66,6 +66,9 @@ pub struct WaveReport {
     pub mean_interval_ns: Option<f64>,
     pub code_period: Option<PeriodReport>,
     pub data_period: Option<PeriodReport>,
+    /// Why the code signal has no period, when a candidate was not supported by the data.
+    pub code_no_period: Option<String>,
+    pub data_no_period: Option<String>,
     /// Functions by share, and how often each recurs one code period later.
     pub functions: Vec<Recurrence>,
     pub regions: Vec<Region>,
@@ -89,7 +92,11 @@ pub fn run(args: Args) -> Result<()> {
     let bar = crate::output::spinner("observing", "points");
     let outcome = record_wave(&options, &mut |n| bar.set_position(n))?;
     bar.finish_and_clear();
-    let (report, code, data) = analyse(&outcome, args.exact);
+    let cpu_period_ns = match options.mode {
+        WaveMode::Sampled { period_ns } => Some(period_ns),
+        _ => None,
+    };
+    let (report, code, data) = analyse(&outcome, args.exact, cpu_period_ns);
     if let Some(svg) = &args.svg {
         save_svgs(svg, &outcome, &report, &code, &data, args.exact)?;
     }
@@ -167,7 +174,10 @@ fn short(p: &str) -> &str {
 }
 
 /// The code signal and a sample-and-hold data signal (the last data address seen).
-pub fn analyse(o: &WaveOutcome, exact: bool) -> (WaveReport, SignalAnalysis, SignalAnalysis) {
+/// `cpu_period_ns`: with cpu-clock sampling, a point is taken every that many ns of the
+/// program's CPU time, so a period in points is that many CPU seconds; the wall-clock gap
+/// between points would count time the program spent off the CPU.
+pub fn analyse(o: &WaveOutcome, exact: bool, cpu_period_ns: Option<u64>) -> (WaveReport, SignalAnalysis, SignalAnalysis) {
     let code: Vec<f64> = o.points.iter().map(|p| p.code as f64).collect();
     let mut last = None;
     let data: Vec<f64> = o
@@ -191,7 +201,7 @@ pub fn analyse(o: &WaveOutcome, exact: bool) -> (WaveReport, SignalAnalysis, Sig
     let period = |a: &SignalAnalysis| {
         a.period.as_ref().map(|p| PeriodReport {
             samples: p.samples,
-            seconds: mean_interval_ns.map(|dt| p.samples * dt / 1e9),
+            seconds: cpu_period_ns.map(|dt| p.samples * dt as f64 / 1e9).or(mean_interval_ns.map(|dt| p.samples * dt / 1e9)),
             instructions: per_point_instructions.map(|k| p.samples * k),
             autocorrelation: p.autocorrelation,
             spectrum_peak_samples: a.spectrum_peak_period_samples,
@@ -224,6 +234,8 @@ pub fn analyse(o: &WaveOutcome, exact: bool) -> (WaveReport, SignalAnalysis, Sig
         mean_interval_ns,
         code_period: period(&ca),
         data_period: period(&da),
+        code_no_period: ca.no_period.clone(),
+        data_no_period: da.no_period.clone(),
         functions,
         regions: regions(o),
     };
@@ -236,11 +248,13 @@ fn save_svgs(svg: &Path, o: &WaveOutcome, r: &WaveReport, ca: &SignalAnalysis, d
             std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
         }
     }
-    // Draw at most 4000 points (the first ones): a picture of millions of dots says less.
-    let shown = o.points.len().min(4000);
+    // The whole run, evenly thinned to at most 4000 points: a picture of millions of dots
+    // says less, and the first 4000 alone hide every later phase.
+    let stride = o.points.len().div_ceil(4000).max(1);
+    let shown: Vec<usize> = (0..o.points.len()).step_by(stride).collect();
     let x = |i: usize| if exact { i as f64 } else { o.points[i].time_ns as f64 / 1e6 };
-    let code: Vec<(f64, f64)> = (0..shown).map(|i| (x(i), o.points[i].code as f64)).collect();
-    let data: Vec<(f64, f64)> = (0..shown).flat_map(|i| o.points[i].data.iter().map(move |&a| (x(i), a as f64))).collect();
+    let code: Vec<(f64, f64)> = shown.iter().map(|&i| (x(i), o.points[i].code as f64)).collect();
+    let data: Vec<(f64, f64)> = shown.iter().flat_map(|&i| o.points[i].data.iter().map(move |&a| (x(i), a as f64))).collect();
     let bands: Vec<kansoku_plot::Band> = r.regions.iter().map(|g| kansoku_plot::Band { label: g.label.clone(), low: g.low as f64, high: g.high as f64 }).collect();
     let period = r.code_period.as_ref().map_or("no period".to_string(), |p| format!("code period {:.2} samples", p.samples));
     let title = format!("Program waveform of {} ({}; {period})", short(&r.program), o.clock);
@@ -291,10 +305,15 @@ pub fn text(r: &WaveReport) -> String {
                 format!("{:.3}", p.autocorrelation),
                 p.spectrum_peak_samples.map_or("-".into(), |s| format!("{s:.2}")),
             ]),
-            None => t.row(vec![name.into(), "none found".into(), "-".into(), "-".into(), "-".into(), "-".into()]),
+            None => t.row(vec![name.into(), "no period".into(), "-".into(), "-".into(), "-".into(), "-".into()]),
         }
     }
     out.push_str(&t.render());
+    for (name, why) in [("code address", &r.code_no_period), ("data address", &r.data_no_period)] {
+        if let Some(why) = why {
+            out.push_str(&format!("{name}: no period: {why}\n"));
+        }
+    }
     let mut t = Table::new(&["function", "% of points", "% recurring one code period later"]);
     for f in r.functions.iter().take(12) {
         t.row(vec![f.label.clone(), format!("{:.1}", f.share), format!("{:.1}", f.recurrence)]);
@@ -319,7 +338,7 @@ pub fn demo_stage(dir: &Path) -> Result<String> {
         mode: WaveMode::Exact { marker: Some("func_M".into()), max_instructions: 20_000 },
     };
     let o = record_wave(&options, &mut |_| {})?;
-    let (r, ca, da) = analyse(&o, true);
+    let (r, ca, da) = analyse(&o, true, None);
     let svg = dir.join("wave-seed000.svg");
     save_svgs(&svg, &o, &r, &ca, &da, true)?;
     let p = r.code_period.as_ref().map_or("none".to_string(), |p| format!("{:.2} instructions (autocorrelation {:.3})", p.samples, p.autocorrelation));
