@@ -141,3 +141,32 @@ fn wave_exact_finds_the_loop_period() {
     render(&svg);
     render(&dir.path().join("w-acf.svg"));
 }
+
+/// A run without a period: each step calls one of 16 functions chosen by a random number
+/// generator, for a random number of iterations. The waveform must say "no period"
+/// rather than pick a bump of the noise.
+#[test]
+fn wave_of_a_noise_only_run_reports_no_period() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("noise.c");
+    let mut c = String::from("#include <stdint.h>\n#include <stdlib.h>\nstatic volatile uint64_t sink;\nstatic uint64_t rng = 88172645463325252ull;\nstatic uint64_t next(void) { rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17; return rng; }\n");
+    for f in 0..16 {
+        c.push_str(&format!("__attribute__((noinline)) void f{f}(uint64_t n) {{ for (uint64_t i = 0; i < n; i++) sink += i * {}; }}\n", f + 3));
+    }
+    c.push_str("typedef void (*fn)(uint64_t);\nstatic fn table[16] = {f0,f1,f2,f3,f4,f5,f6,f7,f8,f9,f10,f11,f12,f13,f14,f15};\n");
+    c.push_str("int main(int argc, char **argv) { long steps = atol(argv[1]); for (long s = 0; s < steps; s++) { uint64_t r = next(); table[r & 15]((r >> 8) % 4000 + 1); } return 0; }\n");
+    std::fs::write(&src, c).unwrap();
+    let bin = dir.path().join("noise");
+    assert!(Command::new("cc").args(["-O1", "-o"]).arg(&bin).arg(&src).status().unwrap().success());
+    let json = dir.path().join("wave.json");
+    let out = kansoku().args(["wave", "--time-period", "50000", "--json", "-o"]).arg(&json).arg("--").arg(&bin).arg("60000").output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() && (err.contains("perf_event_paranoid") || err.contains("not supported")) {
+        println!("skipped: perf sampling is not permitted here: {err}");
+        return;
+    }
+    assert!(out.status.success(), "{err}");
+    let v = report(&json);
+    assert!(v["points"].as_u64().unwrap() > 1000, "{v}");
+    assert!(v["code_period"].is_null(), "a period was reported for noise: {}", v["code_period"]);
+}
