@@ -170,3 +170,38 @@ fn wave_of_a_noise_only_run_reports_no_period() {
     assert!(v["points"].as_u64().unwrap() > 1000, "{v}");
     assert!(v["code_period"].is_null(), "a period was reported for noise: {}", v["code_period"]);
 }
+
+/// Every thread and every child process is sampled (issue 14): two threads computing
+/// alike give about twice the samples of the first thread alone, and the functions of
+/// forked workers are named with their program.
+#[test]
+fn monitor_samples_every_thread_and_child() {
+    let dir = tempfile::tempdir().unwrap();
+    let samples = |program: &str, args: &[&str], extra: &[&str]| -> serde_json::Value {
+        let json = dir.path().join("m.json");
+        let out = kansoku()
+            .args(["monitor", "--interval", "100", "--sample-period", "1000000", "--json", "-o"])
+            .arg(&json)
+            .args(extra)
+            .arg("--")
+            .arg(example(program))
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        report(&json)
+    };
+    let n = |v: &serde_json::Value| v["summary"]["function_samples"].as_u64().unwrap() as f64;
+    let all = samples("threads", &["200000000"], &[]);
+    let first = samples("threads", &["200000000"], &["--no-follow"]);
+    if let Some(w) = all["warnings"].as_array().unwrap().iter().find(|w| w.as_str().unwrap().contains("not sampled")) {
+        println!("skipped: {w}");
+        return;
+    }
+    assert!(n(&all) > 1.5 * n(&first), "both threads: {} samples, first thread alone: {}", n(&all), n(&first));
+    assert!(first["warnings"].to_string().contains("--follow off"), "{}", first["warnings"]);
+
+    let forked = samples("workload", &["cpu", "0.4", "2"], &[]);
+    let names: Vec<&str> = forked["summary"]["functions"].as_array().unwrap().iter().map(|f| f["name"].as_str().unwrap()).collect();
+    assert!(names.iter().any(|f| f.ends_with("(workload)")), "children's functions: {names:?}");
+}

@@ -59,6 +59,24 @@ fn paranoid_hint(errno: nix::errno::Errno) -> String {
     }
 }
 
+/// The CPUs that are online (`/sys/devices/system/cpu/online`, e.g. `0-3,6`); CPU 0 alone
+/// when that file cannot be read.
+pub fn online_cpus() -> Vec<i32> {
+    let text = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
+    let mut cpus = Vec::new();
+    for part in text.trim().split(',').filter(|p| !p.is_empty()) {
+        let (a, b) = part.split_once('-').unwrap_or((part, part));
+        if let (Ok(a), Ok(b)) = (a.parse::<i32>(), b.parse::<i32>()) {
+            // Bounded: a garbled file cannot make us open millions of events.
+            cpus.extend((a..=b.min(a.saturating_add(4095))).take(4096));
+        }
+    }
+    if cpus.is_empty() {
+        cpus.push(0);
+    }
+    cpus
+}
+
 /// Is the hardware `instructions` counter usable for user-space sampling here? `Err` says why not.
 pub fn hardware_counters() -> Result<(), String> {
     let mut attr = base_attr(sys::PERF_TYPE_HARDWARE, sys::PERF_COUNT_HW_INSTRUCTIONS as u64);
@@ -186,6 +204,10 @@ pub struct SessionOptions {
     pub buffer_pages: usize,
     /// Events start disabled and are enabled when the task calls exec.
     pub enable_on_exec: bool,
+    /// Follow the task's future threads and child processes, on this CPU only: the kernel
+    /// maps a ring buffer of an inherited event only when it is bound to one CPU, so a
+    /// caller following a program opens one session per CPU (as `perf record` does).
+    pub inherit_on_cpu: Option<i32>,
 }
 
 impl Default for SessionOptions {
@@ -197,6 +219,7 @@ impl Default for SessionOptions {
             count_instructions: false,
             buffer_pages: 512,
             enable_on_exec: true,
+            inherit_on_cpu: None,
         }
     }
 }
@@ -254,13 +277,26 @@ impl Session {
         };
         attr.set_mmap(1);
         attr.set_mmap2(1);
+        let cpu = match options.inherit_on_cpu {
+            Some(cpu) => {
+                // Group reads of inherited events are refused by older kernels, and a
+                // clock-only session reads nothing.
+                attr.set_inherit(1);
+                if !count {
+                    attr.read_format = 0;
+                }
+                attr.set_task(1);
+                cpu
+            }
+            None => -1,
+        };
         // Wake the reader when a quarter of the buffer is full rather than every few
         // samples: at 100 k samples/s each wake-up is a context switch the observed
         // program pays for on a small machine. The reader also drains on a timer.
         let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
         attr.set_watermark(1);
         attr.__bindgen_anon_2.wakeup_watermark = (options.buffer_pages.next_power_of_two() * page / 4) as u32;
-        let leader = open(&mut attr, pid, -1, -1, what)?;
+        let leader = open(&mut attr, pid, cpu, -1, what)?;
         let mut ids = vec![(event_id(&leader), Some(SampleSource::Clock))];
         let mut counter_id = matches!(options.clock, SamplingClock::Instructions { .. }).then_some(ids[0].0);
         let mut members = Vec::new();
@@ -270,7 +306,7 @@ impl Session {
             a.sample_type = 0;
             a.set_disabled(0);
             a.set_enable_on_exec(0);
-            let fd = open(&mut a, pid, -1, leader.as_raw_fd(), "instructions:u counter")?;
+            let fd = open(&mut a, pid, cpu, leader.as_raw_fd(), "instructions:u counter")?;
             counter_id = Some(event_id(&fd));
             ids.push((event_id(&fd), None));
             members.push(fd);
@@ -287,7 +323,7 @@ impl Session {
             a.__bindgen_anon_3.uprobe_path = path.as_ptr() as u64;
             a.__bindgen_anon_4.probe_offset = probe.file_offset;
             let what = format!("uprobe {}+0x{:x}{}", probe.path.display(), probe.file_offset, if probe.is_return { " (return)" } else { "" });
-            let fd = open(&mut a, pid, -1, leader.as_raw_fd(), &what)?;
+            let fd = open(&mut a, pid, cpu, leader.as_raw_fd(), &what)?;
             ids.push((event_id(&fd), Some(SampleSource::Uprobe(i))));
             members.push(fd);
         }

@@ -192,17 +192,24 @@ pub struct Monitor {
     devices: Vec<String>,
     target: Option<i32>,
     sessions: Vec<crate::perf::Session>,
-    symbolizer: kansoku_binary::Symbolizer,
+    /// One per process seen in samples: the target, and with following its children.
+    symbolizers: std::collections::HashMap<u32, kansoku_binary::Symbolizer>,
     modules: crate::procfs::ModuleReader,
     /// Why functions are not sampled, if they are not (e.g. perf refused).
     pub function_sampling_problem: Option<String>,
+    /// Why threads or children started later are not sampled, if they are not.
+    pub follow_problem: Option<String>,
     pub lost_samples: u64,
+    /// Samples of processes that ended before their memory map could be read: counted,
+    /// not named.
+    pub unattributed_samples: u64,
 }
 
 /// How the target is observed.
 #[derive(Clone, Copy, Debug)]
 pub enum TargetStart {
-    /// A running process: its current threads are sampled from now on.
+    /// A running process: its current threads are sampled from now on (threads and
+    /// children it starts later are not).
     Attach,
     /// A gated child ([`crate::spawn::ExecGate`]) not yet exec'd: sampling starts at exec.
     AtExec,
@@ -213,49 +220,81 @@ impl Monitor {
     /// sampling (`None`: no function sampling). A target that does not exist is an error;
     /// perf refusing to sample it is not (the problem is kept in
     /// `function_sampling_problem` and the /proc figures are still taken).
-    pub fn new(target: Option<(i32, TargetStart)>, sample_period_ns: Option<u64>) -> Result<Monitor, ProbeError> {
+    /// `follow`: with [`TargetStart::AtExec`], also sample every thread and child process
+    /// the program starts (one inherited session per CPU).
+    pub fn new(target: Option<(i32, TargetStart)>, sample_period_ns: Option<u64>, follow: bool) -> Result<Monitor, ProbeError> {
         let mut m = Monitor {
             start: std::time::Instant::now(),
             devices: block_devices(),
             target: target.map(|t| t.0),
             sessions: Vec::new(),
-            symbolizer: kansoku_binary::Symbolizer::new(&[]),
+            symbolizers: std::collections::HashMap::new(),
             modules: crate::procfs::ModuleReader::default(),
             function_sampling_problem: None,
+            follow_problem: None,
             lost_samples: 0,
+            unattributed_samples: 0,
         };
         if let Some((pid, how)) = target {
             if !process_exists(pid) {
                 return Err(ProbeError::NoSuchProcess { pid });
             }
             if let Some(period_ns) = sample_period_ns {
-                let tids: Vec<i32> = match how {
-                    TargetStart::AtExec => vec![pid],
-                    TargetStart::Attach => read_target(pid)?.map(|t| t.threads.iter().map(|x| x.0).collect()).unwrap_or_default(),
-                };
-                for tid in tids {
-                    let o = crate::perf::SessionOptions {
-                        clock: crate::perf::SamplingClock::CpuClock { period_ns },
-                        enable_on_exec: matches!(how, TargetStart::AtExec),
-                        buffer_pages: 64,
-                        ..Default::default()
-                    };
-                    match crate::perf::Session::open(tid, &o) {
-                        Ok(s) => {
-                            if matches!(how, TargetStart::Attach) {
-                                s.enable();
-                            }
-                            m.sessions.push(s);
-                        }
-                        Err(e) => {
-                            m.function_sampling_problem = Some(format!("functions of process {pid} are not sampled: {e}"));
-                            break;
-                        }
-                    }
-                }
+                m.open_sessions(pid, how, period_ns, follow);
             }
         }
         Ok(m)
+    }
+
+    /// Opens the function sampler: per CPU and inherited when following a program we
+    /// start, else one session per existing thread.
+    fn open_sessions(&mut self, pid: i32, how: TargetStart, period_ns: u64, follow: bool) {
+        let options = |inherit_on_cpu| crate::perf::SessionOptions {
+            clock: crate::perf::SamplingClock::CpuClock { period_ns },
+            enable_on_exec: matches!(how, TargetStart::AtExec),
+            buffer_pages: 64,
+            inherit_on_cpu,
+            ..Default::default()
+        };
+        if follow && matches!(how, TargetStart::AtExec) {
+            let mut opened = Vec::new();
+            for cpu in crate::perf::online_cpus() {
+                match crate::perf::Session::open(pid, &options(Some(cpu))) {
+                    Ok(s) => opened.push(s),
+                    Err(e) => {
+                        self.follow_problem = Some(format!("threads and child processes are not sampled (inherited sampling refused: {e}); only the first thread is"));
+                        opened.clear();
+                        break;
+                    }
+                }
+            }
+            if !opened.is_empty() {
+                self.sessions = opened;
+                return;
+            }
+        } else if matches!(how, TargetStart::Attach) {
+            self.follow_problem = Some(format!("threads and child processes that process {pid} starts after kansoku attached are not sampled"));
+        } else {
+            self.follow_problem = Some("threads and child processes are not sampled (--follow off)".into());
+        }
+        let tids: Vec<i32> = match how {
+            TargetStart::AtExec => vec![pid],
+            TargetStart::Attach => read_target(pid).ok().flatten().map(|t| t.threads.iter().map(|x| x.0).collect()).unwrap_or_default(),
+        };
+        for tid in tids {
+            match crate::perf::Session::open(tid, &options(None)) {
+                Ok(s) => {
+                    if matches!(how, TargetStart::Attach) {
+                        s.enable();
+                    }
+                    self.sessions.push(s);
+                }
+                Err(e) => {
+                    self.function_sampling_problem = Some(format!("functions of process {pid} are not sampled: {e}"));
+                    break;
+                }
+            }
+        }
     }
 
     /// The target being observed.
@@ -272,38 +311,53 @@ impl Monitor {
             Some(pid) => read_target(pid)?,
             None => None,
         };
-        let mut ips = Vec::new();
+        let mut samples = Vec::new();
         for s in &mut self.sessions {
             s.drain(&mut |r| {
                 if let crate::perf::PerfRecord::Sample(x) = r {
-                    ips.push(x.ip);
+                    samples.push((x.pid, x.ip));
                 }
             });
         }
         self.lost_samples = self.sessions.iter().map(|s| s.lost).sum();
-        let mut functions = Vec::with_capacity(ips.len());
-        for ip in ips {
-            if self.symbolizer.module_of(ip).is_none() {
-                if let Some(pid) = self.target {
-                    if let Ok(mods) = self.modules.code_modules(pid) {
-                        for m in mods {
-                            if !self.symbolizer.modules().iter().any(|k| k.start == m.start && k.path == m.path) {
-                                self.symbolizer.add_module(m);
-                            }
-                        }
+        let mut functions = Vec::with_capacity(samples.len());
+        for (pid, ip) in samples {
+            match self.name_of(pid, ip) {
+                Some(name) => functions.push(name),
+                None => self.unattributed_samples += 1,
+            }
+        }
+        Ok(kansoku_monitor::sampling::Observation { time_ns, cpu, devices, target, functions })
+    }
+
+    /// The function at `ip` in process `pid`, read from its memory map (again when `ip`
+    /// lies in nothing mapped so far: a library loaded later, or a new program after exec).
+    /// A child process's functions carry its program's name: `deflate (gzip)`. `None`
+    /// when the process ended before its map was read.
+    fn name_of(&mut self, pid: u32, ip: u64) -> Option<String> {
+        let symbolizer = self.symbolizers.entry(pid).or_insert_with(|| kansoku_binary::Symbolizer::new(&[]));
+        if symbolizer.module_of(ip).is_none() {
+            if let Ok(mods) = self.modules.code_modules(pid as i32) {
+                for m in mods {
+                    if !symbolizer.modules().iter().any(|k| k.start == m.start && k.path == m.path) {
+                        symbolizer.add_module(m);
                     }
                 }
             }
-            let name = match self.symbolizer.resolve(ip) {
-                Some(r) => match r.function {
-                    Some(f) => f.name.clone(),
-                    None => format!("{}+0x{:x}", short_path(&self.symbolizer.modules()[r.module].path), r.link_address),
-                },
-                None => format!("0x{ip:x}"),
-            };
-            functions.push(name);
         }
-        Ok(kansoku_monitor::sampling::Observation { time_ns, cpu, devices, target, functions })
+        let name = match symbolizer.resolve(ip) {
+            Some(r) => match r.function {
+                Some(f) => f.name.clone(),
+                None => format!("{}+0x{:x}", short_path(&symbolizer.modules()[r.module].path), r.link_address),
+            },
+            None if symbolizer.modules().is_empty() => return None,
+            None => format!("0x{ip:x}"),
+        };
+        if self.target == Some(pid as i32) {
+            return Some(name);
+        }
+        let program = symbolizer.modules().first().map(|m| short_path(&m.path).to_string()).unwrap_or_default();
+        Some(format!("{name} ({program})"))
     }
 }
 

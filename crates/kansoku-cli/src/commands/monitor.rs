@@ -43,6 +43,14 @@ pub struct SamplingArgs {
     /// Observe this running process (and the whole system).
     #[arg(long, conflicts_with = "program")]
     pub pid: Option<i32>,
+    /// Sample the program's functions every NS nanoseconds of its CPU time (perf
+    /// cpu-clock). Default: a tenth of --interval, between 100 µs and 10 ms.
+    #[arg(long, value_name = "NS")]
+    pub sample_period: Option<u64>,
+    /// Sample only the program's first thread. By default every thread and every child
+    /// process it starts is sampled (functions of children are shown as `name (program)`).
+    #[arg(long)]
+    pub no_follow: bool,
     /// Print JSON instead of tables.
     #[arg(long)]
     pub json: bool,
@@ -123,26 +131,34 @@ fn measure_sampling(args: SamplingArgs, print: bool) -> Result<MonitorReport> {
         crate::output::report_to(crate::output::report_target(args.output.as_deref(), observes_program))?;
     }
     let interval = Duration::from_millis(args.interval);
-    // Sample functions ~10 times per interval, at least every 1 ms... at most every 100 µs.
-    let period_ns = (args.interval * 1_000_000 / 10).clamp(100_000, 10_000_000);
+    // By default ~10 function samples per interval of CPU time, every 100 µs to 10 ms.
+    let period_ns = match args.sample_period {
+        Some(0) => bail!("--sample-period must be at least 1 ns"),
+        Some(ns) => ns,
+        None => (args.interval * 1_000_000 / 10).clamp(100_000, 10_000_000),
+    };
+    let follow = !args.no_follow;
     let mut child = None;
     let (monitor, target) = if let Some(pid) = args.pid {
-        let m = Monitor::new(Some((pid, TargetStart::Attach)), Some(period_ns)).with_context(|| format!("cannot observe process {pid}"))?;
+        let m = Monitor::new(Some((pid, TargetStart::Attach)), Some(period_ns), follow).with_context(|| format!("cannot observe process {pid}"))?;
         (m, Some(pid))
     } else if let Some((program, rest)) = args.program.split_first() {
         let path = resolve_program(Path::new(program))?;
         let gate = ExecGate::spawn(&path, rest)?;
         let pid = gate.pid.as_raw();
-        let m = Monitor::new(Some((pid, TargetStart::AtExec)), Some(period_ns))?;
+        let m = Monitor::new(Some((pid, TargetStart::AtExec)), Some(period_ns), follow)?;
         child = Some(gate.open());
         (m, Some(pid))
     } else {
-        (Monitor::new(None, None)?, None)
+        (Monitor::new(None, None, false)?, None)
     };
     let mut monitor = monitor;
     let mut warnings = Vec::new();
     if let Some(p) = &monitor.function_sampling_problem {
         eprintln!("kansoku: warning: {p}; CPU, device and thread figures are still taken from /proc");
+        warnings.push(p.clone());
+    } else if let Some(p) = &monitor.follow_problem {
+        eprintln!("kansoku: warning: {p}");
         warnings.push(p.clone());
     }
     if args.duration.is_none() && target.is_none() {
@@ -193,7 +209,15 @@ fn measure_sampling(args: SamplingArgs, print: bool) -> Result<MonitorReport> {
     if monitor.lost_samples > 0 {
         warnings.push(format!("{} function samples were lost (buffer full)", monitor.lost_samples));
     }
+    if monitor.unattributed_samples > 0 {
+        warnings.push(format!("{} function samples are not attributed: their process ended before its memory map could be read", monitor.unattributed_samples));
+    }
     let summary = summarise(&observations, &SummaryOptions::default());
+    if target.is_some() && monitor.function_sampling_problem.is_none() && summary.function_samples == 0 {
+        warnings.push(format!(
+            "no function samples: the program used less than one sampling period ({period_ns} ns) of CPU time; lower --sample-period to see its functions"
+        ));
+    }
     let report = MonitorReport { interval_ms: args.interval, target, ended, warnings, summary };
     if let Some(dir) = &args.svg {
         save_sampling(dir, &report, &observations)?;
@@ -414,6 +438,8 @@ pub fn demo_stage(dir: &Path) -> Result<String> {
         pid: None,
         json: true,
         output: None,
+        sample_period: None,
+        no_follow: false,
         svg: Some(svg.clone()),
         program: vec![program.display().to_string(), "cpu".into(), "1".into(), "1".into()],
     };
