@@ -175,3 +175,71 @@ fn work_outside_the_program_and_unknown_functions_are_said() {
     let o = kansoku(&["paths", "--function", "main", "--", prog, "1"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
+
+/// The share column is the share of executed instructions (issue 14), the figure callgrind
+/// reports: walk's paths add up to exactly callgrind's instruction count for walk (its
+/// recursion levels `walk` and `walk'2` together), and to the same share within 0.1 point.
+#[test]
+fn path_shares_are_instruction_shares_equal_to_callgrinds() {
+    let p = build("paths", &test_build_dir()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let cg = dir.path().join("cg.out");
+    let run = Command::new("valgrind")
+        .arg("--tool=callgrind")
+        .arg(format!("--callgrind-out-file={}", cg.display()))
+        .arg(&p)
+        .args(["1000", "200"])
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let annotate = Command::new("callgrind_annotate").arg("--threshold=100").arg(&cg).output().unwrap();
+    let text = String::from_utf8_lossy(&annotate.stdout);
+    let ir = |line: &str| line.split_whitespace().next().unwrap().replace(',', "").parse::<u64>().unwrap();
+    let total = text.lines().find(|l| l.contains("PROGRAM TOTALS")).map(ir).expect("callgrind totals");
+    // Function lines only (the annotated source below repeats them after "=>").
+    let walk: u64 = text.lines().filter(|l| !l.contains("=>") && (l.contains(":walk [") || l.contains(":walk'"))).map(ir).sum();
+    assert!(walk > 1_000_000, "{text}");
+
+    let json = dir.path().join("p.json");
+    let o = kansoku(&["paths", "--scope", "all", "-o", json.to_str().unwrap(), "--", p.to_str().unwrap(), "1000", "200"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let walk_paths: Vec<&serde_json::Value> =
+        v["paths"].as_array().unwrap().iter().filter(|p| p["text"].as_str().unwrap().starts_with("walk:") && !p["text"].as_str().unwrap().contains(" | ")).collect();
+    let ours: u64 = walk_paths.iter().map(|p| p["count"].as_u64().unwrap() * p["instructions"].as_u64().unwrap()).sum();
+    assert_eq!(ours, walk, "instructions in walk: kansoku paths vs callgrind");
+    let share: f64 = walk_paths.iter().map(|p| p["share"].as_f64().unwrap()).sum();
+    let cg_share = walk as f64 / total as f64;
+    assert!((share - cg_share).abs() < 0.001, "walk's share {share} vs callgrind's {cg_share}");
+}
+
+/// An irreducible loop (two entries, neither dominating the other) has no dominator back
+/// edge: under `--back-edges loops` its paths go round it and repeat blocks, which is said
+/// and flagged (issue 14), not left as paths silently without a Ball–Larus id.
+#[test]
+fn loops_mode_flags_paths_that_repeat_blocks() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("irreducible.c");
+    std::fs::write(
+        &src,
+        "#include <stdlib.h>\n\
+         __attribute__((noinline)) int irr(int n, int x) { int i = 0; if (x) goto B; A: i++; if (i > n) return i; B: i += 2; if (i < n) goto A; return i; }\n\
+         int main(int argc, char **argv) { int s = 0; for (int k = 0; k < 50; k++) s += irr(atoi(argv[1]), k & 1); return s == 0; }\n",
+    )
+    .unwrap();
+    let bin = dir.path().join("irreducible");
+    assert!(Command::new("cc").args(["-O1", "-g", "-o"]).arg(&bin).arg(&src).status().unwrap().success());
+    let json = dir.path().join("p.json");
+    let o = kansoku(&["paths", "--back-edges", "loops", "--function", "irr", "-o", json.to_str().unwrap(), "--", bin.to_str().unwrap(), "40"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("enter a block twice"), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let flagged: Vec<&serde_json::Value> = v["paths"].as_array().unwrap().iter().filter(|p| p["repeats_block"] == true).collect();
+    assert!(!flagged.is_empty() && flagged.iter().all(|p| p["ball_larus"].is_null()), "{}", v["paths"]);
+    // The seed's address rule cuts every backward jump: no path repeats a block.
+    let o = kansoku(&["paths", "--back-edges", "address", "--function", "irr", "-o", json.to_str().unwrap(), "--", bin.to_str().unwrap(), "40"]);
+    assert!(o.status.success());
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert!(v["paths"].as_array().unwrap().iter().all(|p| p["repeats_block"] == false), "{}", v["paths"]);
+}

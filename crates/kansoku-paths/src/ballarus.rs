@@ -46,22 +46,25 @@ impl DagInput {
             let mut s = b.successors.clone();
             s.sort_unstable();
             s.dedup();
-            let bk = s
-                .iter()
-                .map(|&v| match mode {
-                    BackEdgeMode::Address => {
-                        matches!(b.terminator, InstructionKind::Jump | InstructionKind::ConditionalJump)
-                            && cfg.blocks[v as usize].start <= b.start
-                    }
-                    BackEdgeMode::Loops => cfg.dominates(v, b.index),
-                })
-                .collect();
+            let bk = s.iter().map(|&v| is_back_edge(cfg, b.index, v, mode)).collect();
             call.push(b.terminator == InstructionKind::Call);
             exit.push(matches!(b.terminator, InstructionKind::Return) || s.is_empty() || (b.terminator == InstructionKind::Jump && s.is_empty()));
             successors.push(s);
             back.push(bk);
         }
         DagInput { successors, back, call, exit }
+    }
+}
+
+/// Does the CFG edge `from → to` cut paths in `mode`? The one rule for numbering paths
+/// and for drawing the cut edges dashed in the CFG picture.
+pub(crate) fn is_back_edge(cfg: &FunctionCfg, from: u32, to: u32, mode: BackEdgeMode) -> bool {
+    let b = &cfg.blocks[from as usize];
+    match mode {
+        BackEdgeMode::Address => {
+            matches!(b.terminator, InstructionKind::Jump | InstructionKind::ConditionalJump) && cfg.blocks[to as usize].start <= b.start
+        }
+        BackEdgeMode::Loops => cfg.dominates(to, from),
     }
 }
 

@@ -87,7 +87,7 @@ impl PathAnalysis {
 
         let mut dot = String::new();
         let _ = writeln!(dot, "digraph \"{}\" {{", escape(function));
-        let _ = writeln!(dot, "  graph [fontname=\"Helvetica\", label=\"{} — block counts; hottest paths in colour\", labelloc=t];", escape(function));
+        let _ = writeln!(dot, "  graph [fontname=\"Helvetica\", label=\"{} — block counts; hottest paths in colour; dashed: the back edges that cut paths ({:?} rule)\", labelloc=t];", escape(function), self.profiler.back_edges);
         let _ = writeln!(dot, "  node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\"];");
         let _ = writeln!(dot, "  edge [fontname=\"Helvetica\", fontsize=10];");
         for (i, b) in cfg.blocks.iter().enumerate() {
@@ -127,7 +127,8 @@ impl PathAnalysis {
             succ.dedup();
             for s in succ {
                 let c = edge_counts.get(&(i as u32, s)).copied().unwrap_or(0);
-                let back = cfg.dominates(s, i as u32);
+                // Dashed: exactly the edges this run's --back-edges mode cuts paths at.
+                let back = crate::ballarus::is_back_edge(&cfg, i as u32, s, self.profiler.back_edges);
                 let style = if back { ", style=dashed" } else { "" };
                 let _ = writeln!(dot, "  bb{i} -> bb{s} [label=\"{c}\", color=\"#999999\"{style}];");
             }

@@ -45,8 +45,17 @@ pub struct PathRow {
     pub blocks: Vec<BlockRef>,
     /// Instructions executed along the path once.
     pub instructions: u64,
-    /// Share of all executed (in-scope) blocks that this path's executions account for.
+    /// Share of all executed (in-scope) instructions that this path's executions account
+    /// for: count × instructions over the sum of that product over every path, the figure
+    /// callgrind's inclusive cost per line adds up to.
     pub share: f64,
+    /// Share of all executed (in-scope) block entries (what `share` was before: a path of
+    /// many short blocks weighs more here than its time).
+    pub block_share: f64,
+    /// The path enters a block twice: a loop whose back edge the `--back-edges loops`
+    /// rule did not cut (an irreducible loop or one the CFG does not see), so it has no
+    /// Ball–Larus id.
+    pub repeats_block: bool,
     /// Ball–Larus id in its function's DAG, when the path lies in one function and follows its edges.
     pub ball_larus: Option<u64>,
 }
@@ -75,6 +84,8 @@ pub struct Summary {
     pub blocks_executed: u64,
     /// All block entries seen, including those outside the scope.
     pub blocks_seen: u64,
+    /// Instructions executed along the paths (in scope): the denominator of `share`.
+    pub instructions_executed: u64,
     pub distinct_blocks: usize,
     pub functions_covered: usize,
     /// Block ids held by the path table (its memory, in 4-byte units).
@@ -110,6 +121,11 @@ impl PathAnalysis {
     }
 
     /// Text form of a path: blocks grouped by function.
+    /// Instructions executed along a path once.
+    fn path_instructions(&self, path: &[BlockId]) -> u64 {
+        path.iter().map(|&b| u64::from(self.code.block(b).instructions)).sum()
+    }
+
     pub fn path_text(blocks: &[BlockRef]) -> String {
         let mut out = String::new();
         let mut current: Option<&str> = None;
@@ -157,8 +173,12 @@ impl PathAnalysis {
         // Per function: distinct observed paths and distinct BL ids.
         let mut per_function: HashMap<u32, (usize, BTreeSet<u128>)> = HashMap::new();
         let mut bl_ids: Vec<Option<u128>> = vec![None; order.len()];
+        let mut total_instructions = 0u64;
+        let mut repeating = 0usize;
         for id in 0..self.profiler.paths.len() as u32 {
             let path = self.profiler.paths.path(id).to_vec();
+            total_instructions += self.profiler.paths.count_of(id) * self.path_instructions(&path);
+            repeating += usize::from(repeats_block(&path));
             if let Some((f, cfg_blocks)) = self.path_in_function(&path) {
                 let bl = self.ball_larus_of(f, &mut bl_cache).path_id(&cfg_blocks);
                 bl_ids[id as usize] = bl;
@@ -170,6 +190,7 @@ impl PathAnalysis {
             }
         }
         let scope_blocks = self.profiler.blocks_in_scope.max(1) as f64;
+        let scope_instructions = total_instructions.max(1) as f64;
         let mut rows = Vec::new();
         for &id in &order {
             let path = self.profiler.paths.path(id).to_vec();
@@ -184,14 +205,16 @@ impl PathAnalysis {
             }
             let count = self.profiler.paths.count_of(id);
             let blocks: Vec<BlockRef> = path.iter().map(|&b| self.block_ref(b)).collect();
-            let instructions = path.iter().map(|&b| u64::from(self.code.block(b).instructions)).sum();
+            let instructions = self.path_instructions(&path);
             rows.push(PathRow {
                 rank: rows.len() + 1,
                 count,
                 text: Self::path_text(&blocks),
                 blocks,
                 instructions,
-                share: count as f64 * path.len() as f64 / scope_blocks,
+                share: count as f64 * instructions as f64 / scope_instructions,
+                block_share: count as f64 * path.len() as f64 / scope_blocks,
+                repeats_block: repeats_block(&path),
                 ball_larus: bl_ids[id as usize].and_then(|x| u64::try_from(x).ok()),
             });
         }
@@ -261,6 +284,12 @@ impl PathAnalysis {
                 in_scope as f64 * 100.0 / seen as f64
             ));
         }
+        if matches!(self.profiler.back_edges, BackEdgeMode::Loops) && repeating > 0 {
+            warnings.push(format!(
+                "{repeating} of {} distinct paths enter a block twice (a loop the dominator rule does not cut: irreducible, or through code the CFG does not see); they have no Ball–Larus id and are flagged repeats_block",
+                self.profiler.paths.len()
+            ));
+        }
         if self.stats.unexpected_superblock_cuts > 1 {
             warnings.push(format!(
                 "{} superblocks ended at an instruction that is not a branch, call or return (treated as continuations)",
@@ -277,6 +306,7 @@ impl PathAnalysis {
                 paths_executed: self.profiler.paths.iter().map(|(_, c)| c).sum(),
                 blocks_executed: self.profiler.blocks_in_scope,
                 blocks_seen: self.profiler.blocks_seen,
+                instructions_executed: total_instructions,
                 distinct_blocks,
                 functions_covered: functions.len(),
                 stored_blocks: self.profiler.paths.stored_blocks(),
@@ -287,4 +317,10 @@ impl PathAnalysis {
             warnings,
         }
     }
+}
+
+/// Does a path enter some block twice?
+fn repeats_block(path: &[BlockId]) -> bool {
+    let mut seen = std::collections::HashSet::with_capacity(path.len());
+    !path.iter().all(|b| seen.insert(*b))
 }

@@ -556,6 +556,7 @@ pub fn run(args: Args) -> Result<()> {
         r.report.back_edges,
         r.report.scope
     );
+    // share: of the instructions executed in scope (block_share in the JSON counts blocks).
     let mut t = Table::new(&[">#", ">count", ">share", ">instrs", ">BL id", "path", "lines"]);
     for p in &shown.paths {
         t.row(vec![
@@ -563,7 +564,11 @@ pub fn run(args: Args) -> Result<()> {
             p.count.to_string(),
             format!("{:.1}%", p.share * 100.0),
             p.instructions.to_string(),
-            p.ball_larus.map(|x| x.to_string()).unwrap_or_else(|| "-".into()),
+            match (p.ball_larus, p.repeats_block) {
+                (Some(x), _) => x.to_string(),
+                (None, true) => "repeats".into(),
+                (None, false) => "-".into(),
+            },
             p.text.clone(),
             lines_of(p),
         ]);
