@@ -85,6 +85,9 @@ pub struct RoutineStats {
     pub exclusive_total_ns: f64,
     /// `(low_ns, high_ns, calls)`, 20 equal bins from min to max.
     pub histogram: Vec<(f64, f64, u64)>,
+    /// `(low_ns, high_ns, calls)`, 24 bins of equal ratio from min to max (times under
+    /// 1 ns counted from 1 ns): short and long calls both get bins, for the pictures.
+    pub log_histogram: Vec<(f64, f64, u64)>,
 }
 
 /// Everything the event method reports.
@@ -197,6 +200,7 @@ pub fn analyse(points: &[Point], routines: &[String], hits: &[Hit], overhead_ns:
                 exclusive_mean_ns: if n > 0 { exclusive[r] / n as f64 } else { 0.0 },
                 exclusive_total_ns: exclusive[r],
                 histogram: histogram(&v, 20),
+                log_histogram: log_histogram(&v, 24),
             }
         })
         .collect();
@@ -222,6 +226,22 @@ pub fn histogram(sorted: &[f64], bins: usize) -> Vec<(f64, f64, u64)> {
         counts[i] += 1;
     }
     counts.into_iter().enumerate().map(|(i, n)| (lo + i as f64 * width, lo + (i + 1) as f64 * width, n)).collect()
+}
+
+/// `bins` bins whose edges grow by one ratio from the smallest to the largest value, each
+/// value at least 1 ns (a calibrated time can be 0): equal width on a log axis.
+pub fn log_histogram(sorted: &[f64], bins: usize) -> Vec<(f64, f64, u64)> {
+    let (Some(&lo), Some(&hi)) = (sorted.first(), sorted.last()) else { return Vec::new() };
+    let (lo, hi) = (lo.max(1.0), hi.max(1.0));
+    let (llo, lhi) = (lo.ln(), if hi > lo { hi.ln() } else { lo.ln() + 1.0 });
+    let step = (lhi - llo) / bins as f64;
+    let mut counts = vec![0u64; bins];
+    for &v in sorted {
+        let i = (((v.max(1.0).ln() - llo) / step) as usize).min(bins - 1);
+        counts[i] += 1;
+    }
+    let edge = |i: usize| (llo + i as f64 * step).exp();
+    counts.into_iter().enumerate().map(|(i, n)| (edge(i), edge(i + 1), n)).collect()
 }
 
 /// The seed's calibration: two points on consecutive instructions. Each hit of `first`
@@ -337,6 +357,22 @@ mod tests {
         let c = calibrate(&d).unwrap();
         assert_eq!(c.samples, 2);
         assert_eq!(c.median_ns, 7.0);
+    }
+
+    #[test]
+    fn log_histogram_gives_short_and_long_calls_their_own_bins() {
+        // 1000 calls of 40 ns and 3 of 2 ms: equal bins would put all but 3 in the first.
+        let mut v = vec![40.0; 1000];
+        v.extend([2e6, 2e6, 2e6]);
+        let h = log_histogram(&v, 24);
+        assert_eq!(h.len(), 24);
+        assert_eq!(h[0].2, 1000);
+        assert_eq!(h[23].2, 3);
+        assert!((h[0].0 - 40.0).abs() < 1e-6 && (h[23].1 - 2e6).abs() < 1e-3);
+        // Ratio-equal bins: every bin spans the same factor.
+        let r = h[0].1 / h[0].0;
+        assert!(h.iter().all(|b| (b.1 / b.0 - r).abs() < 1e-9));
+        assert!(log_histogram(&[0.0, 0.0], 4).iter().map(|b| b.2).sum::<u64>() == 2);
     }
 
     #[test]

@@ -311,6 +311,77 @@ pub fn histogram(title: &str, x_label: &str, bins: &[(f64, f64, u64)]) -> String
     doc.finish()
 }
 
+/// A histogram on log scales: bins of equal ratio (see `log_histogram` in the monitor) as
+/// equal widths on a log10 x axis, and counts on a log10(1 + count) y axis, so that a
+/// thousand 40 ns calls and three 2 ms calls are both visible. Ticks at powers of ten.
+pub fn log_histogram(title: &str, x_label: &str, bins: &[(f64, f64, u64)]) -> String {
+    let (w, h) = (720.0, 400.0);
+    let mut doc = Doc::new(w, h, title);
+    let lg = |v: f64| v.max(1e-9).log10();
+    let x = bounds(bins.iter().flat_map(|b| [lg(b.0), lg(b.1)]));
+    let cmax = bins.iter().map(|b| b.2).max().unwrap_or(1).max(1) as f64;
+    let y = (0.0, (1.0 + cmax).log10().max(0.5));
+    let frame = Frame { left: 70.0, top: 40.0, width: 610.0, height: 290.0, x, y };
+    doc.line(frame.left, frame.top + frame.height, frame.left + frame.width, frame.top + frame.height, "black", 1.0);
+    doc.line(frame.left, frame.top, frame.left, frame.top + frame.height, "black", 1.0);
+    for v in log_ticks(10f64.powf(x.0), 10f64.powf(x.1)) {
+        let px = frame.px(v.log10());
+        doc.line(px, frame.top + frame.height, px, frame.top + frame.height + 4.0, "black", 1.0);
+        doc.text(px, frame.top + frame.height + 16.0, "middle", 10.0, "black", &duration_label(v));
+    }
+    let counts = std::iter::once(0.0).chain(log_ticks(1.0, 10f64.powf(y.1) - 1.0));
+    for c in counts {
+        let py = frame.py((1.0 + c).log10());
+        doc.line(frame.left - 4.0, py, frame.left, py, "black", 1.0);
+        doc.line(frame.left, py, frame.left + frame.width, py, "#e0e0e0", 0.5);
+        doc.text(frame.left - 6.0, py + 3.0, "end", 10.0, "black", &tick_label(c));
+    }
+    doc.text(frame.left + frame.width / 2.0, frame.top + frame.height + 32.0, "middle", 12.0, "black", x_label);
+    let _ = writeln!(
+        doc.s,
+        "<text x=\"14\" y=\"{:.2}\" text-anchor=\"middle\" transform=\"rotate(-90 14 {:.2})\">calls (log scale)</text>",
+        frame.top + frame.height / 2.0,
+        frame.top + frame.height / 2.0
+    );
+    for b in bins.iter().filter(|b| b.2 > 0) {
+        let (x0, x1) = (frame.px(lg(b.0)), frame.px(lg(b.1)));
+        let top = frame.py((1.0 + b.2 as f64).log10());
+        doc.rect(x0, top, (x1 - x0 - 1.0).max(0.5), frame.py(0.0) - top, PALETTE[0], 0.8);
+    }
+    doc.finish()
+}
+
+/// Tick values for a log axis from `lo` to `hi`: powers of ten, or 1-2-5 steps (or every
+/// digit) when the range holds fewer than two of them, so a narrow range is labelled too.
+fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    let (lo, hi) = (lo.max(1e-12), hi.max(1e-12));
+    let (d0, d1) = (lo.log10().floor() as i32, hi.log10().ceil() as i32);
+    for mantissas in [&[1.0][..], &[1.0, 2.0, 5.0], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0]] {
+        let ticks: Vec<f64> = (d0..=d1)
+            .flat_map(|d| mantissas.iter().map(move |m| m * 10f64.powi(d)))
+            .filter(|v| *v >= lo * (1.0 - 1e-9) && *v <= hi * (1.0 + 1e-9))
+            .collect();
+        if ticks.len() >= 2 || mantissas.len() == 9 {
+            return ticks;
+        }
+    }
+    Vec::new()
+}
+
+/// `40 ns`, `1 µs`, `2 ms`, `1 s` for a time in nanoseconds.
+fn duration_label(ns: f64) -> String {
+    let (v, unit) = if ns >= 1e9 {
+        (ns / 1e9, "s")
+    } else if ns >= 1e6 {
+        (ns / 1e6, "ms")
+    } else if ns >= 1e3 {
+        (ns / 1e3, "µs")
+    } else {
+        (ns, "ns")
+    };
+    format!("{} {unit}", tick_label(v))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -323,6 +394,15 @@ mod tests {
         let opens = svg.matches("<text").count() + svg.matches("<svg").count();
         let closes = svg.matches("</text>").count() + svg.matches("</svg>").count();
         assert_eq!(opens, closes);
+    }
+
+    #[test]
+    fn log_histogram_marks_decades_and_shows_rare_bins() {
+        let svg = log_histogram("t", "x", &[(40.0, 80.0, 1000), (80.0, 2e6, 0), (1e6, 2e6, 3)]);
+        well_formed(&svg);
+        assert!(svg.contains(">100 ns<") && svg.contains(">1 ms<"), "{svg}");
+        // Two bars (the empty bin draws none) besides the white background.
+        assert_eq!(svg.matches("<rect").count(), 1 + 2, "{svg}");
     }
 
     #[test]

@@ -802,7 +802,10 @@ pub fn optimize(wasm: &[u8], opts: &OptimizeOptions) -> Result<Optimized> {
             if shape_ids.contains_key(&shape) {
                 continue;
             }
-            if opts.max_new_ids.is_some_and(|b| next_id - base_id >= b) {
+            // New ids lie above every original id; a module whose ids reach the top of the
+            // id space (found by fuzzing: u32::MAX) has none left, and its shapes stay unmerged.
+            let ids_left = next_id < u32::MAX && next_id > max_orig;
+            if !ids_left || opts.max_new_ids.is_some_and(|b| next_id - base_id >= b) {
                 over_budget.insert(shape);
                 continue;
             }

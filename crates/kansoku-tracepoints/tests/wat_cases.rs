@@ -365,3 +365,19 @@ fn a_module_that_never_returns_is_stopped_and_its_trace_kept() {
         assert_eq!(read_trace(&trace).unwrap().records.len(), 2);
     }
 }
+
+/// Found by fuzzing (issue 15): event ids at the top of the id space (here -1 and -36,
+/// i.e. 4294967295 and 4294967260) left no room for merged ids and overflowed the id
+/// counter. The calls stay unmerged and the streams stay identical.
+#[test]
+fn ids_at_the_top_of_the_id_space_leave_calls_unmerged() {
+    let w = module(
+        "",
+        "(call $t1 (i32.const -36) (local.get $x))
+         (call $t1 (i32.const -1) (local.get $x))
+         (call $t0 (i32.const 7))
+         (local.get $x)",
+    );
+    let o = checked(&w, &["5"]);
+    assert_eq!(calls(&o.wasm), calls(&w), "no ids left to merge into");
+}

@@ -364,7 +364,8 @@ pub fn run_events(args: EventArgs) -> Result<EventsJson> {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         for rt in &out.report.routines {
             if rt.calls > 0 {
-                let svg = kansoku_plot::histogram(&format!("{}: {} calls, mean {:.0} ns", rt.name, rt.calls, rt.mean_ns), "execution time per call (ns)", &rt.histogram);
+                let title = format!("{}: {} calls, p50 {:.0} ns, mean {:.0} ns, max {:.0} ns", rt.name, rt.calls, rt.p50_ns, rt.mean_ns, rt.max_ns);
+                let svg = kansoku_plot::log_histogram(&title, "execution time per call (log scale)", &rt.log_histogram);
                 write(&dir.join(format!("{}-histogram.svg", rt.name)), &svg)?;
             }
         }
