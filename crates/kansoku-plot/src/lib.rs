@@ -43,11 +43,12 @@ struct Doc {
 impl Doc {
     fn new(width: f64, height: f64, title: &str) -> Doc {
         let mut s = String::new();
+        let (size, title) = fit_title(title, width);
         let _ = write!(
             s,
-            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" viewBox=\"0 0 {width} {height}\" font-family=\"sans-serif\" font-size=\"12\">\n<rect x=\"0\" y=\"0\" width=\"{width}\" height=\"{height}\" fill=\"white\"/>\n<text x=\"{}\" y=\"20\" text-anchor=\"middle\" font-size=\"15\" font-weight=\"bold\">{}</text>\n",
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" viewBox=\"0 0 {width} {height}\" font-family=\"sans-serif\" font-size=\"12\">\n<rect x=\"0\" y=\"0\" width=\"{width}\" height=\"{height}\" fill=\"white\"/>\n<text x=\"{}\" y=\"20\" text-anchor=\"middle\" font-size=\"{size:.1}\" font-weight=\"bold\">{}</text>\n",
             width / 2.0,
-            escape(title)
+            escape(&title)
         );
         Doc { s }
     }
@@ -94,6 +95,32 @@ pub fn tick_label(v: f64) -> String {
     } else {
         format!("{v:.3}").trim_end_matches('0').trim_end_matches('.').to_string()
     }
+}
+
+/// A title that fits the picture's width: the font shrinks from 15 to 9 px, and a title
+/// still too long is cut with an ellipsis (a bold sans-serif character is about 0.62 em).
+fn fit_title(title: &str, width: f64) -> (f64, String) {
+    let chars = title.chars().count().max(1) as f64;
+    let room = width * 0.96;
+    let size = (room / (0.62 * chars)).clamp(9.0, 15.0);
+    let fits = (room / (0.62 * size)) as usize;
+    if title.chars().count() <= fits {
+        return (size, title.to_string());
+    }
+    (size, title.chars().take(fits.saturating_sub(1)).collect::<String>() + "…")
+}
+
+/// Picks labels that do not overlap: `(y, priority, text)`, higher priority first; a
+/// label closer than `min_gap` px to one already placed is left out.
+fn non_overlapping(mut labels: Vec<(f64, f64, String)>, min_gap: f64) -> Vec<(f64, String)> {
+    labels.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let mut placed: Vec<(f64, String)> = Vec::new();
+    for (y, _, text) in labels {
+        if placed.iter().all(|(py, _)| (py - y).abs() >= min_gap) {
+            placed.push((y, text));
+        }
+    }
+    placed
 }
 
 /// A plotting frame: data → pixel transforms, axes with ticks and labels.
@@ -263,17 +290,23 @@ pub fn waveform(title: &str, x_label: &str, classes: &[PointClass], bands: &[Ban
         Some(top + height - k as f64 * (seg_h + gap) - frac * seg_h)
     };
     let frame = Frame { left, top, width, height, x, y: (0.0, 1.0) };
-    // Bands.
+    // Bands; their labels where they do not overlap (taller bands first).
+    let mut labels = Vec::new();
     for (j, b) in bands.iter().enumerate() {
         let (Some(y0), Some(y1)) = (map_y(b.low), map_y(b.high.min(merged.iter().find(|r| b.low >= r.0 && b.low <= r.1).map_or(b.high, |r| r.1)))) else { continue };
         let fill = if j % 2 == 0 { "#f0f0f0" } else { "#e4e4f4" };
         doc.rect(left, y1, width, y0 - y1, fill, 1.0);
-        doc.text(left - 6.0, (y0 + y1) / 2.0 + 4.0, "end", 10.0, "#303030", &b.label);
+        labels.push(((y0 + y1) / 2.0 + 4.0, y0 - y1, b.label.clone()));
+    }
+    for (y, text) in non_overlapping(labels, 11.0) {
+        doc.text(left - 6.0, y, "end", 10.0, "#303030", &text);
     }
     for (k, r) in merged.iter().enumerate() {
         let y_low = top + height - k as f64 * (seg_h + gap);
         doc.text(w - 4.0, y_low - 2.0, "end", 9.0, "#606060", &format!("0x{:x}", r.0 as u64));
-        doc.text(w - 4.0, y_low - seg_h + 9.0, "end", 9.0, "#606060", &format!("0x{:x}", r.1 as u64));
+        if seg_h >= 24.0 {
+            doc.text(w - 4.0, y_low - seg_h + 9.0, "end", 9.0, "#606060", &format!("0x{:x}", r.1 as u64));
+        }
         if k > 0 {
             let yb = y_low + gap / 2.0;
             doc.line(left - 8.0, yb + 2.0, left + 8.0, yb - 2.0, "black", 1.0);
@@ -288,9 +321,10 @@ pub fn waveform(title: &str, x_label: &str, classes: &[PointClass], bands: &[Ban
                 let _ = writeln!(doc.s, "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"{radius}\" fill=\"{colour}\"/>", frame.px(p.0), y);
             }
         }
-        let ly = 50.0 + 18.0 * i as f64;
-        let _ = writeln!(doc.s, "<circle cx=\"{}\" cy=\"{ly}\" r=\"4\" fill=\"{colour}\"/>", left + width + 20.0);
-        doc.text(left + width + 30.0, ly + 4.0, "start", 11.0, "black", &format!("{} ({})", c.name, c.points.len()));
+        // The legend sits under the plot, clear of the address labels on the right.
+        let (lx, ly) = (left + 130.0 * i as f64, h - 10.0);
+        let _ = writeln!(doc.s, "<circle cx=\"{lx}\" cy=\"{}\" r=\"4\" fill=\"{colour}\"/>", ly - 4.0);
+        doc.text(lx + 10.0, ly, "start", 11.0, "black", &format!("{} ({})", c.name, c.points.len()));
     }
     doc.finish()
 }

@@ -257,10 +257,11 @@ fn save_svgs(svg: &Path, o: &WaveOutcome, r: &WaveReport, ca: &SignalAnalysis, d
     let data: Vec<(f64, f64)> = shown.iter().flat_map(|&i| o.points[i].data.iter().map(move |&a| (x(i), a as f64))).collect();
     let bands: Vec<kansoku_plot::Band> = r.regions.iter().map(|g| kansoku_plot::Band { label: g.label.clone(), low: g.low as f64, high: g.high as f64 }).collect();
     let period = r.code_period.as_ref().map_or("no period".to_string(), |p| format!("code period {:.2} samples", p.samples));
-    let title = format!("Program waveform of {} ({}; {period})", short(&r.program), o.clock);
+    let title = format!("Program waveform of {}: {period}", short(&r.program));
+    let x_label = format!("{} — {}", if exact { "instruction number" } else { "time (ms)" }, o.clock);
     let pic = kansoku_plot::waveform(
         &title,
-        if exact { "instruction number" } else { "time (ms)" },
+        &x_label,
         &[kansoku_plot::PointClass { name: "code", points: &code }, kansoku_plot::PointClass { name: "data", points: &data }],
         &bands,
     );

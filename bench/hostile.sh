@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Issue 15: the inputs that crashed, hung or ran away before, generated here, run through the
+# release binary under /usr/bin/time -v: exit code, wall time and peak resident memory each.
+# Usage: bench/hostile.sh   (builds target/release/kansoku first)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ -n "${KANSOKU:-}" ] || cargo build --release -q -p kansoku-cli
+K="${KANSOKU:-${CARGO_TARGET_DIR:-target}/release/kansoku}"
+W=$(mktemp -d)
+trap 'rm -rf "$W"' EXIT
+
+python3 - "$W" <<'EOF'
+import json, struct, sys
+w = sys.argv[1]
+
+def varint(v):
+    out = bytearray()
+    while v >= 0x80:
+        out.append((v & 0x7f) | 0x80); v >>= 7
+    out.append(v)
+    return bytes(out)
+
+def zigzag(d):
+    return (d << 1) ^ (d >> 63) if d >= 0 else ((-d) << 1) - 1
+
+def ksk(path, events):
+    header = json.dumps({"kind": "exact_trace", "program": "/bin/true", "args": [], "parameters": {}, "created": 0}).encode()
+    out = bytearray(b"KANSOKU\0" + struct.pack("<H", 1) + varint(len(header)) + header)
+    prev, n = 0, 0
+    for e in events:
+        if e[0] == "module":
+            m = json.dumps({"path": e[1], "build_id": None, "start": e[2], "end": e[2] + 0x1000, "file_offset": 0}).encode()
+            out += b"\x01" + varint(len(m)) + m
+        else:
+            out += b"\x02" + varint(zigzag(e[1] - prev)); prev = e[1]
+        n += 1
+    out += b"\x09" + varint(n)
+    open(f"{w}/{path}", "wb").write(out)
+
+ksk("devzero.ksk", [("module", "/dev/zero", 0x1000), ("insn", 0x1010)])
+ksk("modules.ksk", [ev for i in reversed(range(100_000)) for ev in (("module", "[anon]", 0x10000000 + i * 0x2000), ("insn", 0x10000010 + i * 0x2000))])
+body = "for (i = 0; i < N; i++)\n  A[i] = "
+open(f"{w}/parens.k", "w").write("param N;\ndouble A[N];\n" + body + "(" * 6700 + "1" + ")" * 6700 + ";\n")
+open(f"{w}/minus.k", "w").write("param N;\ndouble A[N];\n" + body + "- " * 20000 + "1;\n")
+open(f"{w}/loops.k", "w").write("param N;\ndouble A[N];\n" + "".join(f"for (i{d} = 0; i{d} < N; i{d}++)\n" for d in range(20000)) + "A[0] = 0;\n")
+open(f"{w}/far.k", "w").write("param N;\ndouble A[N], B[N];\nfor (i = 0; i < N; i++)\n  A[i] = B[i] + A[i + 1000000000000];\n")
+open(f"{w}/shift.k", "w").write("param N;\ndouble A[N];\nfor (i = 1099511627776; i < N + 1099511627776; i++)\n  A[i - 1099511627776] = A[i - 1099511627776] + 1;\n")
+open(f"{w}/scores.toml", "w").write("[likelihood]\nfunction_match = 1000000000000000000\n")
+EOF
+
+row() { # name, then the command
+  local name=$1; shift
+  local log="$W/time.log"
+  set +e
+  /usr/bin/time -v -o "$log" timeout 120 "$@" >"$W/out" 2>"$W/err"
+  local rc=$?
+  set -e
+  local wall rss
+  wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {print $2}' "$log")
+  rss=$(awk -F': ' '/Maximum resident set size/ {printf "%.1f MiB", $2/1024}' "$log")
+  printf '| %s | %s | %s | %s | %s |\n' "$name" "$rc" "$wall" "$rss" "$(head -c 110 "$W/err" | tr '\n' ' ')"
+}
+
+echo "| input (issue 15 item) | exit | wall | peak RSS | first words on stderr |"
+echo "|---|---|---|---|---|"
+row "1: 6,700 nested parentheses" "$K" cache info "$W/parens.k"
+row "1: 20,000 unary minus" "$K" cache info "$W/minus.k"
+row "1: 20,000 nested for loops" "$K" cache info "$W/loops.k"
+row "2: far subscript (A[i + 10^12])" "$K" cache simulate "$W/far.k" --param N=100000
+row "2: process-address bases" "$K" cache simulate "$W/far.k" --param N=100000 --base A=93824992231424,B=140737488338944
+row "2: --align 2^63-1" "$K" cache simulate "$W/far.k" --param N=1000 --align 9223372036854775807
+# A real samples recording for the score table to be used on: /bin/true traced, then sampled.
+"$K" trace exact --max-instructions 20000 -o "$W/true.ksk" -- /bin/true 2>/dev/null
+"$K" sample "$W/true.ksk" --period 31 -o "$W/true-p31.ksk" >/dev/null
+row "4: score 1e18" "$K" reconstruct "$W/true-p31.ksk" --split count:1000 --scores "$W/scores.toml"
+row "7: module /dev/zero in a .ksk" "$K" show "$W/devzero.ksk"
+row "8: 100,000 Module events" "$K" show "$W/modules.ksk" --limit 5
+row "9: loop bound shifted by 2^40, --budget 10" "$K" cache model "$W/shift.k" --method interpolate --budget 10
