@@ -76,3 +76,12 @@ row "4: score 1e18" "$K" reconstruct "$W/true-p31.ksk" --split count:1000 --scor
 row "7: module /dev/zero in a .ksk" "$K" show "$W/devzero.ksk"
 row "8: 100,000 Module events" "$K" show "$W/modules.ksk" --limit 5
 row "9: loop bound shifted by 2^40, --budget 10" "$K" cache model "$W/shift.k" --method interpolate --budget 10
+
+# Memory on large recordings: Debian's gzip compressing 8 MB under Valgrind, its basic-block
+# stream recorded (tens of millions of blocks), then read back by show and paths.
+head -c 4000000 /dev/urandom > "$W/rnd"; seq 1 600000 > "$W/txt"; cat "$W/rnd" "$W/txt" "$W/rnd" > "$W/in"
+"$K" paths --scope all --record "$W/gzip-blocks.ksk" -- gzip -c "$W/in" >/dev/null 2>&1
+printf '| (recording: %s MB, %s) | | | | |\n' "$(( $(stat -c %s "$W/gzip-blocks.ksk") / 1000000 ))" "$("$K" show "$W/gzip-blocks.ksk" --limit 0 --json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["summary"])' 2>/dev/null | head -c 80)"
+row "memory: show --limit 0 of gzip's block stream" "$K" show "$W/gzip-blocks.ksk" --limit 0
+row "memory: paths --source of gzip's block stream" "$K" paths --scope all --source "$W/gzip-blocks.ksk"
+row "memory: paths --source of 100,000 Module events" "$K" paths --scope all --source "$W/modules.ksk"

@@ -50,9 +50,10 @@ fn trace_then_show() {
     let p = build("seed000", &test_build_dir()).unwrap();
     let rec = dir.path().join("t.ksk");
     let o = kansoku(&["trace", "exact", "--marker", "func_M", "--iterations", "2", "-o", rec.to_str().unwrap(), "--json", "--", p.to_str().unwrap(), "5"]);
-    let (out, err) = text(&o);
+    let (_, err) = text(&o);
     assert!(o.status.success(), "{err}");
-    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    // The outcome is on stderr (stdout is the program's), after any warning.
+    let v: serde_json::Value = serde_json::from_str(&err[err.find("{\n").expect("JSON outcome")..]).unwrap();
     assert_eq!(v["marker_hits"], 2);
     assert_eq!(v["stop"], "window_complete");
 

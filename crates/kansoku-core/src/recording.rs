@@ -557,7 +557,14 @@ impl<R: Read> RecordingReader<R> {
     }
 
     /// Streams through the rest of the recording and counts what it holds.
-    pub fn summarize(mut self) -> Result<RecordingSummary, RecordingError> {
+    pub fn summarize(self) -> Result<RecordingSummary, RecordingError> {
+        self.summarize_with_modules().map(|(s, _)| s)
+    }
+
+    /// [`summarize`](Self::summarize), also keeping the Module events in order: what a
+    /// reader needs before it prints events, in one pass and without holding the events.
+    pub fn summarize_with_modules(mut self) -> Result<(RecordingSummary, Vec<Module>), RecordingError> {
+        let mut modules = Vec::new();
         let mut s = RecordingSummary::default();
         let mut tids = std::collections::HashSet::new();
         while let Some(event) = self.next_event()? {
@@ -573,13 +580,13 @@ impl<R: Read> RecordingReader<R> {
                 Event::Signal { .. } => s.signals += 1,
                 Event::Exit(e) => s.exit = Some(e),
                 Event::Unknown { .. } => s.unknown += 1,
-                Event::Module(_) => {}
+                Event::Module(m) => modules.push(m),
             }
         }
         s.threads = tids.len().max(1) as u64;
         s.truncated_at = self.truncated_at;
         s.bytes = self.input.offset;
-        Ok(s)
+        Ok((s, modules))
     }
 }
 

@@ -7,7 +7,7 @@ use kansoku_binary::Symbolizer;
 use kansoku_core::{Event, RecordingReader};
 use serde_json::json;
 
-use crate::output::{hex, print_json, signal_name};
+use crate::output::{emit, hex, reportln, signal_name};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -31,52 +31,11 @@ pub enum By {
 }
 
 pub fn run(args: Args) -> Result<()> {
-    // First pass: counts and the module map (streamed; nothing kept but counts).
+    // First pass: counts and the module map, streamed (the events are not kept: a recording
+    // of a billion events is shown in the memory of one).
     let reader = RecordingReader::open(&args.recording)?;
     let header = reader.header().clone();
-    let summary = reader.summarize()?;
-    let mut reader = RecordingReader::open(&args.recording)?;
-    let mut symbolizer = Symbolizer::new(&[]);
-    let mut events = Vec::new();
-    let mut modules = Vec::new();
-    let mut tid = None;
-    let mut shown = 0u64;
-    while let Some(event) = reader.next_event()? {
-        if let Event::Module(m) = &event {
-            symbolizer.add_module(m.clone());
-            modules.push(m.clone());
-            continue;
-        }
-        if args.limit != 0 && shown >= args.limit {
-            continue; // keep reading for the module map
-        }
-        shown += 1;
-        let mut locate = |addr: u64| {
-            let loc = symbolizer.locate(addr);
-            match args.by {
-                By::Function => loc.function_offset(),
-                By::Block => loc.block_form(),
-            }
-        };
-        let row = match &event {
-            Event::Thread { tid: t } => {
-                tid = Some(*t);
-                json!({"event": "thread", "tid": t})
-            }
-            Event::Instruction { addr } => json!({"event": "instruction", "addr": hex(*addr), "location": locate(*addr), "tid": tid}),
-            Event::Block { addr } => json!({"event": "block", "addr": hex(*addr), "location": locate(*addr), "tid": tid}),
-            Event::Sample(s) => json!({"event": "sample", "addr": hex(s.ip), "location": locate(s.ip), "time_ns": s.time_ns, "instructions": s.instructions, "tid": tid}),
-            Event::Marker { time_ns, instructions } => json!({"event": "marker", "time_ns": time_ns, "instructions": instructions, "tid": tid}),
-            Event::Signal { signal } => json!({"event": "signal", "signal": signal, "tid": tid}),
-            Event::Exit(e) => json!({"event": "exit", "status": e}),
-            Event::Unknown { tag, len } => json!({"event": "unknown", "tag": tag, "len": len}),
-            Event::Module(_) => unreachable!("handled above"),
-        };
-        events.push(row);
-    }
-    for w in &symbolizer.warnings {
-        eprintln!("kansoku: warning: {w}");
-    }
+    let (summary, modules) = reader.summarize_with_modules()?;
     if let Some(offset) = summary.truncated_at {
         eprintln!(
             "kansoku: warning: {} ends early (last complete event before byte {offset}); showing what was recorded",
@@ -84,48 +43,105 @@ pub fn run(args: Args) -> Result<()> {
         );
     }
     if args.json {
-        return print_json(&json!({
-            "recording": args.recording,
-            "header": header,
-            "modules": modules,
-            "summary": summary,
-            "events": events,
-        }));
+        // One object, its events written one per line as they are read.
+        let prelude = json!({"recording": args.recording, "header": header, "modules": modules, "summary": summary});
+        let text = serde_json::to_string(&prelude)?;
+        let open = text.strip_suffix('}').unwrap_or(&text);
+        emit(&format!("{open},\n\"events\": [\n"));
+    } else {
+        print_prelude(&args, &header, &summary, &modules)?;
     }
-    println!("recording  {}", args.recording.display());
-    println!("kind       {}", serde_json::to_value(header.kind)?.as_str().unwrap_or("?"));
-    println!("program    {} {}", header.program, header.args.join(" "));
+    // Second pass: the events up to the limit, symbolised with the modules met so far.
+    let mut reader = RecordingReader::open(&args.recording)?;
+    let mut symbolizer = Symbolizer::new(&[]);
+    let mut tid = None;
+    let mut shown = 0u64;
+    while let Some(event) = reader.next_event()? {
+        if let Event::Module(m) = &event {
+            symbolizer.add_module(m.clone());
+            continue;
+        }
+        if args.limit != 0 && shown >= args.limit {
+            break;
+        }
+        if let Event::Thread { tid: t } = &event {
+            tid = Some(*t);
+        }
+        let row = event_row(&event, tid, &mut symbolizer, args.by);
+        if args.json {
+            emit(&format!("{}{}", if shown > 0 { ",\n" } else { "" }, serde_json::to_string(&row)?));
+        } else {
+            emit(&event_line(&row));
+        }
+        shown += 1;
+    }
+    if args.json {
+        emit("\n]}\n");
+    }
+    for w in &symbolizer.warnings {
+        eprintln!("kansoku: warning: {w}");
+    }
+    Ok(())
+}
+
+/// One event as a JSON row (the text form is printed from it too).
+fn event_row(event: &Event, tid: Option<u32>, symbolizer: &mut Symbolizer, by: By) -> serde_json::Value {
+    let mut locate = |addr: u64| {
+        let loc = symbolizer.locate(addr);
+        match by {
+            By::Function => loc.function_offset(),
+            By::Block => loc.block_form(),
+        }
+    };
+    match event {
+        Event::Thread { tid: t } => json!({"event": "thread", "tid": t}),
+        Event::Instruction { addr } => json!({"event": "instruction", "addr": hex(*addr), "location": locate(*addr), "tid": tid}),
+        Event::Block { addr } => json!({"event": "block", "addr": hex(*addr), "location": locate(*addr), "tid": tid}),
+        Event::Sample(s) => json!({"event": "sample", "addr": hex(s.ip), "location": locate(s.ip), "time_ns": s.time_ns, "instructions": s.instructions, "tid": tid}),
+        Event::Marker { time_ns, instructions } => json!({"event": "marker", "time_ns": time_ns, "instructions": instructions, "tid": tid}),
+        Event::Signal { signal } => json!({"event": "signal", "signal": signal, "tid": tid}),
+        Event::Exit(e) => json!({"event": "exit", "status": e}),
+        Event::Unknown { tag, len } => json!({"event": "unknown", "tag": tag, "len": len}),
+        Event::Module(m) => json!({"event": "module", "path": m.path}),
+    }
+}
+
+fn event_line(e: &serde_json::Value) -> String {
+    let kind = e["event"].as_str().unwrap_or("?");
+    match kind {
+        "instruction" | "block" => format!("  {:<11} {:>14}  {}\n", kind, e["addr"].as_str().unwrap_or(""), e["location"].as_str().unwrap_or("")),
+        "sample" => format!("  {:<11} {:>14}  {}  t={}ns n={}\n", kind, e["addr"].as_str().unwrap_or(""), e["location"].as_str().unwrap_or(""), e["time_ns"], e["instructions"]),
+        _ => {
+            let mut rest = e.clone();
+            rest.as_object_mut().map(|o| o.remove("event"));
+            format!("  {kind:<11} {rest}\n")
+        }
+    }
+}
+
+fn print_prelude(args: &Args, header: &kansoku_core::Header, summary: &kansoku_core::RecordingSummary, modules: &[kansoku_core::Module]) -> Result<()> {
+    reportln!("recording  {}", args.recording.display());
+    reportln!("kind       {}", serde_json::to_value(header.kind)?.as_str().unwrap_or("?"));
+    reportln!("program    {} {}", header.program, header.args.join(" "));
     if !header.parameters.is_empty() {
         let params: Vec<String> = header.parameters.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        println!("parameters {}", params.join(" "));
+        reportln!("parameters {}", params.join(" "));
     }
-    println!(
+    reportln!(
         "counts     {} events: {} instructions, {} blocks, {} samples, {} marker hits, {} thread(s), {} signal(s); {} bytes",
         summary.events, summary.instructions, summary.blocks, summary.samples, summary.markers, summary.threads, summary.signals, summary.bytes
     );
     if let Some(exit) = summary.exit {
-        println!("exit       {}", match exit {
+        reportln!("exit       {}", match exit {
             kansoku_core::ExitStatus::Exited(c) => format!("exited with status {c}"),
             kansoku_core::ExitStatus::Killed(s) => format!("killed by {}", signal_name(s)),
             kansoku_core::ExitStatus::Detached => "detached (observation stopped before the program ended)".into(),
         });
     }
-    println!("modules");
+    reportln!("modules");
     for (i, m) in modules.iter().enumerate() {
-        println!("  [{i}] {}..{} off {} {} {}", hex(m.start), hex(m.end), hex(m.file_offset), m.path, m.build_id.as_deref().unwrap_or(""));
+        reportln!("  [{i}] {}..{} off {} {} {}", hex(m.start), hex(m.end), hex(m.file_offset), m.path, m.build_id.as_deref().unwrap_or(""));
     }
-    println!("events{}", if args.limit != 0 && summary.events > args.limit { format!(" (first {})", args.limit) } else { String::new() });
-    for e in &events {
-        let kind = e["event"].as_str().unwrap_or("?");
-        match kind {
-            "instruction" | "block" => println!("  {:<11} {:>14}  {}", kind, e["addr"].as_str().unwrap_or(""), e["location"].as_str().unwrap_or("")),
-            "sample" => println!("  {:<11} {:>14}  {}  t={}ns n={}", kind, e["addr"].as_str().unwrap_or(""), e["location"].as_str().unwrap_or(""), e["time_ns"], e["instructions"]),
-            _ => {
-                let mut rest = e.clone();
-                rest.as_object_mut().map(|o| o.remove("event"));
-                println!("  {kind:<11} {rest}");
-            }
-        }
-    }
+    reportln!("events{}", if args.limit != 0 && summary.events > args.limit { format!(" (first {})", args.limit) } else { String::new() });
     Ok(())
 }
