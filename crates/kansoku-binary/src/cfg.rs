@@ -10,6 +10,7 @@ use std::collections::BTreeSet;
 use serde::Serialize;
 
 use crate::decode::{decode_all, DecodedInstruction, InstructionKind};
+use crate::jump_table::{self, JumpTable};
 use crate::program::{FunctionSymbol, Program};
 
 /// One basic block of a function.
@@ -50,21 +51,43 @@ pub struct FunctionCfg {
     /// Immediate dominator of each block (the entry's is itself); `None` if unreachable.
     pub idom: Vec<Option<u32>>,
     pub loops: Vec<Loop>,
+    /// Switch tables followed: their `jmp` blocks have the table's targets as successors.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub jump_tables: Vec<JumpTable>,
+    /// Addresses of indirect jumps (not GOT tail calls) whose targets are unknown: their
+    /// blocks have no successors, so the CFG may miss edges and loops there.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unresolved_jumps: Vec<u64>,
 }
 
 impl FunctionCfg {
-    /// Decodes `function` of `program` and builds its CFG.
+    /// Decodes `function` of `program` and builds its CFG, following switch jump tables
+    /// read from the program's data.
     pub fn build(program: &Program, function: &FunctionSymbol) -> FunctionCfg {
         let bytes = program.function_bytes(function).unwrap_or(&[]);
-        Self::from_instructions(function.name.clone(), function.address, function.size, decode_all(bytes, function.address))
+        let instructions = decode_all(bytes, function.address);
+        let read = |addr: u64, len: usize| program.bytes_at(addr, len).map(<[u8]>::to_vec);
+        let tables = find_jump_tables(&instructions, (function.address, function.address.saturating_add(function.size)), &read);
+        Self::from_parts(function.name.clone(), function.address, function.size, instructions, tables)
     }
 
     /// Builds the CFG of already decoded instructions spanning `[address, address+size)`.
+    /// Without the program's data no jump table is followed.
     pub fn from_instructions(name: String, address: u64, size: u64, instructions: Vec<DecodedInstruction>) -> FunctionCfg {
-        let blocks = split_blocks(address, size, &instructions);
+        Self::from_parts(name, address, size, instructions, Vec::new())
+    }
+
+    fn from_parts(name: String, address: u64, size: u64, instructions: Vec<DecodedInstruction>, jump_tables: Vec<JumpTable>) -> FunctionCfg {
+        let table_targets: jump_table::Tables = jump_tables.iter().map(|t| (t.jump, t.targets.as_slice())).collect();
+        let blocks = split_blocks(address, size, &instructions, &table_targets);
         let idom = dominators(&blocks);
         let loops = natural_loops(&blocks, &idom);
-        FunctionCfg { name, address, size, instructions, blocks, idom, loops }
+        let unresolved_jumps = instructions
+            .iter()
+            .filter(|i| jump_table::is_table_candidate(i) && !table_targets.contains_key(&i.address))
+            .map(|i| i.address)
+            .collect();
+        FunctionCfg { name, address, size, instructions, blocks, idom, loops, jump_tables, unresolved_jumps }
     }
 
     /// Index of the instruction starting exactly at `addr`.
@@ -110,20 +133,43 @@ impl FunctionCfg {
     }
 }
 
-fn split_blocks(address: u64, size: u64, ins: &[DecodedInstruction]) -> Vec<BasicBlock> {
+/// The switch tables of a function's indirect jumps that can be bounded. A second round
+/// resolves switches reached only through the cases of another one.
+fn find_jump_tables(ins: &[DecodedInstruction], range: (u64, u64), read: &dyn Fn(u64, usize) -> Option<Vec<u8>>) -> Vec<JumpTable> {
+    let mut pending: Vec<usize> = (0..ins.len()).filter(|&j| jump_table::is_table_candidate(&ins[j])).collect();
+    let mut found: Vec<JumpTable> = Vec::new();
+    if pending.is_empty() {
+        return found;
+    }
+    let leaders = direct_targets(ins, range);
+    let blocks = |tables: &jump_table::Tables| split_blocks(range.0, range.1 - range.0, ins, tables);
+    let cx = jump_table::Context { read, range, leaders: &leaders, blocks: &blocks };
+    for _round in 0..2 {
+        let known: jump_table::Tables = found.iter().map(|t| (t.jump, t.targets.as_slice())).collect();
+        let new: Vec<JumpTable> = pending.iter().filter_map(|&j| jump_table::resolve(ins, j, &cx, &known)).collect();
+        if new.is_empty() {
+            break;
+        }
+        pending.retain(|&j| !new.iter().any(|t| t.jump == ins[j].address));
+        found.extend(new);
+    }
+    found.sort_by_key(|t| t.jump);
+    found
+}
+
+/// Targets of direct jumps that lie inside `[lo, hi)`.
+fn direct_targets(ins: &[DecodedInstruction], (lo, hi): (u64, u64)) -> BTreeSet<u64> {
+    ins.iter().filter(|i| i.kind.is_branch()).filter_map(|i| i.target).filter(|t| (lo..hi).contains(t)).collect()
+}
+
+fn split_blocks(address: u64, size: u64, ins: &[DecodedInstruction], tables: &jump_table::Tables) -> Vec<BasicBlock> {
     if ins.is_empty() {
         return Vec::new();
     }
-    let end = address + size;
-    let inside = |t: u64| t >= address && t < end;
-    let mut leaders = BTreeSet::new();
+    let mut leaders = direct_targets(ins, (address, address.saturating_add(size)));
     leaders.insert(ins[0].address);
+    leaders.extend(tables.values().flat_map(|t| t.iter().copied()));
     for i in ins {
-        if let (Some(t), true) = (i.target, i.kind.is_branch()) {
-            if inside(t) {
-                leaders.insert(t);
-            }
-        }
         if i.kind.ends_block() {
             leaders.insert(i.next_address());
         }
@@ -154,6 +200,10 @@ fn split_blocks(address: u64, size: u64, ins: &[DecodedInstruction]) -> Vec<Basi
         }
         if falls_through {
             s.extend(block_at(last.next_address()));
+        }
+        if let Some(targets) = tables.get(&last.address) {
+            s.extend(targets.iter().filter_map(|&t| block_at(t)));
+            s.sort_unstable();
         }
         s.dedup();
         succs.push(s);

@@ -12,6 +12,7 @@
 
 pub mod cfg;
 pub mod decode;
+mod jump_table;
 pub mod maps;
 mod plt;
 pub mod program;
@@ -20,5 +21,6 @@ mod unwind;
 
 pub use cfg::{BasicBlock, FunctionCfg, Loop};
 pub use decode::{DecodedInstruction, InstructionKind};
+pub use jump_table::JumpTable;
 pub use program::{BinaryError, FunctionSymbol, Program, SourceLine};
 pub use symbolize::Symbolizer;

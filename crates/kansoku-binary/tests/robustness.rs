@@ -49,3 +49,35 @@ proptest! {
         let _ = exercise(&bytes, "garbled");
     }
 }
+
+/// A stripped -O2 build of seed000: functions come from `.eh_frame`, names from the PLT
+/// relocations, and `-O2` with a dense switch would add jump tables, so garbling it
+/// exercises those parsers too.
+fn stripped_bytes() -> Vec<u8> {
+    let program = kansoku_examples::build_with("seed000", &test_build_dir(), &["-O2"]).unwrap();
+    let copy = std::env::temp_dir().join(format!("kansoku-robust-{}-strip", std::process::id()));
+    let ok = std::process::Command::new("strip").arg("-o").arg(&copy).arg(&program).status().unwrap().success();
+    assert!(ok, "strip runs");
+    let bytes = std::fs::read(&copy).unwrap();
+    let _ = std::fs::remove_file(copy);
+    bytes
+}
+
+#[test]
+fn the_uncut_stripped_program_decodes() {
+    assert!(exercise(&stripped_bytes(), "stripped-whole") >= 5);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn garbled_stripped_programs_never_panic(flips in proptest::collection::vec((0usize..20_000, any::<u8>()), 1..40)) {
+        let mut bytes = stripped_bytes();
+        for (at, value) in flips {
+            let n = bytes.len();
+            bytes[at % n] = value;
+        }
+        let _ = exercise(&bytes, "garbled-stripped");
+    }
+}
