@@ -366,14 +366,37 @@ fn flag_user(ins: &[DecodedInstruction], k: usize, end: usize) -> Option<usize> 
 }
 
 /// A copy into the tracked register (`mov eax, edi`, `movzx`, `mov eax, [mem]`) moves the
-/// tracking to its source; anything else changes the index after the guard.
+/// tracking to its source, and a 64-bit `lea` into a register addressing the tracked
+/// memory rewrites the address (`lea rcx, [rdx+12]` makes `[rax+rcx*4]` the cell
+/// `[rax+rdx*4+48]` that clang compared); anything else changes the index after the guard.
 fn copied_from(i: &Instruction, index: Tracked) -> Option<Tracked> {
-    let Tracked::Register(r) = index else { return None };
-    let copy = matches!(i.mnemonic(), Mnemonic::Mov | Mnemonic::Movzx) && i.op0_kind() == OpKind::Register && i.op0_register().full_register() == r;
-    match i.op1_kind() {
-        OpKind::Register if copy => Some(Tracked::Register(i.op1_register().full_register())),
-        OpKind::Memory if copy && i.memory_base() != Register::RIP => Some(Tracked::memory_of(i)),
-        _ => None,
+    let dst = (i.op0_kind() == OpKind::Register).then(|| i.op0_register().full_register())?;
+    match index {
+        Tracked::Register(r) => {
+            let copy = matches!(i.mnemonic(), Mnemonic::Mov | Mnemonic::Movzx) && dst == r;
+            match i.op1_kind() {
+                OpKind::Register if copy => Some(Tracked::Register(i.op1_register().full_register())),
+                OpKind::Memory if copy && i.memory_base() != Register::RIP => Some(Tracked::memory_of(i)),
+                _ => None,
+            }
+        }
+        Tracked::Memory { base, index: idx, scale, displacement, size } => {
+            let offset_lea = i.mnemonic() == Mnemonic::Lea
+                && i.op0_register().size() == 8
+                && i.memory_index() == Register::None
+                && !matches!(i.memory_base(), Register::None | Register::RIP);
+            if !offset_lea || base == idx {
+                return None;
+            }
+            let (src, k) = (i.memory_base().full_register(), i.memory_displacement64());
+            if dst == idx {
+                Some(Tracked::Memory { base, index: src, scale, displacement: displacement.wrapping_add(k.wrapping_mul(u64::from(scale))), size })
+            } else if dst == base {
+                Some(Tracked::Memory { base: src, index: idx, scale, displacement: displacement.wrapping_add(k), size })
+            } else {
+                None
+            }
+        }
     }
 }
 

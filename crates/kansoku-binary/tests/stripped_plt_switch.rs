@@ -234,3 +234,31 @@ fn inflate_of_zlib_has_its_loops() {
     }
     assert!(!cfg.loops.is_empty());
 }
+
+/// Every jump of the compilers' table shape (`movsxd r, [b+i*4]; add r, b; jmp r`) in
+/// Debian's gzip, libz and liblzma is followed; what stays unresolved is some other
+/// indirect jump (calls through function pointers, crtstuff's TM-clone hooks).
+#[test]
+fn every_table_shaped_jump_in_debian_libraries_is_followed() {
+    let lzma = "/usr/lib/x86_64-linux-gnu/liblzma.so.5";
+    for path in [GZIP, LIBZ, lzma].into_iter().filter(|p| Path::new(p).exists()) {
+        let program = Program::open(path).unwrap();
+        let (mut tables, mut others) = (0, 0);
+        for f in program.functions() {
+            let cfg = FunctionCfg::build(&program, f);
+            for &jump in &cfg.unresolved_jumps {
+                let j = cfg.instruction_index(jump).unwrap();
+                let before: Vec<&str> = cfg.instructions[j.saturating_sub(2)..j].iter().map(|i| i.text.as_str()).collect();
+                let table_shaped = before.len() == 2 && before[0].starts_with("movsxd") && before[1].starts_with("add");
+                assert!(!table_shaped, "{path}: {} at {jump:#x} after {before:?}", f.name);
+                others += 1;
+            }
+            for t in &cfg.jump_tables {
+                assert!(t.targets.iter().all(|&a| cfg.block_starting_at(a).is_some()), "{path}: {} table at {:#x}", f.name, t.jump);
+            }
+            tables += cfg.jump_tables.len();
+        }
+        eprintln!("{path}: {tables} jump tables followed, {others} other indirect jumps");
+        assert!(tables > 0);
+    }
+}
