@@ -52,7 +52,7 @@ pub struct FunctionSymbol {
 
 impl FunctionSymbol {
     pub fn contains(&self, addr: u64) -> bool {
-        addr >= self.address && addr < self.address + self.size.max(1)
+        addr >= self.address && addr < self.address.saturating_add(self.size.max(1))
     }
 }
 
@@ -83,6 +83,17 @@ struct CodeSection {
     address: u64,
     data_offset: usize,
     size: usize,
+}
+
+impl CodeSection {
+    /// One past the last address (saturating: a corrupt header may put it past 2^64).
+    fn end(&self) -> u64 {
+        self.address.saturating_add(self.size as u64)
+    }
+
+    fn contains(&self, addr: u64) -> bool {
+        addr >= self.address && addr < self.end()
+    }
 }
 
 /// A parsed ELF program. Cheap to clone (shares its bytes).
@@ -223,9 +234,9 @@ impl Program {
 
     /// The code bytes from `addr` to the end of its executable section.
     pub fn code_at(&self, addr: u64) -> Option<&[u8]> {
-        let s = self.code.iter().find(|s| addr >= s.address && addr < s.address + s.size as u64)?;
-        let start = s.data_offset + (addr - s.address) as usize;
-        self.data.get(start..s.data_offset + s.size)
+        let s = self.code.iter().find(|s| s.contains(addr))?;
+        let start = s.data_offset.checked_add(usize::try_from(addr - s.address).ok()?)?;
+        self.data.get(start..s.data_offset.checked_add(s.size)?)
     }
 
     /// The code bytes of a function (clamped to its section).
@@ -236,7 +247,7 @@ impl Program {
 
     /// The name of the executable section holding `addr`, e.g. `.text` or `.plt`.
     pub fn section_name(&self, addr: u64) -> Option<&str> {
-        self.code.iter().find(|s| addr >= s.address && addr < s.address + s.size as u64).map(|s| s.name.as_str())
+        self.code.iter().find(|s| s.contains(addr)).map(|s| s.name.as_str())
     }
 
     /// Link-time virtual address of a file offset (through the PT_LOAD segments).
@@ -384,13 +395,13 @@ fn fill_zero_sizes(funcs: &mut [FunctionSymbol], code: &[CodeSection]) {
             let next = funcs.get(i + 1).map(|f| f.address);
             let section_end = code
                 .iter()
-                .find(|s| funcs[i].address >= s.address && funcs[i].address < s.address + s.size as u64)
-                .map(|s| s.address + s.size as u64);
+                .find(|s| s.contains(funcs[i].address))
+                .map(CodeSection::end);
             let end = match (next, section_end) {
                 (Some(n), Some(e)) => n.min(e),
                 (Some(n), None) => n,
                 (None, Some(e)) => e,
-                (None, None) => funcs[i].address + 1,
+                (None, None) => funcs[i].address.saturating_add(1),
             };
             funcs[i].size = end.saturating_sub(funcs[i].address).max(1);
         }
@@ -402,7 +413,7 @@ fn fill_zero_sizes(funcs: &mut [FunctionSymbol], code: &[CodeSection]) {
 fn code_gaps(funcs: &[FunctionSymbol], code: &[CodeSection], data: &[u8], module: &str) -> Vec<FunctionSymbol> {
     let mut gaps = Vec::new();
     for s in code {
-        let end = s.address + s.size as u64;
+        let end = s.end();
         let mut cursor = s.address;
         let mut push = |from: u64, to: u64| {
             let offset = s.data_offset.saturating_add((from - s.address) as usize);

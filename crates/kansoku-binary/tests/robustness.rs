@@ -89,3 +89,19 @@ proptest! {
         let _ = exercise(&bytes, "garbled-stripped");
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Flips in the last 2 KiB, where strip puts the section headers: section addresses,
+    /// offsets, sizes and entry sizes become arbitrary.
+    #[test]
+    fn garbled_section_headers_never_panic(flips in proptest::collection::vec((1usize..2048, any::<u8>()), 1..20)) {
+        let mut bytes = stripped_bytes();
+        for (from_end, value) in flips {
+            let n = bytes.len();
+            bytes[n - from_end.min(n)] = value;
+        }
+        let _ = exercise(&bytes, "garbled-headers");
+    }
+}
