@@ -351,4 +351,47 @@ mod tests {
         assert!(cfg.is_back_edge(1, 1));
         assert!(cfg.dominates(0, 2));
     }
+    /// `switch (edi) { case 0..=2 }` hand-assembled in the gcc shape, its table at 0x2000.
+    fn switch_function(guard: [u8; 3]) -> (Vec<u8>, Vec<u8>) {
+        let mut code = guard.to_vec(); // 0x1000: cmp edi/esi, 2
+        code.extend([0x77, 0x1b]); // 0x1003: ja 0x1020
+        code.extend([0x48, 0x8d, 0x15, 0xf4, 0x0f, 0, 0]); // 0x1005: lea rdx, [rip+0xff4] = 0x2000
+        code.extend([0x48, 0x63, 0x04, 0xba]); // 0x100c: movsxd rax, dword [rdx+rdi*4]
+        code.extend([0x48, 0x01, 0xd0, 0xff, 0xe0]); // 0x1010: add rax, rdx; 0x1013: jmp rax
+        code.extend([0xb8, 1, 0, 0, 0, 0xc3, 0x31, 0xc0, 0xc3, 0xc3, 0x90, 0xc3]); // cases at 0x1015, 0x101b, 0x101e; default 0x1020
+        let table = [0x1015i32, 0x101b, 0x101e].iter().flat_map(|t| (t - 0x2000).to_le_bytes()).collect();
+        (code, table)
+    }
+
+    fn cfg_with_table_at_0x2000(code: &[u8], table: &[u8]) -> FunctionCfg {
+        let ins = decode_all(code, 0x1000);
+        let read = |a: u64, n: usize| table.get(usize::try_from(a.checked_sub(0x2000)?).ok()?..).and_then(|t| t.get(..n)).map(<[u8]>::to_vec);
+        let size = code.len() as u64;
+        let tables = find_jump_tables(&ins, (0x1000, 0x1000 + size), &read);
+        FunctionCfg::from_parts("switch".into(), 0x1000, size, ins, tables)
+    }
+
+    #[test]
+    fn a_guarded_table_gives_the_jump_its_cases() {
+        let (code, table) = switch_function([0x83, 0xff, 0x02]);
+        let cfg = cfg_with_table_at_0x2000(&code, &table);
+        assert_eq!(cfg.jump_tables.len(), 1);
+        assert_eq!((cfg.jump_tables[0].table, cfg.jump_tables[0].entries), (0x2000, 3));
+        assert_eq!(cfg.jump_tables[0].targets, vec![0x1015, 0x101b, 0x101e]);
+        let jump_block = cfg.block_of_instruction(cfg.instruction_index(0x1013).unwrap()).unwrap();
+        let succ: Vec<u64> = jump_block.successors.iter().map(|&b| cfg.blocks[b as usize].start).collect();
+        assert_eq!(succ, vec![0x1015, 0x101b, 0x101e]);
+        assert!(cfg.unresolved_jumps.is_empty());
+    }
+
+    #[test]
+    fn a_guard_on_another_register_bounds_nothing() {
+        // cmp esi, 2 does not bound rdi: the table's size is unknown, the jump is counted.
+        let (code, table) = switch_function([0x83, 0xfe, 0x02]);
+        let cfg = cfg_with_table_at_0x2000(&code, &table);
+        assert!(cfg.jump_tables.is_empty());
+        assert_eq!(cfg.unresolved_jumps, vec![0x1013]);
+        let jump_block = cfg.block_of_instruction(cfg.instruction_index(0x1013).unwrap()).unwrap();
+        assert!(jump_block.successors.is_empty());
+    }
 }

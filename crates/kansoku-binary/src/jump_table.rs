@@ -123,7 +123,9 @@ pub fn resolve(ins: &[DecodedInstruction], jump: usize, cx: &Context, known: &Ta
         Entries::Relative(base) => table_base(ins, load.load, base, &Flow::new(ins, cx, known), false)?,
     };
     let targets = read_targets(table, entries, load.entries, cx)?;
-    if targets.iter().any(|&t| t > ins[guard].address && t <= ins[jump].address) {
+    // An edge of this or another table landing between guard and jump would bypass the guard.
+    let between = |t: &u64| *t > ins[guard].address && *t <= ins[jump].address;
+    if targets.iter().chain(known.values().flat_map(|t| t.iter())).any(between) {
         return None;
     }
     if let Entries::Relative(base) = load.entries {
