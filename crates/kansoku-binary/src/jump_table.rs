@@ -45,8 +45,9 @@ pub struct JumpTable {
 #[derive(Clone, Copy)]
 enum Entries {
     /// 4-byte signed offsets from the table's own address (position-independent code),
-    /// which this register holds at the load.
-    Relative(Register),
+    /// which this register holds where the offset is added to it.
+    /// The register is read by the `add` at the given instruction index.
+    Relative(Register, usize),
     /// 8-byte absolute addresses, in a table at this address.
     Absolute(u64),
 }
@@ -57,6 +58,8 @@ struct TableLoad {
     index: Register,
     load: usize,
     entries: Entries,
+    /// The table address the load itself names (unoptimised code computes it twice).
+    names_table: Option<u64>,
 }
 
 /// Is this instruction an indirect jump a table could explain (not a tail call through
@@ -120,18 +123,21 @@ pub fn resolve(ins: &[DecodedInstruction], jump: usize, cx: &Context, known: &Ta
         Entries::Absolute(table) => table,
         // First a candidate from the paths known without this table, then a check with
         // its edges added: a case looping back to the switch must not change the base.
-        Entries::Relative(base) => table_base(ins, load.load, base, &Flow::new(ins, cx, known), false)?,
+        Entries::Relative(base, add) => table_base(ins, add, base, &Flow::new(ins, cx, known), false)?,
     };
+    if load.names_table.is_some_and(|t| t != table) {
+        return None;
+    }
     let targets = read_targets(table, entries, load.entries, cx)?;
     // An edge of this or another table landing between guard and jump would bypass the guard.
     let between = |t: &u64| *t > ins[guard].address && *t <= ins[jump].address;
     if targets.iter().chain(known.values().flat_map(|t| t.iter())).any(between) {
         return None;
     }
-    if let Entries::Relative(base) = load.entries {
+    if let Entries::Relative(base, add) = load.entries {
         let mut with_this = known.clone();
         with_this.insert(ins[jump].address, &targets);
-        if table_base(ins, load.load, base, &Flow::new(ins, cx, &with_this), true)? != table {
+        if table_base(ins, add, base, &Flow::new(ins, cx, &with_this), true)? != table {
             return None;
         }
     }
@@ -141,7 +147,7 @@ pub fn resolve(ins: &[DecodedInstruction], jump: usize, cx: &Context, known: &Ta
 /// The distinct entries of the table that lie inside the function, sorted.
 fn read_targets(table: u64, entries: u64, kind: Entries, cx: &Context) -> Option<Vec<u64>> {
     let width: u64 = match kind {
-        Entries::Relative(_) => 4,
+        Entries::Relative(..) => 4,
         Entries::Absolute(_) => 8,
     };
     let bytes = (cx.read)(table, usize::try_from(entries.checked_mul(width)?).ok()?)?;
@@ -149,7 +155,7 @@ fn read_targets(table: u64, entries: u64, kind: Entries, cx: &Context) -> Option
     let mut targets: Vec<u64> = bytes
         .chunks_exact(width as usize)
         .filter_map(|e| match kind {
-            Entries::Relative(_) => table.checked_add_signed(i64::from(i32::from_le_bytes(e.try_into().ok()?))),
+            Entries::Relative(..) => table.checked_add_signed(i64::from(i32::from_le_bytes(e.try_into().ok()?))),
             Entries::Absolute(_) => Some(u64::from_le_bytes(e.try_into().ok()?)),
         })
         .filter(|t| (lo..hi).contains(t))
@@ -163,7 +169,7 @@ fn read_targets(table: u64, entries: u64, kind: Entries, cx: &Context) -> Option
 fn table_load(ins: &[DecodedInstruction], jump: usize) -> Option<TableLoad> {
     let jmp = &ins[jump].raw;
     if jmp.op0_kind() == OpKind::Memory {
-        return absolute_operand(jmp).map(|(table, index)| TableLoad { index, load: jump, entries: Entries::Absolute(table) });
+        return absolute_operand(jmp).map(|(table, index)| TableLoad { index, load: jump, entries: Entries::Absolute(table), names_table: None });
     }
     let target = jmp.op0_register().full_register();
     let writer = last_writer(ins, jump, target)?;
@@ -171,21 +177,66 @@ fn table_load(ins: &[DecodedInstruction], jump: usize) -> Option<TableLoad> {
     match w.mnemonic() {
         // mov rax, [rax*8+T]; jmp rax
         Mnemonic::Mov if w.op1_kind() == OpKind::Memory => {
-            absolute_operand(w).map(|(table, index)| TableLoad { index, load: writer, entries: Entries::Absolute(table) })
+            absolute_operand(w).map(|(table, index)| TableLoad { index, load: writer, entries: Entries::Absolute(table), names_table: None })
         }
         // movsxd rax, [B+I*4]; add rax, B; jmp rax — B holds the table's address.
         Mnemonic::Add if w.op1_kind() == OpKind::Register => {
             let base = w.op1_register().full_register();
             let load = last_writer(ins, writer, target)?;
             let l = &ins[load].raw;
+            if l.mnemonic() == Mnemonic::Cdqe {
+                return unoptimised_load(ins, load, base, writer);
+            }
             let shape = l.mnemonic() == Mnemonic::Movsxd && l.op1_kind() == OpKind::Memory && l.memory_displacement64() == 0;
             if !shape || l.memory_base().full_register() != base || l.memory_index_scale() != 4 || l.memory_index() == Register::None {
                 return None;
             }
-            Some(TableLoad { index: l.memory_index().full_register(), load, entries: Entries::Relative(base) })
+            // The base the load read is the base the add reads.
+            if last_writer(ins, writer, base).is_some_and(|k| k > load) {
+                return None;
+            }
+            Some(TableLoad { index: l.memory_index().full_register(), load, entries: Entries::Relative(base, writer), names_table: None })
         }
         _ => None,
     }
+}
+
+/// gcc's `-O0` table load, ending in `cdqe` (at `cdqe`) before `add rax, base` (at `add`):
+///
+/// ```text
+/// lea rdx, [rax*4]        (the index, scaled: where the guard tracking starts)
+/// lea rax, [rip+T]
+/// mov eax, [rdx+rax]
+/// cdqe
+/// ```
+fn unoptimised_load(ins: &[DecodedInstruction], cdqe: usize, base: Register, add: usize) -> Option<TableLoad> {
+    let mov = last_writer(ins, cdqe, Register::RAX)?;
+    let m = &ins[mov].raw;
+    let shape = m.mnemonic() == Mnemonic::Mov
+        && m.op0_kind() == OpKind::Register
+        && m.op0_register() == Register::EAX
+        && m.op1_kind() == OpKind::Memory
+        && m.memory_index_scale() == 1
+        && m.memory_displacement64() == 0
+        && m.memory_base() != Register::None
+        && m.memory_index() != Register::None;
+    if !shape {
+        return None;
+    }
+    let (a, b) = (last_writer(ins, mov, m.memory_base().full_register())?, last_writer(ins, mov, m.memory_index().full_register())?);
+    let rip_lea = |k: usize| (ins[k].raw.mnemonic() == Mnemonic::Lea && ins[k].raw.memory_base() == Register::RIP).then(|| ins[k].raw.ip_rel_memory_address());
+    let (table, table_lea, scaled) = match (rip_lea(a), rip_lea(b)) {
+        (Some(t), None) => (t, a, b),
+        (None, Some(t)) => (t, b, a),
+        _ => return None,
+    };
+    let s = &ins[scaled].raw;
+    let scales = s.mnemonic() == Mnemonic::Lea && s.memory_base() == Register::None && s.memory_index_scale() == 4 && s.memory_displacement64() == 0;
+    // The table's lea comes after the scaling one, so the checks from `scaled` on cover it.
+    if !scales || table_lea < scaled {
+        return None;
+    }
+    Some(TableLoad { index: s.memory_index().full_register(), load: scaled, entries: Entries::Relative(base, add), names_table: Some(table) })
 }
 
 /// `[index*8 + T]` with no base register: an absolute table at `T`.
@@ -309,10 +360,15 @@ fn guard_bound(ins: &[DecodedInstruction], load: &TableLoad, leaders: &BTreeSet<
     if leaders.contains(&ins[load.load].address) {
         joins.push((ins[load.load].address, index));
     }
+    // clang -O0 spills the index, compares the register (`sub rax, N; ja`) and reloads the
+    // spill: a register guard seen while tracking memory holds once the spill is found.
+    let mut spilled_guard: Option<(Register, usize, u64)> = None;
     let first = load.load.saturating_sub(GUARD_WINDOW);
     for k in (first..load.load).rev() {
         let i = &ins[k].raw;
-        if let Some((branch, bound)) = flag_user(ins, k, load.load).and_then(|b| Some((b, guard_at(i, &ins[b].raw, index)?))) {
+        let found = flag_user(ins, k, load.load).and_then(|b| Some((b, guard_at(i, &ins[b].raw, index)?)));
+        let found = found.or_else(|| spilled_guard.filter(|&(r, ..)| stores(i, index, r)).map(|(_, b, n)| (b, n)));
+        if let Some((branch, bound)) = found {
             // Joins between the guard's branch and the load were recorded on the way back.
             joins.retain(|&(at, _)| at > ins[branch].address);
             let mut bound = bound;
@@ -324,6 +380,12 @@ fn guard_bound(ins: &[DecodedInstruction], load: &TableLoad, leaders: &BTreeSet<
         if i.mnemonic() == Mnemonic::Call {
             return None;
         }
+        if spilled_guard.is_some_and(|(r, ..)| writes(&mut factory, i, r)) {
+            spilled_guard = None;
+        }
+        if let (Tracked::Memory { .. }, None) = (index, spilled_guard) {
+            spilled_guard = register_guard(ins, k, load.load);
+        }
         if index.changed_by(&mut factory, i) {
             index = copied_from(i, index)?;
         }
@@ -332,6 +394,29 @@ fn guard_bound(ins: &[DecodedInstruction], load: &TableLoad, leaders: &BTreeSet<
         }
     }
     None
+}
+
+/// `sub r, N` or `cmp r, N` at `k` followed by `ja`/`jae` before `end`: (r, branch, bound).
+fn register_guard(ins: &[DecodedInstruction], k: usize, end: usize) -> Option<(Register, usize, u64)> {
+    let i = &ins[k].raw;
+    if !matches!(i.mnemonic(), Mnemonic::Sub | Mnemonic::Cmp) || i.op0_kind() != OpKind::Register {
+        return None;
+    }
+    let r = i.op0_register().full_register();
+    let branch = flag_user(ins, k, end)?;
+    // As a `cmp` of the register's value before the `sub`.
+    let bound = guard_at_cmp_like(i, &ins[branch].raw, Tracked::Register(r))?;
+    Some((r, branch, bound))
+}
+
+/// Does `i` store exactly the register `r` into the tracked memory cell?
+fn stores(i: &Instruction, index: Tracked, r: Register) -> bool {
+    i.mnemonic() == Mnemonic::Mov
+        && i.op0_kind() == OpKind::Memory
+        && i.op1_kind() == OpKind::Register
+        && i.op1_register().full_register() == r
+        && i.op1_register().size() == 8
+        && Tracked::memory_of(i) == index
 }
 
 /// The bound of every branch to `at` (a join point before the table load): each must be
@@ -400,6 +485,22 @@ fn copied_from(i: &Instruction, index: Tracked) -> Option<Tracked> {
             }
         }
     }
+}
+
+/// `guard_at` for `sub` too: its flags are those of `cmp` with the same operands.
+fn guard_at_cmp_like(i: &Instruction, branch: &Instruction, index: Tracked) -> Option<u64> {
+    let mut as_cmp = *i;
+    as_cmp.set_code(match i.code() {
+        c if i.mnemonic() == Mnemonic::Cmp => c,
+        iced_x86::Code::Sub_rm64_imm8 => iced_x86::Code::Cmp_rm64_imm8,
+        iced_x86::Code::Sub_rm64_imm32 => iced_x86::Code::Cmp_rm64_imm32,
+        iced_x86::Code::Sub_rm32_imm8 => iced_x86::Code::Cmp_rm32_imm8,
+        iced_x86::Code::Sub_rm32_imm32 => iced_x86::Code::Cmp_rm32_imm32,
+        iced_x86::Code::Sub_RAX_imm32 => iced_x86::Code::Cmp_RAX_imm32,
+        iced_x86::Code::Sub_EAX_imm32 => iced_x86::Code::Cmp_EAX_imm32,
+        _ => return None,
+    });
+    guard_at(&as_cmp, branch, index)
 }
 
 /// `cmp index, N` followed by `ja`/`jae`: the number of entries it allows.
