@@ -10,6 +10,7 @@ use std::collections::BTreeSet;
 use serde::Serialize;
 
 use crate::decode::{decode_all, DecodedInstruction, InstructionKind};
+use crate::jump_table::{self, JumpTable};
 use crate::program::{FunctionSymbol, Program};
 
 /// One basic block of a function.
@@ -50,21 +51,43 @@ pub struct FunctionCfg {
     /// Immediate dominator of each block (the entry's is itself); `None` if unreachable.
     pub idom: Vec<Option<u32>>,
     pub loops: Vec<Loop>,
+    /// Switch tables followed: their `jmp` blocks have the table's targets as successors.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub jump_tables: Vec<JumpTable>,
+    /// Addresses of indirect jumps (not GOT tail calls) whose targets are unknown: their
+    /// blocks have no successors, so the CFG may miss edges and loops there.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unresolved_jumps: Vec<u64>,
 }
 
 impl FunctionCfg {
-    /// Decodes `function` of `program` and builds its CFG.
+    /// Decodes `function` of `program` and builds its CFG, following switch jump tables
+    /// read from the program's data.
     pub fn build(program: &Program, function: &FunctionSymbol) -> FunctionCfg {
         let bytes = program.function_bytes(function).unwrap_or(&[]);
-        Self::from_instructions(function.name.clone(), function.address, function.size, decode_all(bytes, function.address))
+        let instructions = decode_all(bytes, function.address);
+        let read = |addr: u64, len: usize| program.bytes_at(addr, len).map(<[u8]>::to_vec);
+        let tables = find_jump_tables(&instructions, (function.address, function.address.saturating_add(function.size)), &read);
+        Self::from_parts(function.name.clone(), function.address, function.size, instructions, tables)
     }
 
     /// Builds the CFG of already decoded instructions spanning `[address, address+size)`.
+    /// Without the program's data no jump table is followed.
     pub fn from_instructions(name: String, address: u64, size: u64, instructions: Vec<DecodedInstruction>) -> FunctionCfg {
-        let blocks = split_blocks(address, size, &instructions);
+        Self::from_parts(name, address, size, instructions, Vec::new())
+    }
+
+    fn from_parts(name: String, address: u64, size: u64, instructions: Vec<DecodedInstruction>, jump_tables: Vec<JumpTable>) -> FunctionCfg {
+        let table_targets: jump_table::Tables = jump_tables.iter().map(|t| (t.jump, t.targets.as_slice())).collect();
+        let blocks = split_blocks(address, size, &instructions, &table_targets);
         let idom = dominators(&blocks);
         let loops = natural_loops(&blocks, &idom);
-        FunctionCfg { name, address, size, instructions, blocks, idom, loops }
+        let unresolved_jumps = instructions
+            .iter()
+            .filter(|i| jump_table::is_table_candidate(i) && !table_targets.contains_key(&i.address))
+            .map(|i| i.address)
+            .collect();
+        FunctionCfg { name, address, size, instructions, blocks, idom, loops, jump_tables, unresolved_jumps }
     }
 
     /// Index of the instruction starting exactly at `addr`.
@@ -110,20 +133,43 @@ impl FunctionCfg {
     }
 }
 
-fn split_blocks(address: u64, size: u64, ins: &[DecodedInstruction]) -> Vec<BasicBlock> {
+/// The switch tables of a function's indirect jumps that can be bounded. A second round
+/// resolves switches reached only through the cases of another one.
+fn find_jump_tables(ins: &[DecodedInstruction], range: (u64, u64), read: &dyn Fn(u64, usize) -> Option<Vec<u8>>) -> Vec<JumpTable> {
+    let mut pending: Vec<usize> = (0..ins.len()).filter(|&j| jump_table::is_table_candidate(&ins[j])).collect();
+    let mut found: Vec<JumpTable> = Vec::new();
+    if pending.is_empty() {
+        return found;
+    }
+    let leaders = direct_targets(ins, range);
+    let blocks = |tables: &jump_table::Tables| split_blocks(range.0, range.1 - range.0, ins, tables);
+    let cx = jump_table::Context { read, range, leaders: &leaders, blocks: &blocks };
+    for _round in 0..2 {
+        let known: jump_table::Tables = found.iter().map(|t| (t.jump, t.targets.as_slice())).collect();
+        let new: Vec<JumpTable> = pending.iter().filter_map(|&j| jump_table::resolve(ins, j, &cx, &known)).collect();
+        if new.is_empty() {
+            break;
+        }
+        pending.retain(|&j| !new.iter().any(|t| t.jump == ins[j].address));
+        found.extend(new);
+    }
+    found.sort_by_key(|t| t.jump);
+    found
+}
+
+/// Targets of direct jumps that lie inside `[lo, hi)`.
+fn direct_targets(ins: &[DecodedInstruction], (lo, hi): (u64, u64)) -> BTreeSet<u64> {
+    ins.iter().filter(|i| i.kind.is_branch()).filter_map(|i| i.target).filter(|t| (lo..hi).contains(t)).collect()
+}
+
+fn split_blocks(address: u64, size: u64, ins: &[DecodedInstruction], tables: &jump_table::Tables) -> Vec<BasicBlock> {
     if ins.is_empty() {
         return Vec::new();
     }
-    let end = address + size;
-    let inside = |t: u64| t >= address && t < end;
-    let mut leaders = BTreeSet::new();
+    let mut leaders = direct_targets(ins, (address, address.saturating_add(size)));
     leaders.insert(ins[0].address);
+    leaders.extend(tables.values().flat_map(|t| t.iter().copied()));
     for i in ins {
-        if let (Some(t), true) = (i.target, i.kind.is_branch()) {
-            if inside(t) {
-                leaders.insert(t);
-            }
-        }
         if i.kind.ends_block() {
             leaders.insert(i.next_address());
         }
@@ -154,6 +200,10 @@ fn split_blocks(address: u64, size: u64, ins: &[DecodedInstruction]) -> Vec<Basi
         }
         if falls_through {
             s.extend(block_at(last.next_address()));
+        }
+        if let Some(targets) = tables.get(&last.address) {
+            s.extend(targets.iter().filter_map(|&t| block_at(t)));
+            s.sort_unstable();
         }
         s.dedup();
         succs.push(s);
@@ -300,5 +350,48 @@ mod tests {
         assert_eq!(cfg.loops[0].blocks, vec![1]);
         assert!(cfg.is_back_edge(1, 1));
         assert!(cfg.dominates(0, 2));
+    }
+    /// `switch (edi) { case 0..=2 }` hand-assembled in the gcc shape, its table at 0x2000.
+    fn switch_function(guard: [u8; 3]) -> (Vec<u8>, Vec<u8>) {
+        let mut code = guard.to_vec(); // 0x1000: cmp edi/esi, 2
+        code.extend([0x77, 0x1b]); // 0x1003: ja 0x1020
+        code.extend([0x48, 0x8d, 0x15, 0xf4, 0x0f, 0, 0]); // 0x1005: lea rdx, [rip+0xff4] = 0x2000
+        code.extend([0x48, 0x63, 0x04, 0xba]); // 0x100c: movsxd rax, dword [rdx+rdi*4]
+        code.extend([0x48, 0x01, 0xd0, 0xff, 0xe0]); // 0x1010: add rax, rdx; 0x1013: jmp rax
+        code.extend([0xb8, 1, 0, 0, 0, 0xc3, 0x31, 0xc0, 0xc3, 0xc3, 0x90, 0xc3]); // cases at 0x1015, 0x101b, 0x101e; default 0x1020
+        let table = [0x1015i32, 0x101b, 0x101e].iter().flat_map(|t| (t - 0x2000).to_le_bytes()).collect();
+        (code, table)
+    }
+
+    fn cfg_with_table_at_0x2000(code: &[u8], table: &[u8]) -> FunctionCfg {
+        let ins = decode_all(code, 0x1000);
+        let read = |a: u64, n: usize| table.get(usize::try_from(a.checked_sub(0x2000)?).ok()?..).and_then(|t| t.get(..n)).map(<[u8]>::to_vec);
+        let size = code.len() as u64;
+        let tables = find_jump_tables(&ins, (0x1000, 0x1000 + size), &read);
+        FunctionCfg::from_parts("switch".into(), 0x1000, size, ins, tables)
+    }
+
+    #[test]
+    fn a_guarded_table_gives_the_jump_its_cases() {
+        let (code, table) = switch_function([0x83, 0xff, 0x02]);
+        let cfg = cfg_with_table_at_0x2000(&code, &table);
+        assert_eq!(cfg.jump_tables.len(), 1);
+        assert_eq!((cfg.jump_tables[0].table, cfg.jump_tables[0].entries), (0x2000, 3));
+        assert_eq!(cfg.jump_tables[0].targets, vec![0x1015, 0x101b, 0x101e]);
+        let jump_block = cfg.block_of_instruction(cfg.instruction_index(0x1013).unwrap()).unwrap();
+        let succ: Vec<u64> = jump_block.successors.iter().map(|&b| cfg.blocks[b as usize].start).collect();
+        assert_eq!(succ, vec![0x1015, 0x101b, 0x101e]);
+        assert!(cfg.unresolved_jumps.is_empty());
+    }
+
+    #[test]
+    fn a_guard_on_another_register_bounds_nothing() {
+        // cmp esi, 2 does not bound rdi: the table's size is unknown, the jump is counted.
+        let (code, table) = switch_function([0x83, 0xfe, 0x02]);
+        let cfg = cfg_with_table_at_0x2000(&code, &table);
+        assert!(cfg.jump_tables.is_empty());
+        assert_eq!(cfg.unresolved_jumps, vec![0x1013]);
+        let jump_block = cfg.block_of_instruction(cfg.instruction_index(0x1013).unwrap()).unwrap();
+        assert!(jump_block.successors.is_empty());
     }
 }

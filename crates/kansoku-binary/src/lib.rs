@@ -1,19 +1,26 @@
 //! # kansoku-binary — reading programs
 //!
 //! The model: a [`Program`] is an ELF file with its functions (from the static symbol
-//! table, else the dynamic one, else address ranges of executable sections). A function
-//! decodes into instructions ([`decode`]) and splits into basic blocks with a control-flow
-//! graph and its loops ([`cfg`]). At run time a process maps programs at some address;
-//! [`Symbolizer`] turns runtime addresses back into [`kansoku_core::Location`]s through the
-//! recording's module map, including shared libraries such as libc.
+//! table, else the dynamic one; PLT stubs named `memcpy@plt` from their relocations; in a
+//! stripped program every `.eh_frame` entry is a function named `module+0xaddress`, as perf
+//! names it, and other code outside alignment padding is an address range named the same
+//! way). A function decodes into instructions ([`decode`]) and splits into basic blocks
+//! with a control-flow graph and its loops ([`cfg`]), following switch jump tables whose
+//! size a bounds check fixes ([`JumpTable`]). At run time a process maps programs at some
+//! address; [`Symbolizer`] turns runtime addresses back into [`kansoku_core::Location`]s
+//! through the recording's module map, including shared libraries such as libc.
 
 pub mod cfg;
 pub mod decode;
+mod jump_table;
 pub mod maps;
+mod plt;
 pub mod program;
 pub mod symbolize;
+mod unwind;
 
 pub use cfg::{BasicBlock, FunctionCfg, Loop};
 pub use decode::{DecodedInstruction, InstructionKind};
+pub use jump_table::JumpTable;
 pub use program::{BinaryError, FunctionSymbol, Program, SourceLine};
 pub use symbolize::Symbolizer;

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, SectionKind, SymbolKind};
+use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, ObjectSymbolTable, SectionKind, SymbolKind};
 use serde::Serialize;
 
 #[derive(Debug, thiserror::Error)]
@@ -28,7 +28,13 @@ pub enum SymbolSource {
     Static,
     /// `.dynsym` only (a stripped binary's exported functions).
     Dynamic,
-    /// No symbol: a stretch of an executable section between known functions.
+    /// A stripped program's function found by its unwind entry (`.eh_frame` FDE); named
+    /// `module+0xaddress` as perf names it.
+    EhFrame,
+    /// A PLT stub, named `symbol@plt` from the relocation of the GOT slot it jumps through.
+    Plt,
+    /// No symbol and no unwind entry: a stretch of an executable section between known
+    /// functions that is not alignment padding, named `module+0xaddress`.
     AddressRange,
 }
 
@@ -46,7 +52,7 @@ pub struct FunctionSymbol {
 
 impl FunctionSymbol {
     pub fn contains(&self, addr: u64) -> bool {
-        addr >= self.address && addr < self.address + self.size.max(1)
+        addr >= self.address && addr < self.address.saturating_add(self.size.max(1))
     }
 }
 
@@ -77,6 +83,17 @@ struct CodeSection {
     address: u64,
     data_offset: usize,
     size: usize,
+}
+
+impl CodeSection {
+    /// One past the last address (saturating: a corrupt header may put it past 2^64).
+    fn end(&self) -> u64 {
+        self.address.saturating_add(self.size as u64)
+    }
+
+    fn contains(&self, addr: u64) -> bool {
+        addr >= self.address && addr < self.end()
+    }
 }
 
 /// A parsed ELF program. Cheap to clone (shares its bytes).
@@ -144,7 +161,8 @@ impl Program {
             })
             .collect();
         let has_static_symbols = file.symbols().any(|s| s.kind() == SymbolKind::Text);
-        let functions = collect_functions(&file, &code, has_static_symbols);
+        let module = module_name(&path);
+        let functions = collect_functions(&file, &data, &code, has_static_symbols, &module);
         Ok(Program {
             path,
             data: Arc::new(data),
@@ -160,6 +178,23 @@ impl Program {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The file name that prefixes unnamed code (`gzip+0x4b80`, `liblzma.so.5+0x15bc9`).
+    pub fn module_name(&self) -> String {
+        module_name(&self.path)
+    }
+
+    /// `len` bytes of the file at link-time address `vaddr` (tables in `.rodata`), if
+    /// they lie inside one loaded segment's file data.
+    pub fn bytes_at(&self, vaddr: u64, len: usize) -> Option<&[u8]> {
+        let s = self.segments.iter().find(|s| vaddr >= s.vaddr && vaddr - s.vaddr < s.file_size)?;
+        let end_in_segment = (vaddr - s.vaddr).checked_add(len as u64)?;
+        if end_in_segment > s.file_size {
+            return None;
+        }
+        let start = usize::try_from(s.file_offset.checked_add(vaddr - s.vaddr)?).ok()?;
+        self.data.get(start..start.checked_add(len)?)
     }
 
     /// Functions sorted by address, each with a non-zero size.
@@ -199,9 +234,9 @@ impl Program {
 
     /// The code bytes from `addr` to the end of its executable section.
     pub fn code_at(&self, addr: u64) -> Option<&[u8]> {
-        let s = self.code.iter().find(|s| addr >= s.address && addr < s.address + s.size as u64)?;
-        let start = s.data_offset + (addr - s.address) as usize;
-        self.data.get(start..s.data_offset + s.size)
+        let s = self.code.iter().find(|s| s.contains(addr))?;
+        let start = s.data_offset.checked_add(usize::try_from(addr - s.address).ok()?)?;
+        self.data.get(start..s.data_offset.checked_add(s.size)?)
     }
 
     /// The code bytes of a function (clamped to its section).
@@ -212,7 +247,7 @@ impl Program {
 
     /// The name of the executable section holding `addr`, e.g. `.text` or `.plt`.
     pub fn section_name(&self, addr: u64) -> Option<&str> {
-        self.code.iter().find(|s| addr >= s.address && addr < s.address + s.size as u64).map(|s| s.name.as_str())
+        self.code.iter().find(|s| s.contains(addr)).map(|s| s.name.as_str())
     }
 
     /// Link-time virtual address of a file offset (through the PT_LOAD segments).
@@ -258,10 +293,33 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Functions from `.symtab` (or `.dynsym` when stripped), deduplicated, with sizes filled
-/// in for zero-sized symbols, and the remaining gaps of executable sections as
-/// address-range pseudo functions so every code address has a name.
-fn collect_functions(file: &object::File, code: &[CodeSection], has_static: bool) -> Vec<FunctionSymbol> {
+fn module_name(path: &Path) -> String {
+    path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned())
+}
+
+/// Functions from `.symtab` (or `.dynsym` when stripped) and PLT stubs, deduplicated, with
+/// sizes filled in for zero-sized symbols. A stripped program adds one function per
+/// `.eh_frame` FDE, and the remaining gaps of executable sections that are not alignment
+/// padding become address-range pseudo functions, so every code address has a name.
+fn collect_functions(file: &object::File, data: &[u8], code: &[CodeSection], has_static: bool, module: &str) -> Vec<FunctionSymbol> {
+    let mut funcs = merge_aliases(symbol_functions(file, has_static));
+    add_unless_covered(&mut funcs, plt_functions(file, data));
+    if !has_static {
+        let unwind = crate::unwind::fde_ranges(&eh_frame_input(file, data));
+        add_unless_covered(&mut funcs, unwind.into_iter().map(|(address, size)| unnamed(module, address, size, SymbolSource::EhFrame)).collect());
+    }
+    fill_zero_sizes(&mut funcs, code);
+    // With full static symbols the gaps are alignment padding; only a stripped binary needs
+    // address-range pseudo functions so that every code address has a name.
+    if !has_static {
+        let gaps = code_gaps(&funcs, code, data, module);
+        funcs.extend(gaps);
+        funcs.sort_by_key(|f| f.address);
+    }
+    funcs
+}
+
+fn symbol_functions(file: &object::File, has_static: bool) -> Vec<FunctionSymbol> {
     let mut funcs: Vec<FunctionSymbol> = Vec::new();
     let mut add = |sym: object::Symbol, source: SymbolSource| {
         if sym.kind() == SymbolKind::Text && sym.address() != 0 && sym.is_definition() {
@@ -283,8 +341,12 @@ fn collect_functions(file: &object::File, code: &[CodeSection], has_static: bool
     } else {
         file.dynamic_symbols().for_each(|s| add(s, SymbolSource::Dynamic));
     }
-    // One function per address: the sized symbol with the plainest name (fewest leading
-    // underscores, then shortest) is the name, the others are kept as aliases.
+    funcs
+}
+
+/// One function per address: the sized symbol with the plainest name (fewest leading
+/// underscores, then shortest) is the name, the others are kept as aliases.
+fn merge_aliases(mut funcs: Vec<FunctionSymbol>) -> Vec<FunctionSymbol> {
     let plainness = |f: &FunctionSymbol| (f.size == 0, f.name.len() - f.name.trim_start_matches('_').len(), f.name.len());
     funcs.sort_by(|a, b| a.address.cmp(&b.address).then_with(|| plainness(a).cmp(&plainness(b))));
     let mut merged: Vec<FunctionSymbol> = Vec::with_capacity(funcs.len());
@@ -298,51 +360,143 @@ fn collect_functions(file: &object::File, code: &[CodeSection], has_static: bool
             _ => merged.push(f),
         }
     }
-    let mut funcs = merged;
-    // Zero-sized symbols extend to the next symbol or the end of their section.
+    merged
+}
+
+/// Adds `extra` functions (PLT stubs, then FDE ranges) where no known function says more:
+/// one starting at a symbol's address only lends its size to a zero-sized symbol; one
+/// overlapping a known function is part of it (or, like the linker's FDE for all of
+/// `.plt`, spans several) and is dropped.
+fn add_unless_covered(funcs: &mut Vec<FunctionSymbol>, mut extra: Vec<FunctionSymbol>) {
+    extra.sort_by_key(|f| f.address);
+    extra.dedup_by_key(|f| f.address);
+    let known = funcs.len();
+    for e in extra {
+        let i = funcs[..known].partition_point(|f| f.address <= e.address);
+        if let Some(k) = i.checked_sub(1).filter(|&k| funcs[k].address == e.address) {
+            if funcs[k].size == 0 {
+                funcs[k].size = e.size;
+            }
+            continue;
+        }
+        let before = i.checked_sub(1).is_some_and(|k| funcs[k].size > 0 && funcs[k].contains(e.address));
+        let after = funcs[..known].get(i).is_some_and(|next| next.address < e.address.saturating_add(e.size));
+        if !before && !after {
+            funcs.push(e);
+        }
+    }
+    funcs.sort_by_key(|f| f.address);
+}
+
+/// Zero-sized symbols extend to the next function or the end of their section.
+fn fill_zero_sizes(funcs: &mut [FunctionSymbol], code: &[CodeSection]) {
     for i in 0..funcs.len() {
         if funcs[i].size == 0 {
             let next = funcs.get(i + 1).map(|f| f.address);
             let section_end = code
                 .iter()
-                .find(|s| funcs[i].address >= s.address && funcs[i].address < s.address + s.size as u64)
-                .map(|s| s.address + s.size as u64);
+                .find(|s| s.contains(funcs[i].address))
+                .map(CodeSection::end);
             let end = match (next, section_end) {
                 (Some(n), Some(e)) => n.min(e),
                 (Some(n), None) => n,
                 (None, Some(e)) => e,
-                (None, None) => funcs[i].address + 1,
+                (None, None) => funcs[i].address.saturating_add(1),
             };
             funcs[i].size = end.saturating_sub(funcs[i].address).max(1);
         }
     }
-    // With full static symbols the gaps are alignment padding; only a stripped binary needs
-    // address-range pseudo functions so that every code address has a name.
-    let mut gaps = Vec::new();
-    for s in code.iter().filter(|_| !has_static) {
-        let mut cursor = s.address;
-        let end = s.address + s.size as u64;
-        for f in funcs.iter().filter(|f| f.address >= s.address && f.address < end) {
-            if f.address > cursor {
-                gaps.push(gap(s, cursor, f.address));
-            }
-            cursor = cursor.max(f.address + f.size);
-        }
-        if cursor < end {
-            gaps.push(gap(s, cursor, end));
-        }
-    }
-    funcs.extend(gaps);
-    funcs.sort_by_key(|f| f.address);
-    funcs
 }
 
-fn gap(section: &CodeSection, start: u64, end: u64) -> FunctionSymbol {
-    FunctionSymbol {
-        name: format!("{}+0x{:x}", section.name, start - section.address),
-        address: start,
-        size: end - start,
-        source: SymbolSource::AddressRange,
-        aliases: Vec::new(),
+/// Stretches of executable sections outside every function, with alignment padding
+/// trimmed off; stretches that are only padding are no function at all.
+fn code_gaps(funcs: &[FunctionSymbol], code: &[CodeSection], data: &[u8], module: &str) -> Vec<FunctionSymbol> {
+    let mut gaps = Vec::new();
+    for s in code {
+        let end = s.end();
+        let mut cursor = s.address;
+        let mut push = |from: u64, to: u64| {
+            let offset = s.data_offset.saturating_add((from - s.address) as usize);
+            let bytes = data.get(offset..offset.saturating_add((to - from) as usize)).unwrap_or(&[]);
+            if let Some((a, b)) = without_padding(bytes, from) {
+                gaps.push(unnamed(module, a, b - a, SymbolSource::AddressRange));
+            }
+        };
+        for f in funcs.iter().filter(|f| f.address >= s.address && f.address < end) {
+            if f.address > cursor {
+                push(cursor, f.address);
+            }
+            cursor = cursor.max(f.address.saturating_add(f.size));
+        }
+        if cursor < end {
+            push(cursor, end);
+        }
     }
+    gaps
+}
+
+/// The part of `bytes` (at `ip`) between leading and trailing runs of `nop` (any length)
+/// and `int3`, which compilers and linkers put between functions to align them.
+fn without_padding(bytes: &[u8], ip: u64) -> Option<(u64, u64)> {
+    let ins = crate::decode::decode_all(bytes, ip);
+    let is_padding = |i: &crate::DecodedInstruction| matches!(i.raw.mnemonic(), iced_x86::Mnemonic::Nop | iced_x86::Mnemonic::Int3);
+    let first = ins.iter().position(|i| !is_padding(i))?;
+    let last = ins.iter().rposition(|i| !is_padding(i))?;
+    Some((ins[first].address, ins[last].next_address()))
+}
+
+fn unnamed(module: &str, address: u64, size: u64, source: SymbolSource) -> FunctionSymbol {
+    FunctionSymbol { name: format!("{module}+0x{address:x}"), address, size, source, aliases: Vec::new() }
+}
+
+/// Where `.eh_frame` is and the bases its pointer encodings may be relative to.
+fn eh_frame_input<'a>(file: &object::File, data: &'a [u8]) -> crate::unwind::EhFrameInput<'a> {
+    let section_address = |name: &str| file.section_by_name(name).map(|s| s.address());
+    let (eh_frame, eh_frame_address) = file
+        .section_by_name(".eh_frame")
+        .and_then(|s| {
+            let (offset, size) = s.file_range()?;
+            let bytes = data.get(usize::try_from(offset).ok()?..usize::try_from(offset.checked_add(size)?).ok()?)?;
+            Some((bytes, s.address()))
+        })
+        .unwrap_or((&[], 0));
+    crate::unwind::EhFrameInput {
+        eh_frame,
+        eh_frame_address,
+        text_address: section_address(".text").unwrap_or(0),
+        got_address: section_address(".got"),
+    }
+}
+
+/// Named PLT stubs of every `.plt*` section: GOT slot → symbol from the dynamic
+/// relocations (`.rela.plt` jump slots, `.rela.dyn` GLOB_DAT for `.plt.got`).
+fn plt_functions(file: &object::File, data: &[u8]) -> Vec<FunctionSymbol> {
+    let object::File::Elf64(elf) = file else { return Vec::new() };
+    let mut slot_names = std::collections::HashMap::new();
+    if let (Some(relocations), Some(symbols)) = (file.dynamic_relocations(), file.dynamic_symbol_table()) {
+        for (slot, r) in relocations {
+            if let object::RelocationTarget::Symbol(index) = r.target() {
+                if let Some(name) = symbols.symbol_by_index(index).ok().and_then(|s| s.name().ok().map(str::to_string)) {
+                    if !name.is_empty() {
+                        slot_names.insert(slot, name);
+                    }
+                }
+            }
+        }
+    }
+    let mut stubs = Vec::new();
+    for section in elf.sections() {
+        use object::read::elf::SectionHeader;
+        if !section.name().is_ok_and(|n| n.starts_with(".plt")) {
+            continue;
+        }
+        let Some((offset, size)) = section.file_range() else { continue };
+        let Some(bytes) = usize::try_from(offset).ok().and_then(|o| data.get(o..o.checked_add(usize::try_from(size).ok()?)?)) else { continue };
+        let entry_size = section.elf_section_header().sh_entsize(elf.endian());
+        let plt = crate::plt::PltSection { address: section.address(), bytes, entry_size };
+        for (address, size, name) in crate::plt::plt_stubs(&plt, &slot_names) {
+            stubs.push(FunctionSymbol { name, address, size, source: SymbolSource::Plt, aliases: Vec::new() });
+        }
+    }
+    stubs
 }

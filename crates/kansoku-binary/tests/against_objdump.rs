@@ -142,7 +142,7 @@ fn non_pie_program() {
 }
 
 #[test]
-fn stripped_program_falls_back_to_address_ranges() {
+fn stripped_program_names_functions_by_module_and_address() {
     let dir = test_build_dir();
     let p = build("seed000", &dir).unwrap();
     let stripped = dir.join("seed000-stripped");
@@ -153,7 +153,10 @@ fn stripped_program_falls_back_to_address_ranges() {
     let program = Program::open(&stripped).unwrap();
     assert!(!program.has_static_symbols);
     let covering = program.function_at(func_m).expect("func_M's address is covered");
-    assert!(covering.name.starts_with(".text+0x"), "{}", covering.name);
+    // Its .eh_frame entry gives func_M's exact start, named as perf names unnamed code.
+    assert_eq!(covering.address, func_m);
+    assert_eq!(covering.name, format!("seed000-stripped+0x{func_m:x}"));
+    assert!(program.functions().iter().all(|f| !f.name.starts_with(".text")), "no bare section names");
 }
 
 #[test]

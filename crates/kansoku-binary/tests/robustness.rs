@@ -49,3 +49,59 @@ proptest! {
         let _ = exercise(&bytes, "garbled");
     }
 }
+
+/// A stripped -O2 build of tests/c/interp.c: functions come from `.eh_frame`, names from
+/// the PLT relocations, and its switch is a jump table in `.rodata`, so garbling it
+/// exercises those parsers too.
+/// Made once per test process: test threads share it instead of racing on one file.
+fn stripped_bytes() -> Vec<u8> {
+    static BYTES: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    BYTES
+        .get_or_init(|| {
+            let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/interp.c");
+            let copy = std::env::temp_dir().join(format!("kansoku-robust-{}-interp", std::process::id()));
+            let ok = std::process::Command::new("cc").args(["-O2", "-s", "-o"]).arg(&copy).arg(&source).status().unwrap().success();
+            assert!(ok, "cc runs and strips (-s)");
+            let bytes = std::fs::read(&copy).unwrap();
+            let _ = std::fs::remove_file(copy);
+            bytes
+        })
+        .clone()
+}
+
+#[test]
+fn the_uncut_stripped_program_decodes() {
+    assert!(exercise(&stripped_bytes(), "stripped-whole") >= 5);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Flips only past the ELF and program headers (0x1000 on), where `.plt`, `.text`,
+    /// `.rodata` and `.eh_frame` lie, so that most cases still open and reach the parsers.
+    #[test]
+    fn garbled_stripped_programs_never_panic(flips in proptest::collection::vec((0x1000usize..0x3000, any::<u8>()), 1..40)) {
+        let mut bytes = stripped_bytes();
+        for (at, value) in flips {
+            let n = bytes.len();
+            bytes[at % n] = value;
+        }
+        let _ = exercise(&bytes, "garbled-stripped");
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Flips in the last 2 KiB, where strip puts the section headers: section addresses,
+    /// offsets, sizes and entry sizes become arbitrary.
+    #[test]
+    fn garbled_section_headers_never_panic(flips in proptest::collection::vec((1usize..2048, any::<u8>()), 1..20)) {
+        let mut bytes = stripped_bytes();
+        for (from_end, value) in flips {
+            let n = bytes.len();
+            bytes[n - from_end.min(n)] = value;
+        }
+        let _ = exercise(&bytes, "garbled-headers");
+    }
+}

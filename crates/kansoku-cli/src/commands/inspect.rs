@@ -65,7 +65,19 @@ struct FunctionDetail {
     line: Option<String>,
     blocks: Vec<BlockRow>,
     loops: Vec<LoopRow>,
+    /// Switch tables followed (each `jmp` with its targets).
+    jump_tables: Vec<JumpTableRow>,
+    /// Indirect jumps whose targets could not be bounded: their blocks have no successors.
+    unresolved_jumps: Vec<String>,
     instructions: Vec<InstructionRow>,
+}
+
+#[derive(Serialize)]
+struct JumpTableRow {
+    jump: String,
+    table: String,
+    entries: u64,
+    targets: Vec<String>,
 }
 
 pub fn run(args: Args) -> Result<()> {
@@ -104,7 +116,7 @@ fn list_functions(program: &Program, json: bool) -> Result<()> {
         program.build_id.as_deref().unwrap_or("none")
     );
     if !program.has_static_symbols {
-        println!("(no static symbol table: names from dynamic symbols, other code as address ranges)");
+        println!("(no static symbol table: names from dynamic symbols and PLT relocations, other functions from .eh_frame, named module+0xaddress)");
     }
     let mut t = Table::new(&["address", ">size", "source", "name"]);
     for r in &rows {
@@ -147,20 +159,27 @@ fn show_function(program: &Program, name: &str, json: bool) -> Result<()> {
             .map(|b| BlockRow { block: b.index, start: hex(b.start), end: hex(b.end), instructions: b.instruction_count, successors: b.successors.clone() })
             .collect(),
         loops: cfg.loops.iter().map(|l| LoopRow { header: l.header, back_edge_tails: l.back_edge_tails.clone(), blocks: l.blocks.clone() }).collect(),
+        jump_tables: cfg
+            .jump_tables
+            .iter()
+            .map(|t| JumpTableRow { jump: hex(t.jump), table: hex(t.table), entries: t.entries, targets: t.targets.iter().map(|&a| hex(a)).collect() })
+            .collect(),
+        unresolved_jumps: cfg.unresolved_jumps.iter().map(|&a| hex(a)).collect(),
         instructions,
     };
     if json {
         return print_json(&detail);
     }
     println!(
-        "{} at {} ({} bytes{}): {} instructions in {} basic blocks, {} loops",
+        "{} at {} ({} bytes{}): {} instructions in {} basic blocks, {} loops{}",
         detail.name,
         detail.address,
         detail.size,
         detail.line.as_ref().map(|l| format!(", {l}")).unwrap_or_default(),
         detail.instructions.len(),
         detail.blocks.len(),
-        detail.loops.len()
+        detail.loops.len(),
+        indirect_jumps_note(&detail)
     );
     let mut t = Table::new(&[">BB", ">off/BB", ">off/fn", "address", "kind", "disassembly"]);
     for i in &detail.instructions {
@@ -178,5 +197,23 @@ fn show_function(program: &Program, name: &str, json: bool) -> Result<()> {
     for l in &detail.loops {
         println!("loop: header BB{}, back edges from {:?}, body {:?}", l.header, l.back_edge_tails, l.blocks);
     }
+    for t in &detail.jump_tables {
+        println!("jump table: jmp at {} reads {} entries at {} -> {} targets", t.jump, t.entries, t.table, t.targets.len());
+    }
+    for a in &detail.unresolved_jumps {
+        println!("unresolved indirect jump at {a}: its targets are unknown, so its block has no successors");
+    }
     Ok(())
+}
+
+/// `, 1 jump table followed, 2 indirect jumps unresolved`, or nothing when there are none.
+fn indirect_jumps_note(d: &FunctionDetail) -> String {
+    let mut parts = Vec::new();
+    if !d.jump_tables.is_empty() {
+        parts.push(format!("{} jump table{} followed", d.jump_tables.len(), if d.jump_tables.len() == 1 { "" } else { "s" }));
+    }
+    if !d.unresolved_jumps.is_empty() {
+        parts.push(format!("{} indirect jump{} unresolved", d.unresolved_jumps.len(), if d.unresolved_jumps.len() == 1 { "" } else { "s" }));
+    }
+    parts.iter().map(|p| format!(", {p}")).collect()
 }
