@@ -23,6 +23,7 @@
 //! ([`Observation`]s) and prints the result.
 
 pub mod ambiguity;
+pub mod chain;
 pub mod error;
 pub mod exact;
 pub mod flow;
@@ -40,7 +41,7 @@ pub use flow::ControlFlow;
 pub use info::{Granularity, Info, Names, Observation, Weighting};
 pub use metrics::{compare, Comparison};
 pub use scores::Scores;
-pub use split::{PartialSequence, Split, SplitReport, Splitting};
+pub use split::{Budget, PartialSequence, Split, SplitReport, Splitting};
 
 use serde::Serialize;
 
@@ -77,10 +78,23 @@ pub struct Options {
     pub top_k: usize,
     /// `--linkage` for the patent solver: how similar merged groups are.
     pub linkage: patent::Linkage,
-    /// Use at most this many partial sequences (default: as many as cover one iteration
-    /// once when its length is known, else all).
+    /// Use at most this many distinct partial sequences (default: as many as cover one
+    /// iteration once when its length is known, at most [`ITERATION_CAP`]; else the
+    /// [`QUADRATIC_LIMIT`] heaviest).
     pub sequences: Option<usize>,
+    /// Polled during long work (Ctrl-C): when it returns true the solvers stop and the
+    /// best trace so far is returned, marked `interrupted`.
+    pub stop: Option<fn() -> bool>,
 }
+
+/// Most sequences the pairwise solvers take (the seed's loop keeps a matrix of all pairs
+/// and the exact solver two; the witness search compares orders of them). Beyond, the
+/// sequences are ordered by [`chain`], which scores only candidate neighbours.
+pub const QUADRATIC_LIMIT: usize = 2000;
+
+/// Most distinct sequences taken by default when one iteration's worth is chosen (count
+/// sampling with a known iteration length: about one per period instruction).
+pub const ITERATION_CAP: usize = 100_000;
 
 /// A reconstructed trace and how it was made.
 #[derive(Clone, Debug, Serialize)]
@@ -95,6 +109,16 @@ pub struct Reconstruction {
     pub split: SplitReport,
     pub sequences_used: usize,
     pub samples_used: usize,
+    /// Distinct non-empty partial sequences (identical ones merged), how the ones used were
+    /// chosen, and how many iterations they stand for (the sum of their weights).
+    pub distinct_sequences: usize,
+    pub budget: Budget,
+    pub iterations_used: usize,
+    /// Beyond [`QUADRATIC_LIMIT`] sequences: the candidate-neighbour ordering used instead
+    /// of the pairwise solvers.
+    pub chain: Option<chain::ChainResult>,
+    /// Stopped early (Ctrl-C): the trace is the best found until then.
+    pub interrupted: bool,
     /// Total likelihood of the final pattern (patent, exact).
     pub likelihood: Option<i64>,
     /// Patent: the `--top-k` whose result was kept, and the linkage used.
@@ -134,6 +158,11 @@ pub fn reconstruct(observations: &[Observation], names: &Names, options: &Option
         split: SplitReport::from(&splitting),
         sequences_used: 0,
         samples_used: 0,
+        distinct_sequences: 0,
+        budget: Budget::Requested,
+        iterations_used: 0,
+        chain: None,
+        interrupted: false,
         likelihood: None,
         top_k: None,
         linkage: None,
@@ -165,26 +194,56 @@ pub fn reconstruct(observations: &[Observation], names: &Names, options: &Option
             }
         }
     }
-    let budget = match options.scores.weighting {
+    let iteration = match options.scores.weighting {
         Weighting::Count => splitting.iteration_length,
         Weighting::Time => None,
     };
-    let chosen = split::select(&splitting, if options.sequences.is_some() { None } else { budget }, options.sequences);
-    let sequences: Vec<Vec<Info>> = chosen.into_iter().map(|s| s.samples).collect();
+    let distinct = split::distinct(&splitting, options.scores.weighting == Weighting::Time);
+    rec.distinct_sequences = distinct.len();
+    let cap = if iteration.is_some() { ITERATION_CAP } else { QUADRATIC_LIMIT };
+    let (chosen, budget) = split::choose(&distinct, iteration, options.sequences, cap);
+    rec.budget = budget;
+    rec.iterations_used = chosen.iter().map(|d| d.weight).sum();
+    let sequences: Vec<Vec<Info>> = chosen.into_iter().map(|d| d.sequence.samples).collect();
     rec.sequences_used = sequences.len();
     rec.samples_used = sequences.iter().map(Vec::len).sum();
+    let stop = || options.stop.is_some_and(|f| f());
+    if sequences.len() > QUADRATIC_LIMIT {
+        let mut r = chain::solve_chain(&options.scores, &sequences, progress, &stop);
+        rec.trace = std::mem::take(&mut r.trace);
+        rec.likelihood = Some(r.likelihood);
+        rec.interrupted = r.stopped;
+        rec.chain = Some(r);
+        rec.nesting_repairs = finish_trace(&mut rec.trace, options);
+        let single = sequences.iter().filter(|s| s.len() == 1).count();
+        rec.single_sample_sequences = Some(single);
+        rec.alternative_checked = Some(false);
+        rec.order_warning = order_warning(single, sequences.len(), &splitting, options.period);
+        return Ok(finish(rec, started));
+    }
     let order = match rec.solver {
         Solver::Patent | Solver::Phase => {
-            let r = solve_patent(&options.scores, &sequences, options.top_k, options.linkage, progress);
+            let r = solve_patent(&options.scores, &sequences, options.top_k, options.linkage, progress, &stop);
             rec.top_k = Some(r.top_k);
             rec.linkage = Some(r.result.linkage);
+            rec.interrupted = r.result.stopped || stop();
             rec.trace = r.result.trace;
             rec.likelihood = Some(r.result.likelihood);
             r.result.order
         }
         Solver::Exact => {
             let start = if sequences.len() > exact::EXACT_LIMIT {
-                Some(solve_patent(&options.scores, &sequences, options.top_k, options.linkage, progress).result.order)
+                let r = solve_patent(&options.scores, &sequences, options.top_k, options.linkage, progress, &stop);
+                if r.result.stopped || stop() {
+                    // Ctrl-C: the seed's loop as far as it came is the best trace so far.
+                    rec.interrupted = true;
+                    rec.trace = r.result.trace;
+                    rec.likelihood = Some(r.result.likelihood);
+                    rec.nesting_repairs = finish_trace(&mut rec.trace, options);
+                    rec.alternative_checked = Some(false);
+                    return Ok(finish(rec, started));
+                }
+                Some(r.result.order)
             } else {
                 None
             };
@@ -198,6 +257,10 @@ pub fn reconstruct(observations: &[Observation], names: &Names, options: &Option
         }
     };
     rec.nesting_repairs = finish_trace(&mut rec.trace, options);
+    if rec.interrupted {
+        rec.alternative_checked = Some(false);
+        return Ok(finish(rec, started));
+    }
     check_order(&mut rec, &sequences, &order, &splitting, options);
     Ok(finish(rec, started))
 }
@@ -320,13 +383,16 @@ struct PatentRun {
 }
 
 /// The seed's loop with `top_k`, or with every k of [`TOP_K_SWEEP`] when `top_k` is 0.
-fn solve_patent(scores: &Scores, sequences: &[Vec<Info>], top_k: usize, linkage: patent::Linkage, progress: &mut dyn FnMut(usize, usize)) -> PatentRun {
+fn solve_patent(scores: &Scores, sequences: &[Vec<Info>], top_k: usize, linkage: patent::Linkage, progress: &mut dyn FnMut(usize, usize), stop: &dyn Fn() -> bool) -> PatentRun {
     if top_k > 0 {
-        return PatentRun { result: patent::solve_patent(scores, sequences, top_k, linkage, progress), top_k };
+        return PatentRun { result: patent::solve_patent_until(scores, sequences, top_k, linkage, progress, stop), top_k };
     }
     let mut best: Option<PatentRun> = None;
     for k in TOP_K_SWEEP {
-        let result = patent::solve_patent(scores, sequences, k, linkage, progress);
+        if best.is_some() && stop() {
+            break;
+        }
+        let result = patent::solve_patent_until(scores, sequences, k, linkage, progress, stop);
         if best.as_ref().map_or(true, |b| result.likelihood > b.result.likelihood) {
             best = Some(PatentRun { result, top_k: k });
         }

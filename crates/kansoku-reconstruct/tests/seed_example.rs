@@ -12,6 +12,7 @@ fn options(solver: Solver, split: Split, period: Option<u64>) -> Options {
         top_k: 1,
         linkage: patent::Linkage::default(),
         sequences: None,
+        stop: None,
     }
 }
 

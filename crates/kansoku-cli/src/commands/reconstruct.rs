@@ -17,7 +17,7 @@ use kansoku_reconstruct::{
 };
 use serde::Serialize;
 
-use crate::output::{print_json, spinner, Table};
+use crate::output::{print_json, Table};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -203,13 +203,17 @@ pub fn reconstruct_file(args: &Args) -> Result<(Report, Vec<String>, Names)> {
         top_k: args.top_k.unwrap_or(if args.likelihood == Likelihood::Cfg { 0 } else { 1 }),
         linkage: args.linkage,
         sequences: args.sequences,
+        stop: Some(kansoku_probe::interrupt::requested),
     };
     if args.period == Some(0) {
         bail!("--period must be at least 1 (got 0)");
     }
-    let bar = spinner("merging", "merges");
-    let rec = reconstruct(&loaded.observations, &loaded.names, &options, &mut |done, _| bar.set_position(done as u64))
-        .with_context(|| format!("reconstructing from {}", args.recording.display()))?;
+    let bar = progress_bar();
+    let rec = reconstruct(&loaded.observations, &loaded.names, &options, &mut |done, total| {
+        bar.set_length(total as u64);
+        bar.set_position(done as u64)
+    })
+    .with_context(|| format!("reconstructing from {}", args.recording.display()))?;
     bar.finish_and_clear();
     let lines: Vec<String> = rec
         .trace
@@ -244,6 +248,12 @@ pub fn reconstruct_file(args: &Args) -> Result<(Report, Vec<String>, Names)> {
     };
     let mut warnings = loaded.warnings;
     warnings.extend(rec.fallback.iter().chain(&rec.order_warning).cloned());
+    if rec.interrupted {
+        warnings.push(format!(
+            "interrupted (Ctrl-C): this trace is the best found until then (the {} partial sequences merged as far as the solver came, the rest joined in recording order), not a finished reconstruction",
+            rec.sequences_used
+        ));
+    }
     Ok((
         Report {
             recording: args.recording.clone(),
@@ -260,7 +270,12 @@ pub fn reconstruct_file(args: &Args) -> Result<(Report, Vec<String>, Names)> {
 }
 
 pub fn run(args: Args) -> Result<()> {
+    // Ctrl-C stops the solvers, which return the best trace so far.
+    kansoku_probe::interrupt::install();
     let (report, lines, _) = reconstruct_file(&args)?;
+    for n in notes(&report.reconstruction) {
+        eprintln!("kansoku: {n}");
+    }
     for w in &report.warnings {
         eprintln!("kansoku: warning: {w}");
     }
@@ -306,6 +321,50 @@ pub fn run(args: Args) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// What the user should know about how the work was bounded: the sequences used (identical
+/// ones merged, the budget) and the solver that ordered them.
+pub fn notes(r: &Reconstruction) -> Vec<String> {
+    let mut out = Vec::new();
+    if r.distinct_sequences > 0 {
+        let how = match r.budget {
+            kansoku_reconstruct::Budget::Iteration => "the first ones until they hold one iteration's instructions".to_string(),
+            kansoku_reconstruct::Budget::Heaviest => {
+                format!("the heaviest, at most {}, the pairwise solvers' size", kansoku_reconstruct::QUADRATIC_LIMIT)
+            }
+            kansoku_reconstruct::Budget::Requested => "--sequences".to_string(),
+        };
+        out.push(format!(
+            "{} iterations with samples hold {} distinct partial sequences (identical ones merged, weighted by how often they occur); using {} of them ({how}), standing for {} iterations; --sequences N to change",
+            r.split.non_empty, r.distinct_sequences, r.sequences_used, r.iterations_used
+        ));
+    }
+    if let Some(c) = &r.chain {
+        out.push(format!(
+            "{} sequences are beyond the {} the pairwise solvers take: ordered by candidate neighbours instead ({} pairs kept, {} chains joined)",
+            r.sequences_used,
+            kansoku_reconstruct::QUADRATIC_LIMIT,
+            c.pairs_scored,
+            c.chains
+        ));
+    }
+    out
+}
+
+/// A progress bar on a terminal, nothing when stderr is piped (the pattern of
+/// `output::spinner`, with a length).
+fn progress_bar() -> indicatif::ProgressBar {
+    use std::io::IsTerminal;
+    if !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(0);
+    let style = indicatif::ProgressStyle::with_template("{spinner} reconstructing: [{bar:30}] {pos}/{len} ({elapsed})")
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
+    bar.set_style(style);
+    bar.enable_steady_tick(std::time::Duration::from_millis(120));
+    bar
 }
 
 pub fn print_comparison(c: &Comparison) {
