@@ -243,6 +243,9 @@ pub fn distinct(splitting: &Splitting, by_instructions_only: bool) -> Vec<Distin
     out
 }
 
+/// Most samples [`choose`] takes by weight (time sampling).
+pub const SAMPLE_CAP: usize = 8000;
+
 /// How the sequences to solve were chosen ([`choose`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -260,7 +263,10 @@ pub enum Budget {
 /// N`): the first N. Else with `samples` (one iteration's length, count sampling): the first
 /// until they hold that many samples (with period P coprime to the iteration length T, P
 /// consecutive iterations hold exactly T samples, one per position), at most `cap`. Else the
-/// `cap` heaviest (ties: first seen), kept in first-occurrence order.
+/// heaviest (ties: the shorter, then the first seen) while they number at most `cap` and
+/// hold at most [`SAMPLE_CAP`] samples, kept in first-occurrence order: an iteration that
+/// took far longer than the others (the program descheduled, a page fault) holds thousands
+/// of time samples once, and would cost more than all the frequent ones together.
 pub fn choose(distinct: &[Distinct], samples: Option<u64>, limit: Option<usize>, cap: usize) -> (Vec<Distinct>, Budget) {
     if let Some(l) = limit {
         return (distinct.iter().take(l).cloned().collect(), Budget::Requested);
@@ -278,7 +284,16 @@ pub fn choose(distinct: &[Distinct], samples: Option<u64>, limit: Option<usize>,
         return (chosen, Budget::Iteration);
     }
     let mut by_weight: Vec<usize> = (0..distinct.len()).collect();
-    by_weight.sort_by_key(|&i| (std::cmp::Reverse(distinct[i].weight), i));
+    by_weight.sort_by_key(|&i| (std::cmp::Reverse(distinct[i].weight), distinct[i].sequence.samples.len(), i));
+    let mut total = 0usize;
+    by_weight.retain(|&i| {
+        let len = distinct[i].sequence.samples.len();
+        if total + len > SAMPLE_CAP {
+            return false;
+        }
+        total += len;
+        true
+    });
     by_weight.truncate(cap);
     by_weight.sort_unstable();
     (by_weight.into_iter().map(|i| distinct[i].clone()).collect(), Budget::Heaviest)
