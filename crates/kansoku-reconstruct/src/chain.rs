@@ -1,6 +1,6 @@
 //! Ordering many partial sequences without comparing every pair (beyond
-//! [`crate::QUADRATIC_LIMIT`] sequences, where the seed's loop and the exact solver's
-//! matrices grow with the square of their number).
+//! [`crate::QUADRATIC_LIMIT`] sequences for the seed's loop, [`crate::exact::HEURISTIC_LIMIT`]
+//! for the exact solver, whose matrices grow with the square of their number).
 //!
 //! The likelihood of an order is `Σ R(s_i, s_i+1) + W(s_n, s_1)` ([`crate::merge`]), and
 //! `R(x, y)` is only large when `y`'s samples are the control-flow (or offset) successors

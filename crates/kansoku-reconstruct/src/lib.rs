@@ -80,17 +80,23 @@ pub struct Options {
     pub linkage: patent::Linkage,
     /// Use at most this many distinct partial sequences (default: as many as cover one
     /// iteration once when its length is known, at most [`ITERATION_CAP`]; else the
-    /// [`QUADRATIC_LIMIT`] heaviest).
+    /// [`HEAVIEST_CAP`] heaviest).
     pub sequences: Option<usize>,
     /// Polled during long work (Ctrl-C): when it returns true the solvers stop and the
     /// best trace so far is returned, marked `interrupted`.
     pub stop: Option<fn() -> bool>,
 }
 
-/// Most sequences the pairwise solvers take (the seed's loop keeps a matrix of all pairs
-/// and the exact solver two; the witness search compares orders of them). Beyond, the
-/// sequences are ordered by [`chain`], which scores only candidate neighbours.
-pub const QUADRATIC_LIMIT: usize = 2000;
+/// Most sequences the seed's loop takes (it keeps a matrix of all pairs: 200 MB at 10,000;
+/// measured 5.3 s for 10,000 sequences of 20 samples, lcs 1.0, docs/BENCHMARKS.md); the
+/// exact solver takes at most [`exact::HEURISTIC_LIMIT`]. Beyond, the sequences are
+/// ordered by [`chain`], which scores only candidate neighbours: seconds at 10^5, but a
+/// greedy order of lower quality, so the pairwise solvers are kept wherever they fit.
+pub const QUADRATIC_LIMIT: usize = 10_000;
+
+/// Most distinct sequences taken by weight by default (time sampling, or no iteration
+/// length): the heaviest are the iterations seen most often.
+pub const HEAVIEST_CAP: usize = 2000;
 
 /// Most distinct sequences taken by default when one iteration's worth is chosen (count
 /// sampling with a known iteration length: about one per period instruction).
@@ -114,8 +120,8 @@ pub struct Reconstruction {
     pub distinct_sequences: usize,
     pub budget: Budget,
     pub iterations_used: usize,
-    /// Beyond [`QUADRATIC_LIMIT`] sequences: the candidate-neighbour ordering used instead
-    /// of the pairwise solvers.
+    /// Beyond [`QUADRATIC_LIMIT`] sequences (exact: [`exact::HEURISTIC_LIMIT`]): the
+    /// candidate-neighbour ordering used instead of the pairwise solvers.
     pub chain: Option<chain::ChainResult>,
     /// Stopped early (Ctrl-C): the trace is the best found until then.
     pub interrupted: bool,
@@ -204,7 +210,7 @@ pub fn reconstruct(observations: &[Observation], names: &Names, options: &Option
     };
     let distinct = split::distinct(&splitting, options.scores.weighting == Weighting::Time);
     rec.distinct_sequences = distinct.len();
-    let cap = if iteration.is_some() { ITERATION_CAP } else { QUADRATIC_LIMIT };
+    let cap = if iteration.is_some() { ITERATION_CAP } else { HEAVIEST_CAP };
     let (chosen, budget) = split::choose(&distinct, iteration, options.sequences, cap);
     rec.budget = budget;
     rec.iterations_used = chosen.iter().map(|d| d.weight).sum();
@@ -212,7 +218,8 @@ pub fn reconstruct(observations: &[Observation], names: &Names, options: &Option
     rec.sequences_used = sequences.len();
     rec.samples_used = sequences.iter().map(Vec::len).sum();
     let stop = || options.stop.is_some_and(|f| f());
-    if sequences.len() > QUADRATIC_LIMIT {
+    let pairwise_limit = if rec.solver == Solver::Exact { exact::HEURISTIC_LIMIT } else { QUADRATIC_LIMIT };
+    if sequences.len() > pairwise_limit {
         let mut r = chain::solve_chain(&options.scores, &sequences, progress, &stop);
         rec.trace = std::mem::take(&mut r.trace);
         rec.likelihood = Some(r.likelihood);

@@ -437,7 +437,7 @@ pub fn notes(r: &Reconstruction) -> Vec<String> {
         let how = match r.budget {
             kansoku_reconstruct::Budget::Iteration => "the first ones until they hold one iteration's instructions".to_string(),
             kansoku_reconstruct::Budget::Heaviest => {
-                format!("the heaviest, at most {}, the pairwise solvers' size", kansoku_reconstruct::QUADRATIC_LIMIT)
+                format!("the heaviest, at most {} sequences and {} samples", kansoku_reconstruct::HEAVIEST_CAP, kansoku_reconstruct::split::SAMPLE_CAP)
             }
             kansoku_reconstruct::Budget::Requested => "--sequences".to_string(),
         };
@@ -448,9 +448,10 @@ pub fn notes(r: &Reconstruction) -> Vec<String> {
     }
     if let Some(c) = &r.chain {
         out.push(format!(
-            "{} sequences are beyond the {} the pairwise solvers take: ordered by candidate neighbours instead ({} pairs kept, {} chains joined)",
+            "{} sequences are beyond the {} the {:?} solver takes: ordered by candidate neighbours instead ({} pairs kept, {} chains joined)",
             r.sequences_used,
-            kansoku_reconstruct::QUADRATIC_LIMIT,
+            if r.solver == Solver::Exact { kansoku_reconstruct::exact::HEURISTIC_LIMIT } else { kansoku_reconstruct::QUADRATIC_LIMIT },
+            r.solver,
             c.pairs_scored,
             c.chains
         ));
