@@ -186,8 +186,8 @@ pub fn solve_chain(
                     }
                 }
             }
-            for k in 0..KEYS.min(s.len()) {
-                for ka in &near[k] {
+            for (k, keys) in near.iter().enumerate().take(KEYS.min(s.len())) {
+                for ka in keys {
                     take(by_one.get(&(k, *ka)), &mut candidates);
                 }
             }
@@ -297,12 +297,12 @@ mod tests {
     use super::*;
     use crate::info::{Granularity, Weighting};
 
-    /// A straight run of 400 instructions sampled every 97 (T·P coprime): the chain puts
-    /// the 97 sequences back in the right order.
+    /// A straight run of 3,880 instructions as 97 sequences of 40 samples (sequence j holds
+    /// positions j, j + 97, …), given in a shuffled order: the chain puts them back.
     #[test]
     fn straight_code_comes_back_in_order() {
         let scores = Scores::defaults(Granularity::Function, Weighting::Count);
-        let t = 97 * 40;
+        let t: usize = 97 * 40;
         let p = 97;
         let truth: Vec<Info> = (0..t).map(|k| Info::new(0, k as i32, k as u64)).collect();
         // Sequence j holds positions j, j + p, j + 2p, ... (the round-robin layout), shuffled.

@@ -451,7 +451,7 @@ fn solve_patent(scores: &Scores, sequences: &[Vec<Info>], top_k: usize, linkage:
             break;
         }
         let result = patent::solve_patent_until(scores, sequences, k, linkage, progress, stop);
-        if best.as_ref().map_or(true, |b| result.likelihood > b.result.likelihood) {
+        if best.as_ref().is_none_or(|b| result.likelihood > b.result.likelihood) {
             best = Some(PatentRun { result, top_k: k });
         }
     }

@@ -43,7 +43,9 @@ pub fn similarity(scores: &Scores, x: &[Info], y: &[Info]) -> i64 {
     x.iter().zip(y).map(|(a, b)| scores.similarity(a, b)).sum()
 }
 
-/// How the loop computes similarities. Both give exactly [`similarity`]'s values.
+/// How the loop computes similarities. Both give exactly [`similarity`]'s values. One
+/// kernel lives per solve, so the packed table's size does not matter.
+#[allow(clippy::large_enum_variant)]
 enum Kernel<'a> {
     /// The default scores on packed instructions ([`Packed`]).
     Packed(Packed),
@@ -279,7 +281,7 @@ pub fn solve_patent_until(
             .collect();
         let mut chosen: Option<(i64, usize, usize, Group)> = None;
         for m in merged {
-            if chosen.as_ref().map_or(true, |c| m.0 > c.0) {
+            if chosen.as_ref().is_none_or(|c| m.0 > c.0) {
                 chosen = Some(m);
             }
         }
