@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Seed 000 accuracy grid: exact traces of four programs with branches and loops, sampled
+# Seed 000 accuracy grid: exact traces of six programs with branches and loops, sampled
 # with `kansoku sample` at periods 7, 31, 101, 997, reconstructed by every solver with the
 # seed's scores (--likelihood seed) and with control-flow scores (--likelihood cfg), the
 # patent solver also with the seed's own linkage (--linkage head); lcs_ratio against the
@@ -22,6 +22,8 @@ cc $flags -o "$work/seed000" crates/kansoku-examples/c/seed000.c
 cc $flags -o "$work/recursion" crates/kansoku-examples/c/recursion.c
 cc $flags -o "$work/branchy" crates/kansoku-reconstruct/c/branchy.c
 cc $flags -o "$work/sortfixed" crates/kansoku-reconstruct/c/sortfixed.c
+cc $flags -o "$work/crcmix" crates/kansoku-reconstruct/c/crcmix.c
+cc $flags -o "$work/bsearch" crates/kansoku-reconstruct/c/bsearch.c
 periods="7 31 101 997"
 columns="default patent:seed patent:cfg patent:cfg:head exact:seed exact:cfg phase:seed"
 printf "| program | T | period | %s |\n" "$(echo $columns | sed 's/ / | /g')"
@@ -61,3 +63,5 @@ run seed000 func_M "$work/seed000" $((iters + 10))
 run recursion work "$work/recursion" 4 $((iters + 10))
 run branchy region "$work/branchy" $((iters + 10))
 run sortfixed region "$work/sortfixed" $((iters + 10))
+run crcmix region "$work/crcmix" $((iters + 10))
+run bsearch region "$work/bsearch" $((iters + 10))

@@ -314,11 +314,13 @@ fn defaults_choose_the_best_method() {
     let d = dir.path();
     let seed = kansoku_examples::build("seed000", d).unwrap();
     let br = branchy(d);
-    for (prog, marker) in [(&seed, "func_M"), (&br, "region")] {
-        let exact = d.join(format!("{marker}.ksk"));
+    // Two programs the grid did not have: calls, loops, data-dependent branches.
+    let (crc, bs) = (program(d, "crcmix"), program(d, "bsearch"));
+    for (prog, marker, name) in [(&seed, "func_M", "seed000"), (&br, "region", "branchy"), (&crc, "region", "crcmix"), (&bs, "region", "bsearch")] {
+        let exact = d.join(format!("{name}.ksk"));
         ok(&["trace", "exact", "--marker", marker, "--iterations", "110", "-o", &s(&exact), "--", &s(prog), "120"]);
         for period in ["7", "31", "101"] {
-            let rec = d.join(format!("{marker}-{period}.ksk"));
+            let rec = d.join(format!("{name}-{period}.ksk"));
             ok(&["sample", "--period", period, &s(&exact), "-o", &s(&rec)]);
             let o = kansoku(&["reconstruct", &s(&rec), "--exact", &s(&exact), "--json"]);
             let stderr = String::from_utf8_lossy(&o.stderr);
@@ -328,13 +330,16 @@ fn defaults_choose_the_best_method() {
             assert_eq!(v["choices"]["solver"], "phase", "{v}");
             assert_eq!(v["solver"], "phase", "{v}");
             let ratio = v["comparison"]["lcs_ratio"].as_f64().unwrap();
-            assert!(ratio >= 0.99, "{marker} period {period}, defaults: lcs_ratio {ratio}");
+            assert!(ratio >= 0.99, "{name} period {period}, defaults: lcs_ratio {ratio}");
+            if name != "seed000" && name != "branchy" {
+                continue;
+            }
             // Ordering partial sequences: the scores default to the control flow.
             let v = reconstruct_json(&rec, &exact, &["--solver", "patent"]);
             assert_eq!(v["choices"]["likelihood"], "cfg", "{v}");
             assert!(v["choices"]["likelihood_reason"].as_str().unwrap().contains("was read"), "{v}");
             let ratio = v["comparison"]["lcs_ratio"].as_f64().unwrap();
-            assert!(ratio >= 0.99 || v["alternative"].is_object(), "{marker} period {period}, patent with default scores: lcs_ratio {ratio} without a witness");
+            assert!(ratio >= 0.99 || v["alternative"].is_object(), "{name} period {period}, patent with default scores: lcs_ratio {ratio} without a witness");
         }
     }
 }

@@ -428,8 +428,9 @@ pub const TOP_K_SWEEP: [usize; 5] = [1, 2, 4, 8, 16];
 
 /// Most sequences the sweep runs on; beyond, k = 1 only. The sweep costs about 1 + 2 + 4 +
 /// 8 + 16 merges per round where k = 1 costs one: measured on a cpu-clock recording of
-/// 3 M calls of seed000's func_M (1,076 distinct sequences), 62 s against 10 s. Every
-/// program of the accuracy grid has at most 489 sequences, so its cells keep the sweep.
+/// 3 M calls of seed000's func_M (1,076 distinct sequences), 62 s against 10 s. The grid's
+/// first four programs have at most 489 sequences and keep the sweep; crcmix (1,024) and
+/// bsearch (736) at period 997 run k = 1 (both cells warn with a witness).
 pub const SWEEP_LIMIT: usize = 512;
 
 struct PatentRun {
