@@ -2,16 +2,24 @@
 //! a synthetic program trace (functions with straight runs, loops and calls), solved with
 //! the seed's loop. Prints the time and the LCS ratio against the synthetic truth.
 //!
-//!     cargo run --release -p kansoku-reconstruct --example speed [N] [L] [TOP_K] [member|head]
+//!     cargo run --release -p kansoku-reconstruct --example speed [N] [L] [TOP_K] [member|head|full]
+//!
+//! `full` goes through [`reconstruct`] as `kansoku reconstruct` does: one marker per
+//! iteration (with instruction counts, so one iteration's worth of sequences is chosen),
+//! identical sequences merged, and beyond `QUADRATIC_LIMIT` sequences the
+//! candidate-neighbour ordering ([`kansoku_reconstruct::chain`]). `NO_LCS=1` skips the
+//! comparison with the truth (its bit-parallel LCS dominates the run at 10^5 × 20).
 
 use std::time::Instant;
 
 use kansoku_reconstruct::merge::round_robin;
 use kansoku_reconstruct::patent::{solve_patent, Linkage};
-use kansoku_reconstruct::{compare, Granularity, Info, Scores, Weighting};
+use kansoku_reconstruct::{compare, reconstruct, Granularity, Info, Names, Observation, Options, Scores, Solver, Split, Weighting};
 
 fn main() {
-    let linkage: Linkage = std::env::args().nth(4).map_or(Linkage::Member, |a| a.parse().expect("member or head"));
+    let mode = std::env::args().nth(4).unwrap_or_else(|| "member".into());
+    let full = mode == "full";
+    let linkage: Linkage = if full { Linkage::Member } else { mode.parse().expect("member, head or full") };
     let args: Vec<usize> = std::env::args().skip(1).take(3).map(|a| a.parse().expect("numbers")).collect();
     let n = args.first().copied().unwrap_or(10_000);
     let len = args.get(1).copied().unwrap_or(20);
@@ -60,6 +68,35 @@ fn main() {
     }
     let sequences: Vec<Vec<Info>> = phases.iter().map(|&r| (0..len).map(|k| truth[r + k * p]).collect()).collect();
     let scores = Scores::defaults(Granularity::Function, Weighting::Count);
+    if full {
+        let mut observations = Vec::with_capacity(n * (len + 1) + 1);
+        for (i, s) in sequences.iter().enumerate() {
+            let at = (i * t) as u64;
+            observations.push(Observation::Marker { time_ns: at, instructions: Some(at) });
+            for (k, info) in s.iter().enumerate() {
+                observations.push(Observation::Sample { info: *info, time_ns: at + k as u64, instructions: None });
+            }
+        }
+        observations.push(Observation::Marker { time_ns: (n * t) as u64, instructions: Some((n * t) as u64) });
+        let options = Options { split: Split::Marker, solver: Solver::Patent, scores, period: Some(p as u64), top_k, linkage, sequences: None, stop: None };
+        let start = Instant::now();
+        let r = reconstruct(&observations, &Names::new(), &options, &mut |_, _| {}).expect("reconstructs");
+        let seconds = start.elapsed().as_secs_f64();
+        let how = match &r.chain {
+            Some(ch) => format!("candidate-neighbour ordering ({} pairs kept, {} chains)", ch.pairs_scored, ch.chains),
+            None => format!("patent solver, top-k {top_k}"),
+        };
+        println!("reconstruct: {n} partial sequences x {len} samples ({t} instructions), {} distinct, {} used, {how}: {seconds:.2} s", r.distinct_sequences, r.sequences_used);
+        if std::env::var_os("NO_LCS").is_some() {
+            return;
+        }
+        // The LCS needs one bit row per distinct instruction: minutes and GBs at 2 M.
+        let got: Vec<u64> = r.trace.iter().map(|i| i.addr).collect();
+        let want: Vec<u64> = truth.iter().map(|i| i.addr).collect();
+        let c = compare(&got, &want);
+        println!("lcs_ratio {:.4}, position_accuracy {:.4}", c.lcs_ratio, c.position_accuracy);
+        return;
+    }
     let start = Instant::now();
     let result = solve_patent(&scores, &sequences, top_k, linkage, &mut |_, _| {});
     let seconds = start.elapsed().as_secs_f64();

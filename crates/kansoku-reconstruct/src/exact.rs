@@ -123,7 +123,7 @@ pub fn solve_exact(scores: &Scores, sequences: &[Vec<Info>], start: Option<&[usi
         for s in starts {
             let (o, mv) = or_opt(&m, s);
             let t = m.total(&o);
-            if best.as_ref().map_or(true, |b| t > b.0) {
+            if best.as_ref().is_none_or(|b| t > b.0) {
                 best = Some((t, o, mv));
             }
         }
@@ -243,6 +243,7 @@ fn greedy_chain(m: &Matrix) -> Vec<usize> {
     }
     // Concatenate the chains, each from its head, in order of their heads.
     let mut order = Vec::with_capacity(n);
+    #[allow(clippy::needless_range_loop)] // h is a sequence index, not only prev's
     for h in 0..n {
         if prev[h] == usize::MAX {
             let mut x = h;
@@ -291,7 +292,7 @@ fn or_opt(m: &Matrix, mut order: Vec<usize>) -> (Vec<usize>, usize) {
                         continue;
                     }
                     let gain = m.insert_gain(&rest, &run, q) + base - before;
-                    if gain > 0 && best.map_or(true, |b| gain > b.0) {
+                    if gain > 0 && best.is_none_or(|b| gain > b.0) {
                         best = Some((gain, q));
                     }
                 }
@@ -361,6 +362,7 @@ fn upper_bound(m: &Matrix) -> i64 {
     let mut inn = vec![i64::MIN; n];
     for u in 0..n {
         let mut best = i64::MIN;
+        #[allow(clippy::needless_range_loop)] // v is a sequence index for r and w too
         for v in 0..n {
             let x = if u != v { m.r(u, v).max(m.w(u, v)) } else { m.w(u, v) };
             best = best.max(x);

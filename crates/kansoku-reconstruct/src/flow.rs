@@ -118,6 +118,11 @@ impl ControlFlow {
         })
     }
 
+    /// Every (from, to) pair of sampled instructions within reach, and its distance.
+    pub fn pairs(&self) -> impl Iterator<Item = ((u64, u64), u8)> + '_ {
+        self.distance.iter().map(|(&k, &d)| (k, d))
+    }
+
     /// How many sampled instructions the flow knows, and pairs within reach (reports).
     pub fn size(&self) -> (usize, usize) {
         (self.known.len(), self.distance.len())

@@ -23,6 +23,7 @@
 //! ([`Observation`]s) and prints the result.
 
 pub mod ambiguity;
+pub mod chain;
 pub mod error;
 pub mod exact;
 pub mod flow;
@@ -40,7 +41,7 @@ pub use flow::ControlFlow;
 pub use info::{Granularity, Info, Names, Observation, Weighting};
 pub use metrics::{compare, Comparison};
 pub use scores::Scores;
-pub use split::{PartialSequence, Split, SplitReport, Splitting};
+pub use split::{Budget, PartialSequence, Split, SplitReport, Splitting};
 
 use serde::Serialize;
 
@@ -77,10 +78,29 @@ pub struct Options {
     pub top_k: usize,
     /// `--linkage` for the patent solver: how similar merged groups are.
     pub linkage: patent::Linkage,
-    /// Use at most this many partial sequences (default: as many as cover one iteration
-    /// once when its length is known, else all).
+    /// Use at most this many distinct partial sequences (default: as many as cover one
+    /// iteration once when its length is known, at most [`ITERATION_CAP`]; else the
+    /// [`HEAVIEST_CAP`] heaviest).
     pub sequences: Option<usize>,
+    /// Polled during long work (Ctrl-C): when it returns true the solvers stop and the
+    /// best trace so far is returned, marked `interrupted`.
+    pub stop: Option<fn() -> bool>,
 }
+
+/// Most sequences the seed's loop takes (it keeps a matrix of all pairs: 200 MB at 10,000;
+/// measured 5.3 s for 10,000 sequences of 20 samples, lcs 1.0, docs/BENCHMARKS.md); the
+/// exact solver takes at most [`exact::HEURISTIC_LIMIT`]. Beyond, the sequences are
+/// ordered by [`chain`], which scores only candidate neighbours: seconds at 10^5, but a
+/// greedy order of lower quality, so the pairwise solvers are kept wherever they fit.
+pub const QUADRATIC_LIMIT: usize = 10_000;
+
+/// Most distinct sequences taken by weight by default (time sampling, or no iteration
+/// length): the heaviest are the iterations seen most often.
+pub const HEAVIEST_CAP: usize = 2000;
+
+/// Most distinct sequences taken by default when one iteration's worth is chosen (count
+/// sampling with a known iteration length: about one per period instruction).
+pub const ITERATION_CAP: usize = 100_000;
 
 /// A reconstructed trace and how it was made.
 #[derive(Clone, Debug, Serialize)]
@@ -95,6 +115,19 @@ pub struct Reconstruction {
     pub split: SplitReport,
     pub sequences_used: usize,
     pub samples_used: usize,
+    /// Distinct non-empty partial sequences (identical ones merged), how the ones used were
+    /// chosen, and how many iterations they stand for (the sum of their weights).
+    pub distinct_sequences: usize,
+    pub budget: Budget,
+    pub iterations_used: usize,
+    /// Beyond [`QUADRATIC_LIMIT`] sequences (exact: [`exact::HEURISTIC_LIMIT`]): the
+    /// candidate-neighbour ordering used instead of the pairwise solvers.
+    pub chain: Option<chain::ChainResult>,
+    /// Stopped early (Ctrl-C): the trace is the best found until then.
+    pub interrupted: bool,
+    /// When the iterations recorded cannot put a sample on every instruction of the region
+    /// (see [`coverage_warning`]).
+    pub coverage_warning: Option<String>,
     /// Total likelihood of the final pattern (patent, exact).
     pub likelihood: Option<i64>,
     /// Patent: the `--top-k` whose result was kept, and the linkage used.
@@ -134,6 +167,12 @@ pub fn reconstruct(observations: &[Observation], names: &Names, options: &Option
         split: SplitReport::from(&splitting),
         sequences_used: 0,
         samples_used: 0,
+        distinct_sequences: 0,
+        budget: Budget::Requested,
+        iterations_used: 0,
+        chain: None,
+        interrupted: false,
+        coverage_warning: coverage_warning(&splitting, options.period, options.scores.weighting),
         likelihood: None,
         top_k: None,
         linkage: None,
@@ -165,26 +204,57 @@ pub fn reconstruct(observations: &[Observation], names: &Names, options: &Option
             }
         }
     }
-    let budget = match options.scores.weighting {
+    let iteration = match options.scores.weighting {
         Weighting::Count => splitting.iteration_length,
         Weighting::Time => None,
     };
-    let chosen = split::select(&splitting, if options.sequences.is_some() { None } else { budget }, options.sequences);
-    let sequences: Vec<Vec<Info>> = chosen.into_iter().map(|s| s.samples).collect();
+    let distinct = split::distinct(&splitting, options.scores.weighting == Weighting::Time);
+    rec.distinct_sequences = distinct.len();
+    let cap = if iteration.is_some() { ITERATION_CAP } else { HEAVIEST_CAP };
+    let (chosen, budget) = split::choose(&distinct, iteration, options.sequences, cap);
+    rec.budget = budget;
+    rec.iterations_used = chosen.iter().map(|d| d.weight).sum();
+    let sequences: Vec<Vec<Info>> = chosen.into_iter().map(|d| d.sequence.samples).collect();
     rec.sequences_used = sequences.len();
     rec.samples_used = sequences.iter().map(Vec::len).sum();
+    let stop = || options.stop.is_some_and(|f| f());
+    let pairwise_limit = if rec.solver == Solver::Exact { exact::HEURISTIC_LIMIT } else { QUADRATIC_LIMIT };
+    if sequences.len() > pairwise_limit {
+        let mut r = chain::solve_chain(&options.scores, &sequences, progress, &stop);
+        rec.trace = std::mem::take(&mut r.trace);
+        rec.likelihood = Some(r.likelihood);
+        rec.interrupted = r.stopped;
+        rec.chain = Some(r);
+        rec.nesting_repairs = finish_trace(&mut rec.trace, options);
+        let single = sequences.iter().filter(|s| s.len() == 1).count();
+        rec.single_sample_sequences = Some(single);
+        rec.alternative_checked = Some(false);
+        rec.order_warning = order_warning(single, sequences.len(), &splitting, options.period);
+        return Ok(finish(rec, started));
+    }
     let order = match rec.solver {
         Solver::Patent | Solver::Phase => {
-            let r = solve_patent(&options.scores, &sequences, options.top_k, options.linkage, progress);
+            let r = solve_patent(&options.scores, &sequences, options.top_k, options.linkage, progress, &stop);
             rec.top_k = Some(r.top_k);
             rec.linkage = Some(r.result.linkage);
+            rec.interrupted = r.result.stopped || stop();
             rec.trace = r.result.trace;
             rec.likelihood = Some(r.result.likelihood);
             r.result.order
         }
         Solver::Exact => {
             let start = if sequences.len() > exact::EXACT_LIMIT {
-                Some(solve_patent(&options.scores, &sequences, options.top_k, options.linkage, progress).result.order)
+                let r = solve_patent(&options.scores, &sequences, options.top_k, options.linkage, progress, &stop);
+                if r.result.stopped || stop() {
+                    // Ctrl-C: the seed's loop as far as it came is the best trace so far.
+                    rec.interrupted = true;
+                    rec.trace = r.result.trace;
+                    rec.likelihood = Some(r.result.likelihood);
+                    rec.nesting_repairs = finish_trace(&mut rec.trace, options);
+                    rec.alternative_checked = Some(false);
+                    return Ok(finish(rec, started));
+                }
+                Some(r.result.order)
             } else {
                 None
             };
@@ -198,6 +268,10 @@ pub fn reconstruct(observations: &[Observation], names: &Names, options: &Option
         }
     };
     rec.nesting_repairs = finish_trace(&mut rec.trace, options);
+    if rec.interrupted {
+        rec.alternative_checked = Some(false);
+        return Ok(finish(rec, started));
+    }
     check_order(&mut rec, &sequences, &order, &splitting, options);
     Ok(finish(rec, started))
 }
@@ -309,10 +383,55 @@ pub fn order_warning(single: usize, sequences: usize, splitting: &split::Splitti
     ))
 }
 
+/// Whether the recorded iterations can cover the region. Sampling every P instructions, the
+/// k-th sample of consecutive iterations moves by P mod T positions (T = instructions per
+/// iteration), so every position receives a sample only after P iterations, and only when
+/// P and T have no common factor (else only T/gcd(P, T) positions ever do). With fewer, the
+/// trace misses instructions whatever the solver: say so, and how many are needed.
+pub fn coverage_warning(splitting: &split::Splitting, period: Option<u64>, weighting: Weighting) -> Option<String> {
+    let (Some(p), Some(t), Weighting::Count) = (period, splitting.iteration_length, weighting) else {
+        return None;
+    };
+    if p == 0 || t == 0 {
+        return None;
+    }
+    let iterations = splitting.sequences.len() as u64;
+    let g = gcd(p, t);
+    let mut out = Vec::new();
+    if g > 1 {
+        out.push(format!(
+            "the period {p} and the iteration's {t} instructions share the factor {g}: only {} of the {t} positions can ever be sampled; choose a period with no common factor (e.g. {})",
+            t / g,
+            (p..).find(|&q| gcd(q, t) == 1).unwrap_or(p)
+        ));
+    }
+    if iterations < p && p > 1 {
+        let reach = (iterations.saturating_mul(t) / p).min(t / g);
+        out.push(format!(
+            "{iterations} complete iterations sampled every {p} instructions reach at most {reach} of the {t} instructions of the region: covering each needs at least {p} iterations (the period); record at least {p} iterations or sample with a shorter period"
+        ));
+    }
+    (!out.is_empty()).then(|| out.join("; "))
+}
+
+fn gcd(mut a: u64, mut b: u64) -> u64 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
 /// `--top-k 0`: the k tried. The loop is greedy, and which k merges well depends on the
 /// data; the seed judges patterns by their likelihood, so of these runs the most likely
 /// result is kept (the first of equals).
 pub const TOP_K_SWEEP: [usize; 5] = [1, 2, 4, 8, 16];
+
+/// Most sequences the sweep runs on; beyond, k = 1 only. The sweep costs about 1 + 2 + 4 +
+/// 8 + 16 merges per round where k = 1 costs one: measured on a cpu-clock recording of
+/// 3 M calls of seed000's func_M (1,076 distinct sequences), 62 s against 10 s. The grid's
+/// first four programs have at most 489 sequences and keep the sweep; crcmix (1,024) and
+/// bsearch (736) at period 997 run k = 1 (both cells warn with a witness).
+pub const SWEEP_LIMIT: usize = 512;
 
 struct PatentRun {
     result: patent::PatentResult,
@@ -320,14 +439,20 @@ struct PatentRun {
 }
 
 /// The seed's loop with `top_k`, or with every k of [`TOP_K_SWEEP`] when `top_k` is 0.
-fn solve_patent(scores: &Scores, sequences: &[Vec<Info>], top_k: usize, linkage: patent::Linkage, progress: &mut dyn FnMut(usize, usize)) -> PatentRun {
+fn solve_patent(scores: &Scores, sequences: &[Vec<Info>], top_k: usize, linkage: patent::Linkage, progress: &mut dyn FnMut(usize, usize), stop: &dyn Fn() -> bool) -> PatentRun {
     if top_k > 0 {
-        return PatentRun { result: patent::solve_patent(scores, sequences, top_k, linkage, progress), top_k };
+        return PatentRun { result: patent::solve_patent_until(scores, sequences, top_k, linkage, progress, stop), top_k };
+    }
+    if sequences.len() > SWEEP_LIMIT {
+        return PatentRun { result: patent::solve_patent_until(scores, sequences, 1, linkage, progress, stop), top_k: 1 };
     }
     let mut best: Option<PatentRun> = None;
     for k in TOP_K_SWEEP {
-        let result = patent::solve_patent(scores, sequences, k, linkage, progress);
-        if best.as_ref().map_or(true, |b| result.likelihood > b.result.likelihood) {
+        if best.is_some() && stop() {
+            break;
+        }
+        let result = patent::solve_patent_until(scores, sequences, k, linkage, progress, stop);
+        if best.as_ref().is_none_or(|b| result.likelihood > b.result.likelihood) {
             best = Some(PatentRun { result, top_k: k });
         }
     }

@@ -179,6 +179,7 @@ pub fn best_merge(scores: &Scores, a: &[&[Info]], b: &[&[Info]]) -> Merge {
     let last = |t: usize| if t == 0 { a[na - 1] } else { b[nb - 1] };
     let first = |f: usize| if f == 0 { a[0] } else { b[0] };
     let mut best = (NONE, 0usize, 0usize);
+    #[allow(clippy::needless_range_loop)] // f, t: which group came first and last
     for f in 0..2 {
         for t in 0..2 {
             let v = add(prev[nb][f][t], wrap_pair(scores, last(t), first(f)));
@@ -211,9 +212,12 @@ const CROSS_TABLE: usize = 1 << 20;
 /// R(a[i], b[j]) and R(b[j], a[i]) for every cell of the merge: the bulk of its work.
 /// Computed on all cores up front when the table is small enough, else cell by cell;
 /// on packed instructions when the scores allow it ([`crate::scores::Packed`]).
+/// The packed table and both groups' sequences, packed.
+type PackedGroups = (Packed, Vec<Vec<u64>>, Vec<Vec<u64>>);
+
 struct Cross {
     nb: usize,
-    packed: Option<(Packed, Vec<Vec<u64>>, Vec<Vec<u64>>)>,
+    packed: Option<PackedGroups>,
     table: Option<Vec<(i64, i64)>>,
 }
 

@@ -43,7 +43,9 @@ pub fn similarity(scores: &Scores, x: &[Info], y: &[Info]) -> i64 {
     x.iter().zip(y).map(|(a, b)| scores.similarity(a, b)).sum()
 }
 
-/// How the loop computes similarities. Both give exactly [`similarity`]'s values.
+/// How the loop computes similarities. Both give exactly [`similarity`]'s values. One
+/// kernel lives per solve, so the packed table's size does not matter.
+#[allow(clippy::large_enum_variant)]
 enum Kernel<'a> {
     /// The default scores on packed instructions ([`Packed`]).
     Packed(Packed),
@@ -172,6 +174,8 @@ pub struct PatentResult {
     pub rescans: usize,
     /// The linkage used ([`Linkage::Head`] beyond [`MEMBER_LIMIT`] sequences).
     pub linkage: Linkage,
+    /// Stopped before one group remained (Ctrl-C): the groups were joined as they were.
+    pub stopped: bool,
 }
 
 /// Every group's best partner, every pair computed once (similarity is symmetric: it
@@ -215,6 +219,20 @@ fn initial_partners(kernel: &Kernel, groups: &[Option<Group>], keep: bool) -> (V
 /// most similar pairs (each group's best partner, best first) to try merging; the merge
 /// whose pattern gains the most likelihood over its two parts is kept.
 pub fn solve_patent(scores: &Scores, sequences: &[Vec<Info>], top_k: usize, linkage: Linkage, progress: &mut dyn FnMut(usize, usize)) -> PatentResult {
+    solve_patent_until(scores, sequences, top_k, linkage, progress, &|| false)
+}
+
+/// [`solve_patent`], polling `stop` before every merge: when it says so (Ctrl-C), the
+/// groups merged so far are joined in the order of their first original sequence, and the
+/// result's `stopped` says so.
+pub fn solve_patent_until(
+    scores: &Scores,
+    sequences: &[Vec<Info>],
+    top_k: usize,
+    linkage: Linkage,
+    progress: &mut dyn FnMut(usize, usize),
+    stop: &dyn Fn() -> bool,
+) -> PatentResult {
     let n = sequences.len();
     let kernel = Kernel::new(scores);
     let linkage = if n > MEMBER_LIMIT { Linkage::Head } else { linkage };
@@ -226,7 +244,7 @@ pub fn solve_patent(scores: &Scores, sequences: &[Vec<Info>], top_k: usize, link
         })
         .collect();
     if n == 0 {
-        return PatentResult { order: vec![], trace: vec![], likelihood: 0, merges: 0, rescans: 0, linkage };
+        return PatentResult { order: vec![], trace: vec![], likelihood: 0, merges: 0, rescans: 0, linkage, stopped: false };
     }
     let (mut best, matrix) = initial_partners(&kernel, &groups, linkage == Linkage::Member);
     let mut similarities = match matrix {
@@ -242,6 +260,14 @@ pub fn solve_patent(scores: &Scores, sequences: &[Vec<Info>], top_k: usize, link
     let ties = if scores.has_flow() { TIES } else { 1 };
     while alive > 1 {
         progress(n - alive, n - 1);
+        if stop() {
+            let mut groups: Vec<Group> = groups.into_iter().flatten().collect();
+            groups.sort_by_key(|g| g.members.iter().min().copied());
+            let order: Vec<usize> = groups.into_iter().flat_map(|g| g.members).collect();
+            let refs: Vec<&[Info]> = order.iter().map(|&i| sequences[i].as_slice()).collect();
+            let likelihood = order_likelihood(scores, &refs);
+            return PatentResult { trace: round_robin(&refs), order, likelihood, merges, rescans, linkage, stopped: true };
+        }
         let candidates = candidate_pairs(&best, top_k, ties);
         // The candidates' merges are independent: computed in parallel, the first of
         // the largest gains kept.
@@ -255,7 +281,7 @@ pub fn solve_patent(scores: &Scores, sequences: &[Vec<Info>], top_k: usize, link
             .collect();
         let mut chosen: Option<(i64, usize, usize, Group)> = None;
         for m in merged {
-            if chosen.as_ref().map_or(true, |c| m.0 > c.0) {
+            if chosen.as_ref().is_none_or(|c| m.0 > c.0) {
                 chosen = Some(m);
             }
         }
@@ -274,7 +300,7 @@ pub fn solve_patent(scores: &Scores, sequences: &[Vec<Info>], top_k: usize, link
     }
     progress(n - 1, n - 1);
     let g = groups.into_iter().flatten().next().unwrap();
-    PatentResult { order: g.members, trace: g.trace, likelihood: g.likelihood, merges, rescans, linkage }
+    PatentResult { order: g.members, trace: g.trace, likelihood: g.likelihood, merges, rescans, linkage, stopped: false }
 }
 
 /// Most pairs tried when several are equally the most similar (`--likelihood cfg`).

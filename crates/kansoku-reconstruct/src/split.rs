@@ -204,6 +204,101 @@ pub fn select(splitting: &Splitting, budget: Option<u64>, limit: Option<usize>) 
     chosen
 }
 
+/// A distinct partial sequence and how many iterations gave exactly these samples.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Distinct {
+    pub sequence: PartialSequence,
+    pub weight: usize,
+}
+
+/// Identical partial sequences merged into one, in the order of their first occurrence,
+/// with their multiplicity as weight. Identical means the same instructions in the same
+/// order and, when the samples carry positions (instructions since the marker), at the
+/// same positions: then they are the same samples of the iteration again. Without
+/// positions, only when `by_instructions_only` (time sampling: most iterations hold one
+/// sample, and 10^5 of them are a few hundred distinct instructions); with count sampling
+/// two sequences of the same instructions without positions may lie at different places
+/// of the iteration (a function called twice), and are kept apart.
+pub fn distinct(splitting: &Splitting, by_instructions_only: bool) -> Vec<Distinct> {
+    let mut index: std::collections::HashMap<(&[Info], &[Option<u64>]), usize> = std::collections::HashMap::new();
+    let mut out: Vec<Distinct> = Vec::new();
+    for s in &splitting.sequences {
+        if s.samples.is_empty() {
+            continue;
+        }
+        let positioned = s.positions.iter().all(Option::is_some);
+        if !positioned && !by_instructions_only {
+            out.push(Distinct { sequence: s.clone(), weight: 1 });
+            continue;
+        }
+        let key = (s.samples.as_slice(), if positioned { s.positions.as_slice() } else { &[][..] });
+        match index.get(&key) {
+            Some(&k) => out[k].weight += 1,
+            None => {
+                index.insert(key, out.len());
+                out.push(Distinct { sequence: s.clone(), weight: 1 });
+            }
+        }
+    }
+    out
+}
+
+/// Most samples [`choose`] takes by weight (time sampling).
+pub const SAMPLE_CAP: usize = 8000;
+
+/// How the sequences to solve were chosen ([`choose`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Budget {
+    /// The first distinct sequences until they hold one iteration's instructions (count
+    /// sampling, iteration length known).
+    Iteration,
+    /// The heaviest distinct sequences, up to a number chosen for the solver's time.
+    Heaviest,
+    /// `--sequences N`: the first N distinct sequences.
+    Requested,
+}
+
+/// The distinct sequences to merge, in first-occurrence order. With `limit` (`--sequences
+/// N`): the first N. Else with `samples` (one iteration's length, count sampling): the first
+/// until they hold that many samples (with period P coprime to the iteration length T, P
+/// consecutive iterations hold exactly T samples, one per position), at most `cap`. Else the
+/// heaviest (ties: the shorter, then the first seen) while they number at most `cap` and
+/// hold at most [`SAMPLE_CAP`] samples, kept in first-occurrence order: an iteration that
+/// took far longer than the others (the program descheduled, a page fault) holds thousands
+/// of time samples once, and would cost more than all the frequent ones together.
+pub fn choose(distinct: &[Distinct], samples: Option<u64>, limit: Option<usize>, cap: usize) -> (Vec<Distinct>, Budget) {
+    if let Some(l) = limit {
+        return (distinct.iter().take(l).cloned().collect(), Budget::Requested);
+    }
+    if let Some(b) = samples {
+        let mut chosen = Vec::new();
+        let mut total = 0u64;
+        for d in distinct {
+            if total >= b || chosen.len() >= cap {
+                break;
+            }
+            total += d.sequence.samples.len() as u64;
+            chosen.push(d.clone());
+        }
+        return (chosen, Budget::Iteration);
+    }
+    let mut by_weight: Vec<usize> = (0..distinct.len()).collect();
+    by_weight.sort_by_key(|&i| (std::cmp::Reverse(distinct[i].weight), distinct[i].sequence.samples.len(), i));
+    let mut total = 0usize;
+    by_weight.retain(|&i| {
+        let len = distinct[i].sequence.samples.len();
+        if total + len > SAMPLE_CAP {
+            return false;
+        }
+        total += len;
+        true
+    });
+    by_weight.truncate(cap);
+    by_weight.sort_unstable();
+    (by_weight.into_iter().map(|i| distinct[i].clone()).collect(), Budget::Heaviest)
+}
+
 /// What the cut found, for reports.
 #[derive(Clone, Debug, Serialize)]
 pub struct SplitReport {

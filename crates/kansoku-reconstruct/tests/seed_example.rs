@@ -12,6 +12,7 @@ fn options(solver: Solver, split: Split, period: Option<u64>) -> Options {
         top_k: 1,
         linkage: patent::Linkage::default(),
         sequences: None,
+        stop: None,
     }
 }
 
@@ -158,5 +159,24 @@ fn sampler_samples_every_period_with_markers() {
         let overflow = 5 * k as u64 + 4;
         assert!(x.ip >= overflow && x.ip <= overflow + 2, "{x:?}");
         assert_eq!(x.instructions, Some(x.ip));
+    }
+}
+
+/// Ctrl-C (`Options::stop`): the solvers return at once with every sampled instruction of
+/// the sequences used, marked interrupted; the witness search is skipped.
+#[test]
+fn a_stop_returns_the_trace_so_far() {
+    // Period 101 > 50 instructions: 50 one-sample sequences, beyond Held–Karp's 13, so
+    // the exact solver starts from the seed's loop too.
+    let (names, obs, _) = seed_example(101, 120);
+    for solver in [Solver::Patent, Solver::Exact] {
+        let o = Options { stop: Some(|| true), ..options(solver, Split::Marker, Some(101)) };
+        let r = run(&obs, &names, &o);
+        assert!(r.sequences_used > exact::EXACT_LIMIT, "{}", r.sequences_used);
+        assert!(r.interrupted, "{solver:?}");
+        assert_eq!(r.length, r.samples_used, "{solver:?}");
+        assert_eq!(r.alternative_checked, Some(false));
+        let o = Options { stop: Some(|| false), ..options(solver, Split::Marker, Some(101)) };
+        assert!(!run(&obs, &names, &o).interrupted);
     }
 }

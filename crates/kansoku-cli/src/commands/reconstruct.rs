@@ -17,7 +17,7 @@ use kansoku_reconstruct::{
 };
 use serde::Serialize;
 
-use crate::output::{print_json, spinner, Table};
+use crate::output::{print_json, Table};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -30,18 +30,21 @@ pub struct Args {
     /// iteration) or function:NAME.
     #[arg(long, default_value = "marker")]
     pub split: Split,
-    /// patent (the seed's loop), exact (global order) or phase (placement by instruction count).
-    #[arg(long, default_value = "patent")]
-    pub solver: Solver,
+    /// patent (the seed's loop), exact (global order) or phase (placement by instruction
+    /// count). Default: phase when the recording has instruction counts at samples and
+    /// marker hits (--split marker), else patent; the choice is printed.
+    #[arg(long)]
+    pub solver: Option<Solver>,
     /// Similarity and likelihood tables (TOML, or JSON by extension) overriding the defaults.
     #[arg(long)]
     pub scores: Option<PathBuf>,
     /// Where pair scores come from: seed (the seed's tables: offset differences inside a
     /// function, every call and return a mismatch) or cfg (beyond the seed: distances
     /// along the program's control-flow graph, decoded from the binary, so calls and
-    /// returns score like neighbours; both similarity and likelihood).
-    #[arg(long, default_value = "seed")]
-    pub likelihood: Likelihood,
+    /// returns score like neighbours; both similarity and likelihood). Default: cfg when
+    /// the recorded program can be read, else seed; the choice is printed.
+    #[arg(long)]
+    pub likelihood: Option<Likelihood>,
     /// Patent solver: try the K most similar pairs each round, keep the most likely merge;
     /// 0 runs the loop with K = 1, 2, 4, 8, 16 and keeps the most likely result. Default:
     /// 1 with the seed's scores, 0 with --likelihood cfg.
@@ -122,6 +125,9 @@ pub struct Loaded {
     pub warnings: Vec<String>,
 }
 
+/// Addresses from here up are the kernel's (x86-64 canonical upper half).
+const KERNEL_START: u64 = 0xffff_8000_0000_0000;
+
 /// Reads and symbolises a sampled recording.
 pub fn load_samples(path: &Path) -> Result<Loaded> {
     let mut reader = RecordingReader::open(path)?;
@@ -136,11 +142,24 @@ pub fn load_samples(path: &Path) -> Result<Loaded> {
     let mut sym = Symbolizer::new(&[]);
     let mut names = Names::new();
     let mut observations = Vec::new();
+    let (mut kernel, mut outside, mut samples) = (0u64, 0u64, 0u64);
     while let Some(event) = reader.next_event()? {
         match event {
             Event::Module(m) => sym.add_module(m),
             Event::Sample(s) => {
+                samples += 1;
                 let loc = sym.locate(s.ip);
+                // Not the program's code: the kernel, or outside every recorded module (the
+                // uprobe trampoline page [uprobes] that the marker probe executes). Their
+                // instructions are not the region's; dropped and counted.
+                if s.ip >= KERNEL_START {
+                    kernel += 1;
+                    continue;
+                }
+                if loc.module.is_none() {
+                    outside += 1;
+                    continue;
+                }
                 observations.push(Observation::Sample { info: names.info(&loc, s.ip), time_ns: s.time_ns, instructions: s.instructions });
             }
             Event::Marker { time_ns, instructions } => observations.push(Observation::Marker { time_ns, instructions }),
@@ -148,6 +167,15 @@ pub fn load_samples(path: &Path) -> Result<Loaded> {
         }
     }
     let mut warnings = std::mem::take(&mut sym.warnings);
+    if kernel + outside > 0 {
+        let share = |n: u64| 100.0 * n as f64 / samples.max(1) as f64;
+        warnings.push(format!(
+            "{} of {samples} samples dropped: {kernel} ({:.1} %) in kernel code, {outside} ({:.1} %) outside the recorded modules (the uprobe trampoline the marker probe runs, or code mapped without a module event); the trace holds the program's own instructions only",
+            kernel + outside,
+            share(kernel),
+            share(outside)
+        ));
+    }
     if let Some(at) = reader.truncated_at() {
         warnings.push(format!("{} is cut off at byte {at}; using what was readable", path.display()));
     }
@@ -168,12 +196,33 @@ pub struct Report {
     pub output: Option<PathBuf>,
     pub by: Granularity,
     pub weighting: Weighting,
+    /// The solver and scores used, and why (chosen by default, or asked for).
+    pub choices: Choices,
     #[serde(flatten)]
     pub reconstruction: Reconstruction,
     pub comparison: Option<Comparison>,
     /// Everything the user should know: damaged or cut recordings, unsymbolised samples,
     /// a solver replaced, an order the samples do not determine.
     pub warnings: Vec<String>,
+}
+
+/// Said of every time-sampled recording.
+pub const TIME_WEIGHTED: &str = "time sampling (cpu-clock): the trace is execution-time-weighted, not one entry per executed instruction: an instruction appears about as often as time was spent on it, identical partial sequences are merged, and the order is that of the samples; read it as where the time goes and in what order, not as the iteration's exact instructions (an exact trace's lcs_ratio judges it poorly by design); with a PMU, `kansoku record --period N` samples instructions";
+
+/// The method used and why: by default the best the recording allows (phase with counts,
+/// control-flow scores when the program can be read).
+#[derive(Serialize, Clone, Debug)]
+pub struct Choices {
+    pub solver: Solver,
+    pub solver_reason: String,
+    pub likelihood: Likelihood,
+    pub likelihood_reason: String,
+}
+
+impl Default for Choices {
+    fn default() -> Choices {
+        Choices { solver: Solver::Patent, solver_reason: String::new(), likelihood: Likelihood::Seed, likelihood_reason: String::new() }
+    }
 }
 
 /// Everything `kansoku reconstruct` does but printing; shared with the demo and benchmarks.
@@ -183,7 +232,16 @@ pub fn reconstruct_file(args: &Args) -> Result<(Report, Vec<String>, Names)> {
         Some(f) => Scores::from_file(f, args.by, loaded.weighting)?,
         None => Scores::defaults(args.by, loaded.weighting),
     };
-    if args.likelihood == Likelihood::Cfg {
+    let mut choices = Choices::default();
+    let likelihood = match args.likelihood {
+        Some(l) => {
+            choices.likelihood_reason = "asked (--likelihood)".into();
+            l
+        }
+        None => Likelihood::Cfg,
+    };
+    choices.likelihood = likelihood;
+    if likelihood == Likelihood::Cfg {
         let sampled: HashSet<u64> = loaded
             .observations
             .iter()
@@ -192,24 +250,60 @@ pub fn reconstruct_file(args: &Args) -> Result<(Report, Vec<String>, Names)> {
                 Observation::Marker { .. } => None,
             })
             .collect();
-        let flow = super::control_flow::control_flow(&loaded.modules, &sampled, loaded.marker.as_deref(), &mut loaded.warnings);
-        scores = scores.with_flow(flow);
+        let mut flow_warnings = Vec::new();
+        let flow = super::control_flow::control_flow(&loaded.modules, &sampled, loaded.marker.as_deref(), &mut flow_warnings);
+        let (known, _) = flow.size();
+        if args.likelihood.is_none() && known == 0 {
+            // Nothing of the program could be read: the seed's tables, and say why.
+            choices.likelihood = Likelihood::Seed;
+            choices.likelihood_reason = format!(
+                "the recorded program could not be read ({}); the seed's tables",
+                if flow_warnings.is_empty() { "no sampled instruction decoded".to_string() } else { flow_warnings.join("; ") }
+            );
+        } else {
+            if args.likelihood.is_none() {
+                choices.likelihood_reason = format!("the recorded program was read: control-flow scores for {known} of {} sampled instructions; --likelihood seed for the seed's tables", sampled.len());
+            }
+            loaded.warnings.extend(flow_warnings);
+            scores = scores.with_flow(flow);
+        }
     }
+    let counted = args.split == Split::Marker
+        && loaded.observations.iter().any(|o| matches!(o, Observation::Marker { instructions: Some(_), .. }))
+        && loaded.observations.iter().any(|o| matches!(o, Observation::Sample { instructions: Some(_), .. }));
+    choices.solver = match args.solver {
+        Some(s) => {
+            choices.solver_reason = "asked (--solver)".into();
+            s
+        }
+        None if counted => {
+            choices.solver_reason = "the recording has instruction counts at samples and marker hits: each sample placed by its position; --solver patent|exact to order partial sequences instead".into();
+            Solver::Phase
+        }
+        None => {
+            choices.solver_reason = "no instruction counts at samples and marker hits (time sampling, or not --split marker): the seed's loop".into();
+            Solver::Patent
+        }
+    };
     let options = Options {
         split: args.split.clone(),
-        solver: args.solver,
+        solver: choices.solver,
         scores,
         period: args.period.or(loaded.period),
-        top_k: args.top_k.unwrap_or(if args.likelihood == Likelihood::Cfg { 0 } else { 1 }),
+        top_k: args.top_k.unwrap_or(if choices.likelihood == Likelihood::Cfg { 0 } else { 1 }),
         linkage: args.linkage,
         sequences: args.sequences,
+        stop: Some(kansoku_probe::interrupt::requested),
     };
     if args.period == Some(0) {
         bail!("--period must be at least 1 (got 0)");
     }
-    let bar = spinner("merging", "merges");
-    let rec = reconstruct(&loaded.observations, &loaded.names, &options, &mut |done, _| bar.set_position(done as u64))
-        .with_context(|| format!("reconstructing from {}", args.recording.display()))?;
+    let bar = progress_bar();
+    let rec = reconstruct(&loaded.observations, &loaded.names, &options, &mut |done, total| {
+        bar.set_length(total as u64);
+        bar.set_position(done as u64)
+    })
+    .with_context(|| format!("reconstructing from {}", args.recording.display()))?;
     bar.finish_and_clear();
     let lines: Vec<String> = rec
         .trace
@@ -243,13 +337,30 @@ pub fn reconstruct_file(args: &Args) -> Result<(Report, Vec<String>, Names)> {
         None => None,
     };
     let mut warnings = loaded.warnings;
-    warnings.extend(rec.fallback.iter().chain(&rec.order_warning).cloned());
+    warnings.extend(rec.coverage_warning.iter().cloned());
+    if loaded.weighting == Weighting::Time {
+        warnings.push(TIME_WEIGHTED.to_string());
+    }
+    if let (Some(f), true) = (&rec.fallback, args.solver.is_none()) {
+        // Chosen, not asked: the replacement is part of the choice, not a warning.
+        choices.solver_reason = format!("{}; but {f}", choices.solver_reason);
+    } else {
+        warnings.extend(rec.fallback.iter().cloned());
+    }
+    warnings.extend(rec.order_warning.iter().cloned());
+    if rec.interrupted {
+        warnings.push(format!(
+            "interrupted (Ctrl-C): this trace is the best found until then (the {} partial sequences merged as far as the solver came, the rest joined in recording order), not a finished reconstruction",
+            rec.sequences_used
+        ));
+    }
     Ok((
         Report {
             recording: args.recording.clone(),
             output: args.output.clone(),
             by: args.by,
             weighting: loaded.weighting,
+            choices,
             reconstruction: rec,
             comparison,
             warnings,
@@ -260,7 +371,17 @@ pub fn reconstruct_file(args: &Args) -> Result<(Report, Vec<String>, Names)> {
 }
 
 pub fn run(args: Args) -> Result<()> {
+    // Ctrl-C stops the solvers, which return the best trace so far.
+    kansoku_probe::interrupt::install();
     let (report, lines, _) = reconstruct_file(&args)?;
+    let c = &report.choices;
+    eprintln!("kansoku: solver {:?}: {}", report.reconstruction.solver, c.solver_reason);
+    if c.solver != Solver::Phase || report.reconstruction.solver != Solver::Phase {
+        eprintln!("kansoku: scores {:?}: {}", c.likelihood, c.likelihood_reason);
+    }
+    for n in notes(&report.reconstruction) {
+        eprintln!("kansoku: {n}");
+    }
     for w in &report.warnings {
         eprintln!("kansoku: warning: {w}");
     }
@@ -306,6 +427,51 @@ pub fn run(args: Args) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// What the user should know about how the work was bounded: the sequences used (identical
+/// ones merged, the budget) and the solver that ordered them.
+pub fn notes(r: &Reconstruction) -> Vec<String> {
+    let mut out = Vec::new();
+    if r.distinct_sequences > 0 {
+        let how = match r.budget {
+            kansoku_reconstruct::Budget::Iteration => "the first ones until they hold one iteration's instructions".to_string(),
+            kansoku_reconstruct::Budget::Heaviest => {
+                format!("the heaviest, at most {} sequences and {} samples", kansoku_reconstruct::HEAVIEST_CAP, kansoku_reconstruct::split::SAMPLE_CAP)
+            }
+            kansoku_reconstruct::Budget::Requested => "--sequences".to_string(),
+        };
+        out.push(format!(
+            "{} iterations with samples hold {} distinct partial sequences (identical ones merged, weighted by how often they occur); using {} of them ({how}), standing for {} iterations; --sequences N to change",
+            r.split.non_empty, r.distinct_sequences, r.sequences_used, r.iterations_used
+        ));
+    }
+    if let Some(c) = &r.chain {
+        out.push(format!(
+            "{} sequences are beyond the {} the {:?} solver takes: ordered by candidate neighbours instead ({} pairs kept, {} chains joined)",
+            r.sequences_used,
+            if r.solver == Solver::Exact { kansoku_reconstruct::exact::HEURISTIC_LIMIT } else { kansoku_reconstruct::QUADRATIC_LIMIT },
+            r.solver,
+            c.pairs_scored,
+            c.chains
+        ));
+    }
+    out
+}
+
+/// A progress bar on a terminal, nothing when stderr is piped (the pattern of
+/// `output::spinner`, with a length).
+fn progress_bar() -> indicatif::ProgressBar {
+    use std::io::IsTerminal;
+    if !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(0);
+    let style = indicatif::ProgressStyle::with_template("{spinner} reconstructing: [{bar:30}] {pos}/{len} ({elapsed})")
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
+    bar.set_style(style);
+    bar.enable_steady_tick(std::time::Duration::from_millis(120));
+    bar
 }
 
 pub fn print_comparison(c: &Comparison) {
@@ -536,9 +702,9 @@ fn demo_args(recording: PathBuf, solver: Solver, likelihood: Likelihood, sequenc
         recording,
         by: Granularity::Function,
         split: Split::Marker,
-        solver,
+        solver: Some(solver),
         scores: None,
-        likelihood,
+        likelihood: Some(likelihood),
         top_k: None,
         linkage: Linkage::default(),
         sequences,
