@@ -135,7 +135,7 @@ fn monitor_observes_a_cpu_bound_child() {
     let program = example("workload");
     let mut child = std::process::Command::new(&program).args(["cpu", "0.6", "1"]).stdout(std::process::Stdio::null()).spawn().unwrap();
     let pid = child.id() as i32;
-    let mut m = Monitor::new(Some((pid, TargetStart::Attach)), Some(1_000_000)).expect("monitor");
+    let mut m = Monitor::new(Some((pid, TargetStart::Attach)), Some(1_000_000), false).expect("monitor");
     let mut obs = vec![m.observe().unwrap()];
     for _ in 0..4 {
         std::thread::sleep(std::time::Duration::from_millis(100));
@@ -158,6 +158,6 @@ fn monitor_observes_a_cpu_bound_child() {
 
 #[test]
 fn monitor_refuses_a_process_that_does_not_exist() {
-    let e = kansoku_probe::sysstat::Monitor::new(Some((999_999_999, kansoku_probe::sysstat::TargetStart::Attach)), None).err().unwrap().to_string();
+    let e = kansoku_probe::sysstat::Monitor::new(Some((999_999_999, kansoku_probe::sysstat::TargetStart::Attach)), None, false).err().unwrap().to_string();
     assert!(e.contains("process 999999999 does not exist"), "{e}");
 }
