@@ -194,7 +194,7 @@ impl<W: Write> RecordingWriter<W> {
         self.encode(event).map_err(|source| RecordingError::Io { path: self.path.clone(), cause: source })?;
         self.events += 1;
         if let Some(every) = self.flush_every {
-            if self.events % FLUSH_CHECK_EVENTS == 0 && self.last_flush.elapsed() >= every {
+            if self.events.is_multiple_of(FLUSH_CHECK_EVENTS) && self.last_flush.elapsed() >= every {
                 self.flush()?;
             }
         }

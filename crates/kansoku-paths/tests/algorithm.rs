@@ -49,12 +49,11 @@ fn naive(stream: &[(BlockId, InstructionKind)], calls: CallMode) -> Vec<(Vec<Blo
     for &(b, k) in stream {
         if let Some(p) = prev {
             match k {
-                InstructionKind::Jump | InstructionKind::ConditionalJump => {
-                    if b <= p {
+                InstructionKind::Jump | InstructionKind::ConditionalJump
+                    if b <= p => {
                         // block addresses are b * 16: target at or below the block left
                         record(&mut path, &mut table)
                     }
-                }
                 InstructionKind::Call => match calls {
                     CallMode::Split => record(&mut path, &mut table),
                     CallMode::Through => {}

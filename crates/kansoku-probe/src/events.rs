@@ -430,7 +430,7 @@ fn run_traps_pinned(plan: Plan, args: &[String], progress: &mut dyn FnMut(u64)) 
                 for &p in &t.points {
                     hits.push(Hit { point: p, tid: tid.as_raw() as u32, time_ns: now });
                 }
-                if hits.len() % 4096 == 0 {
+                if hits.len().is_multiple_of(4096) {
                     progress(hits.len() as u64);
                 }
                 // Restore, step the original instruction, re-arm. Only the trap's own byte

@@ -333,20 +333,18 @@ impl Tracer {
                     // Not an instruction boundary worth recording twice: step on silently.
                     ptrace::step(tid, None).map_err(ptrace_err("SINGLESTEP", tid))?;
                 }
-                WaitStatus::Exited(tid, code) => {
-                    if tid == pid {
+                WaitStatus::Exited(tid, code)
+                    if tid == pid => {
                         self.exit = ExitStatus::Exited(code);
                         out.write(&Event::Exit(self.exit))?;
                         return Ok(StopReason::ProgramEnded);
                     }
-                }
-                WaitStatus::Signaled(tid, sig, _) => {
-                    if tid == pid {
+                WaitStatus::Signaled(tid, sig, _)
+                    if tid == pid => {
                         self.exit = ExitStatus::Killed(sig as i32);
                         out.write(&Event::Exit(self.exit))?;
                         return Ok(StopReason::ProgramEnded);
                     }
-                }
                 _ => {}
             }
         }

@@ -197,11 +197,10 @@ fn sampled(program: &std::path::Path, args: &[String], clock: SamplingClock, pro
     let take = |session: &mut Session, raw: &mut Vec<perf::PerfSample>, modules: &mut Vec<Module>| {
         session.drain(&mut |r| match r {
             PerfRecord::Sample(s) if s.source == SampleSource::Clock && s.pid == pid.as_raw() as u32 && s.tid == pid.as_raw() as u32 => raw.push(s),
-            PerfRecord::Mmap(m) if m.executable && !m.path.is_empty() => {
-                if !modules.iter().any(|k| k.start == m.start && k.path == m.path) {
+            PerfRecord::Mmap(m) if m.executable && !m.path.is_empty()
+                && !modules.iter().any(|k| k.start == m.start && k.path == m.path) => {
                     modules.push(Module { path: m.path, build_id: None, start: m.start, end: m.start + m.len, file_offset: m.file_offset });
                 }
-            }
             _ => {}
         });
     };

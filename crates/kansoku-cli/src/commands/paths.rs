@@ -157,7 +157,7 @@ fn for_each_line(mut input: impl Read, pace: bool, mut f: impl FnMut(&[u8])) -> 
             filled = 0;
         }
         chunks += 1;
-        if chunks % 16 == 0 && interrupt::requested() {
+        if chunks.is_multiple_of(16) && interrupt::requested() {
             return Ok(true);
         }
     }
@@ -210,7 +210,7 @@ pub fn analyse(args: &Args) -> Result<PathsRun> {
                 };
                 analysis.feed_tool_stream(&buf[..n]);
                 chunks += 1;
-                if chunks % 16 == 0 {
+                if chunks.is_multiple_of(16) {
                     bar.set_position(analysis.stats.superblocks);
                     if interrupt::requested() {
                         interrupted = true;
@@ -245,7 +245,7 @@ pub fn analyse(args: &Args) -> Result<PathsRun> {
             interrupted = for_each_line(output, true, |line| {
                 analysis.feed_lackey_line(line);
                 n += 1;
-                if n % (1 << 20) == 0 {
+                if n.is_multiple_of(1 << 20) {
                     bar.set_position(analysis.stats.superblocks);
                 }
             })
@@ -289,7 +289,7 @@ pub fn analyse(args: &Args) -> Result<PathsRun> {
             while let Some(e) = reader.next_event().context("reading the exact tracer's stream")? {
                 analysis.feed_event(&e);
                 n += 1;
-                if n % (1 << 20) == 0 {
+                if n.is_multiple_of(1 << 20) {
                     bar.set_position(n);
                 }
             }
@@ -330,7 +330,7 @@ pub fn analyse(args: &Args) -> Result<PathsRun> {
                         }
                     }
                     n += 1;
-                    if n % (1 << 22) == 0 {
+                    if n.is_multiple_of(1 << 22) {
                         bar.set_position(n);
                         if interrupt::requested() {
                             interrupted = true;
@@ -638,9 +638,7 @@ pub fn demo_stage(dir: &Path) -> Result<String> {
         Ok(()) => format!("CFG picture: {}", svg.display()),
         Err(e) => format!("CFG picture skipped: {e:#}"),
     };
-    let mut text = format!(
-        "seed 003 figure 2 (walk: A=BB0 branches to B=BB1 or C=BB2, D=BB3 loops back to A or exits to E=BB4), 10 walks of 1000 elements under Valgrind/Lackey:\n"
-    );
+    let mut text = "seed 003 figure 2 (walk: A=BB0 branches to B=BB1 or C=BB2, D=BB3 loops back to A or exits to E=BB4), 10 walks of 1000 elements under Valgrind/Lackey:\n".to_string();
     for p in &r.report.paths {
         text.push_str(&format!("  {:>6} x {}\n", p.count, p.text));
     }
