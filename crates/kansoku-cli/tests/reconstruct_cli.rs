@@ -39,6 +39,11 @@ fn lcs(rec: &Path, exact: &Path, solver: &str) -> (f64, String) {
     (v["comparison"]["lcs_ratio"].as_f64().unwrap(), v["solver"].as_str().unwrap().to_string())
 }
 
+/// Does the JSON report's `warnings` list hold one containing `text`?
+fn warned(v: &serde_json::Value, text: &str) -> bool {
+    v["warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().contains(text))
+}
+
 fn s(p: &Path) -> String {
     p.to_string_lossy().into_owned()
 }
@@ -279,7 +284,7 @@ fn sparse_and_cut_recordings_are_said() {
     assert!(alternative["likelihood"].as_i64().unwrap() >= v["likelihood"].as_i64().unwrap(), "{v}");
     let (first, last) = (alternative["first_difference"].as_u64().unwrap(), alternative["last_difference"].as_u64().unwrap());
     assert!(first <= last && last < v["length"].as_u64().unwrap(), "{v}");
-    assert!(v["warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().contains("do not fix the order")), "{v}");
+    assert!(warned(&v, "do not fix the order"), "{v}");
     // The written trace keeps the span, and the picture frames it on the reconstructed row.
     let (trace, svg) = (d.join("p101.trace"), d.join("p101.svg"));
     ok(&["reconstruct", &s(&sparse), "--solver", "exact", "--likelihood", "seed", "-o", &s(&trace)]);
@@ -302,7 +307,7 @@ fn sparse_and_cut_recordings_are_said() {
     assert!(o.status.success(), "{stderr}");
     assert!(stderr.contains("cut off at byte"), "{stderr}");
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert!(v["warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().contains("cut off")), "{v}");
+    assert!(warned(&v, "cut off"), "{v}");
 }
 
 /// Without flags the best method the recording allows: phase when samples and marker hits
@@ -352,7 +357,7 @@ fn too_few_iterations_are_said() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let seed = kansoku_examples::build("seed000", d).unwrap();
-    for (iterations, warned) in [("21", true), ("110", false)] {
+    for (iterations, expect_warning) in [("21", true), ("110", false)] {
         let exact = d.join(format!("e{iterations}.ksk"));
         ok(&["trace", "exact", "--marker", "func_M", "--iterations", iterations, "-o", &s(&exact), "--", &s(&seed), "120"]);
         let rec = d.join(format!("p31-{iterations}.ksk"));
@@ -361,10 +366,10 @@ fn too_few_iterations_are_said() {
         let stderr = String::from_utf8_lossy(&o.stderr);
         assert!(o.status.success(), "{stderr}");
         let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-        if warned {
+        if expect_warning {
             assert!(stderr.contains("covering each needs at least 31 iterations"), "{stderr}");
             assert!(v["coverage_warning"].as_str().unwrap().contains("at least 31 iterations"), "{v}");
-            assert!(v["warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().contains("at least 31 iterations")), "{v}");
+            assert!(warned(&v, "at least 31 iterations"), "{v}");
             // What it warns about: the trace is shorter than the iteration.
             assert!(v["length"].as_u64().unwrap() < v["split"]["iteration_length"].as_u64().unwrap(), "{v}");
         } else {
@@ -401,7 +406,7 @@ fn time_sampling_is_said() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["weighting"], "time", "{v}");
     assert_eq!(v["choices"]["solver"], "patent", "{v}");
-    assert!(v["warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().contains("execution-time-weighted")), "{v}");
+    assert!(warned(&v, "execution-time-weighted"), "{v}");
 }
 
 /// Samples in kernel code or outside every recorded module (the uprobe trampoline page)

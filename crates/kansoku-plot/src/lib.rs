@@ -140,23 +140,38 @@ impl Frame {
     fn py(&self, y: f64) -> f64 {
         self.top + self.height - (y - self.y.0) / (self.y.1 - self.y.0) * self.height
     }
+    /// Linear axes: five ticks on x (and y when `y_ticks`), labelled.
     fn axes(&self, doc: &mut Doc, x_label: &str, y_label: &str, y_ticks: bool) {
-        doc.line(self.left, self.top + self.height, self.left + self.width, self.top + self.height, "black", 1.0);
-        doc.line(self.left, self.top, self.left, self.top + self.height, "black", 1.0);
+        self.axis_lines(doc);
         for i in 0..=5 {
             let f = i as f64 / 5.0;
             let xv = self.x.0 + f * (self.x.1 - self.x.0);
-            let x = self.px(xv);
-            doc.line(x, self.top + self.height, x, self.top + self.height + 4.0, "black", 1.0);
-            doc.text(x, self.top + self.height + 16.0, "middle", 10.0, "black", &tick_label(xv));
+            self.x_tick(doc, xv, &tick_label(xv));
             if y_ticks {
                 let yv = self.y.0 + f * (self.y.1 - self.y.0);
-                let y = self.py(yv);
-                doc.line(self.left - 4.0, y, self.left, y, "black", 1.0);
-                doc.line(self.left, y, self.left + self.width, y, "#e0e0e0", 0.5);
-                doc.text(self.left - 6.0, y + 3.0, "end", 10.0, "black", &tick_label(yv));
+                self.y_tick(doc, yv, &tick_label(yv));
             }
         }
+        self.axis_labels(doc, x_label, y_label);
+    }
+    fn axis_lines(&self, doc: &mut Doc) {
+        doc.line(self.left, self.top + self.height, self.left + self.width, self.top + self.height, "black", 1.0);
+        doc.line(self.left, self.top, self.left, self.top + self.height, "black", 1.0);
+    }
+    /// A tick and its label at data value `xv` on the x axis.
+    fn x_tick(&self, doc: &mut Doc, xv: f64, label: &str) {
+        let x = self.px(xv);
+        doc.line(x, self.top + self.height, x, self.top + self.height + 4.0, "black", 1.0);
+        doc.text(x, self.top + self.height + 16.0, "middle", 10.0, "black", label);
+    }
+    /// A tick, its grid line and its label at data value `yv` on the y axis.
+    fn y_tick(&self, doc: &mut Doc, yv: f64, label: &str) {
+        let y = self.py(yv);
+        doc.line(self.left - 4.0, y, self.left, y, "black", 1.0);
+        doc.line(self.left, y, self.left + self.width, y, "#e0e0e0", 0.5);
+        doc.text(self.left - 6.0, y + 3.0, "end", 10.0, "black", label);
+    }
+    fn axis_labels(&self, doc: &mut Doc, x_label: &str, y_label: &str) {
         doc.text(self.left + self.width / 2.0, self.top + self.height + 32.0, "middle", 12.0, "black", x_label);
         let _ = writeln!(
             doc.s,
@@ -356,27 +371,14 @@ pub fn log_histogram(title: &str, x_label: &str, bins: &[(f64, f64, u64)]) -> St
     let cmax = bins.iter().map(|b| b.2).max().unwrap_or(1).max(1) as f64;
     let y = (0.0, (1.0 + cmax).log10().max(0.5));
     let frame = Frame { left: 70.0, top: 40.0, width: 610.0, height: 290.0, x, y };
-    doc.line(frame.left, frame.top + frame.height, frame.left + frame.width, frame.top + frame.height, "black", 1.0);
-    doc.line(frame.left, frame.top, frame.left, frame.top + frame.height, "black", 1.0);
+    frame.axis_lines(&mut doc);
     for v in log_ticks(10f64.powf(x.0), 10f64.powf(x.1)) {
-        let px = frame.px(v.log10());
-        doc.line(px, frame.top + frame.height, px, frame.top + frame.height + 4.0, "black", 1.0);
-        doc.text(px, frame.top + frame.height + 16.0, "middle", 10.0, "black", &duration_label(v));
+        frame.x_tick(&mut doc, v.log10(), &duration_label(v));
     }
-    let counts = std::iter::once(0.0).chain(log_ticks(1.0, 10f64.powf(y.1) - 1.0));
-    for c in counts {
-        let py = frame.py((1.0 + c).log10());
-        doc.line(frame.left - 4.0, py, frame.left, py, "black", 1.0);
-        doc.line(frame.left, py, frame.left + frame.width, py, "#e0e0e0", 0.5);
-        doc.text(frame.left - 6.0, py + 3.0, "end", 10.0, "black", &tick_label(c));
+    for c in std::iter::once(0.0).chain(log_ticks(1.0, 10f64.powf(y.1) - 1.0)) {
+        frame.y_tick(&mut doc, (1.0 + c).log10(), &tick_label(c));
     }
-    doc.text(frame.left + frame.width / 2.0, frame.top + frame.height + 32.0, "middle", 12.0, "black", x_label);
-    let _ = writeln!(
-        doc.s,
-        "<text x=\"14\" y=\"{:.2}\" text-anchor=\"middle\" transform=\"rotate(-90 14 {:.2})\">calls (log scale)</text>",
-        frame.top + frame.height / 2.0,
-        frame.top + frame.height / 2.0
-    );
+    frame.axis_labels(&mut doc, x_label, "calls (log scale)");
     for b in bins.iter().filter(|b| b.2 > 0) {
         let (x0, x1) = (frame.px(lg(b.0)), frame.px(lg(b.1)));
         let top = frame.py((1.0 + b.2 as f64).log10());

@@ -202,39 +202,21 @@ pub fn solve_chain(
     }
     let pairs_scored = edges.len();
     edges.par_sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
-    let mut next: Vec<Option<u32>> = vec![None; n];
-    let mut previous: Vec<Option<u32>> = vec![None; n];
-    let mut parent: Vec<u32> = (0..n as u32).collect();
-    fn find(parent: &mut [u32], mut x: u32) -> u32 {
-        while parent[x as usize] != x {
-            parent[x as usize] = parent[parent[x as usize] as usize];
-            x = parent[x as usize];
-        }
-        x
-    }
+    let mut links = Links { next: vec![None; n], previous: vec![None; n], parent: (0..n as u32).collect() };
     for &(_, x, y) in &edges {
-        if next[x as usize].is_some() || previous[y as usize].is_some() {
-            continue;
-        }
-        let (rx, ry) = (find(&mut parent, x), find(&mut parent, y));
-        if rx == ry {
-            continue;
-        }
-        parent[rx as usize] = ry;
-        next[x as usize] = Some(y);
-        previous[y as usize] = Some(x);
+        links.join(x, y);
     }
     // The chains: while few enough, every chain's last sequence is scored against every
     // chain's first and the greedy pass runs again on those pairs (any score: the
     // candidates found no positive one); the rest are joined by their first instruction.
-    let heads: Vec<usize> = (0..n).filter(|&i| previous[i].is_none()).collect();
+    let heads: Vec<usize> = (0..n).filter(|&i| links.previous[i].is_none()).collect();
     let chains = heads.len();
     if chains > 1 && chains <= JOIN_LIMIT && !stopped {
         let tails: Vec<usize> = heads
             .iter()
             .map(|&h| {
                 let mut x = h;
-                while let Some(y) = next[x] {
+                while let Some(y) = links.next[x] {
                     x = y as usize;
                 }
                 x
@@ -256,26 +238,17 @@ pub fn solve_chain(
             .collect();
         joins.par_sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
         for &(_, x, y) in &joins {
-            if next[x as usize].is_some() || previous[y as usize].is_some() {
-                continue;
-            }
-            let (rx, ry) = (find(&mut parent, x), find(&mut parent, y));
-            if rx == ry {
-                continue;
-            }
-            parent[rx as usize] = ry;
-            next[x as usize] = Some(y);
-            previous[y as usize] = Some(x);
+            links.join(x, y);
         }
     }
-    let mut heads: Vec<usize> = (0..n).filter(|&i| previous[i].is_none()).collect();
+    let mut heads: Vec<usize> = (0..n).filter(|&i| links.previous[i].is_none()).collect();
     heads.sort_by_key(|&h| (sequences[h].first().map(|i| (i.function, i.offset)), h));
     let mut order = Vec::with_capacity(n);
     for &h in &heads {
         let mut at = Some(h as u32);
         while let Some(x) = at {
             order.push(x as usize);
-            at = next[x as usize];
+            at = links.next[x as usize];
         }
     }
     debug_assert_eq!(order.len(), n);
@@ -319,5 +292,37 @@ mod tests {
         trace.rotate_left(at);
         assert_eq!(trace, truth);
         assert!(r.pairs_scored < p * p);
+    }
+}
+
+/// Sequences joined into chains, best pair first: `x → y` is taken when `x` has no
+/// successor yet, `y` no predecessor, and they are not already in one chain (union-find,
+/// so no cycle closes).
+struct Links {
+    next: Vec<Option<u32>>,
+    previous: Vec<Option<u32>>,
+    parent: Vec<u32>,
+}
+
+impl Links {
+    fn root(&mut self, mut x: u32) -> u32 {
+        while self.parent[x as usize] != x {
+            self.parent[x as usize] = self.parent[self.parent[x as usize] as usize];
+            x = self.parent[x as usize];
+        }
+        x
+    }
+
+    fn join(&mut self, x: u32, y: u32) {
+        if self.next[x as usize].is_some() || self.previous[y as usize].is_some() {
+            return;
+        }
+        let (rx, ry) = (self.root(x), self.root(y));
+        if rx == ry {
+            return;
+        }
+        self.parent[rx as usize] = ry;
+        self.next[x as usize] = Some(y);
+        self.previous[y as usize] = Some(x);
     }
 }

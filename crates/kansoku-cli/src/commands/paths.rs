@@ -513,7 +513,7 @@ pub fn run(args: Args) -> Result<()> {
     for name in [&args.function, &args.cfg].into_iter().flatten() {
         r.analysis.check_function(name)?;
     }
-    if matches!(r.source.as_str(), "valgrind" | "lackey" | "step") {
+    if runs_program {
         // A program ran: kansoku ends as it did (a recording's program ran elsewhere).
         match (r.report.input.signal, r.report.input.exit) {
             (Some(sig), _) => crate::output::exit_as(ExitStatus::Killed(sig)),
