@@ -251,6 +251,9 @@ fn compare_draws_the_timeline() {
     // samples fix the order: no uncertain span.
     assert!(!text.contains("#222222"), "no differences expected at period 7");
     assert!(!text.contains("uncertain"), "no uncertain span expected at period 7");
+    // sampled every 7 instructions: one entry per instruction, judged by lcs_ratio alone
+    let v: serde_json::Value = serde_json::from_str(&ok(&["compare", &s(&trace), &s(&exact), "--json"])).unwrap();
+    assert!(v["lcs_ratio"].as_f64().unwrap() > 0.99 && v["weighted"].is_null(), "{v}");
     match Command::new("rsvg-convert").arg(&svg).arg("-o").arg(d.join("t.png")).status() {
         Ok(status) => assert!(status.success(), "rsvg-convert could not render the timeline"),
         Err(_) => eprintln!("rsvg-convert not installed (scripts/setup installs it): rendering not checked"),
@@ -407,6 +410,35 @@ fn time_sampling_is_said() {
     assert_eq!(v["weighting"], "time", "{v}");
     assert_eq!(v["choices"]["solver"], "patent", "{v}");
     assert!(warned(&v, "execution-time-weighted"), "{v}");
+
+    // `compare` judges the written trace by what it claims: the order of what it shows and
+    // where the time goes, against the samples (found through the trace's header) and one
+    // exact iteration.
+    let trace = d.join("t.trace");
+    ok(&["reconstruct", &s(&r), "-o", &s(&trace)]);
+    let exact = d.join("e.ksk");
+    ok(&["trace", "exact", "--marker", "func_M", "--iterations", "2", "-o", &s(&exact), "--", &s(&seed), "5"]);
+    let v: serde_json::Value = serde_json::from_str(&ok(&["compare", &s(&trace), &s(&exact), "--json"])).unwrap();
+    let w = &v["weighted"];
+    assert!(v["lcs_ratio"].is_f64() && w.is_object(), "{v}");
+    let order = &w["order"];
+    let (lcs, runs) = (order["lcs"].as_u64().unwrap(), order["trace_runs"].as_u64().unwrap());
+    assert!(lcs <= runs && runs > 0 && order["shown_distinct"].as_u64() <= order["exact_distinct"].as_u64(), "{order}");
+    assert_eq!(order["order_ratio"].as_f64().unwrap(), lcs as f64 / runs as f64);
+    for by in ["functions", "blocks"] {
+        let rows = w[by]["rows"].as_array().unwrap();
+        for share in ["trace_share", "sample_share", "instruction_share"] {
+            let sum: f64 = rows.iter().map(|r| r[share].as_f64().unwrap()).sum();
+            assert!((sum - 1.0).abs() < 1e-9, "{by} {share} sum to {sum}: {}", w[by]);
+        }
+        let d = w[by]["distance"].as_f64().unwrap();
+        assert!((0.0..=1.0).contains(&d), "{by}: {d}");
+    }
+    // the exact iteration runs func_M, func_A, func_B and func_C: all have instruction shares
+    let functions: Vec<&str> = w["functions"]["rows"].as_array().unwrap().iter().map(|r| r["name"].as_str().unwrap()).collect();
+    assert!(["func_M", "func_A", "func_B", "func_C"].iter().all(|f| functions.contains(f)), "{functions:?}");
+    let text = ok(&["compare", &s(&trace), &s(&exact)]);
+    assert!(text.contains("order_ratio") && text.contains("time in samples"), "{text}");
 }
 
 /// Samples in kernel code or outside every recorded module (the uprobe trampoline page)

@@ -39,7 +39,7 @@ pub mod split;
 pub use error::ReconstructError;
 pub use flow::ControlFlow;
 pub use info::{Granularity, Info, Names, Observation, Weighting};
-pub use metrics::{compare, Comparison};
+pub use metrics::{compare, compare_order, compare_shares, Comparison, OrderComparison, ShareComparison, ShareRow};
 pub use scores::Scores;
 pub use split::{Budget, PartialSequence, Split, SplitReport, Splitting};
 

@@ -13,7 +13,8 @@ use kansoku_binary::Symbolizer;
 use kansoku_core::{Event, Header, RecordingKind, RecordingReader};
 use kansoku_reconstruct::patent::Linkage;
 use kansoku_reconstruct::{
-    compare, reconstruct, Comparison, Granularity, Names, Observation, Options, Reconstruction, Scores, Solver, Split, Weighting,
+    compare, compare_order, compare_shares, reconstruct, Comparison, Granularity, Names, Observation, Options, OrderComparison, Reconstruction,
+    Scores, ShareComparison, Solver, Split, Weighting,
 };
 use serde::Serialize;
 
@@ -105,8 +106,91 @@ pub struct CompareArgs {
     /// where they differ marked.
     #[arg(long)]
     pub svg: Option<PathBuf>,
+    /// The sampled recording the trace was rebuilt from, for the time shares of a
+    /// time-weighted trace (default: the recording the trace file names).
+    #[arg(long)]
+    pub samples: Option<PathBuf>,
     #[arg(long)]
     pub json: bool,
+}
+
+/// `kansoku compare`'s result: the exact-iteration scores and, for a time-weighted trace,
+/// the scores of what it claims (order of distinct instructions, time shares).
+#[derive(Serialize)]
+pub struct CompareReport {
+    #[serde(flatten)]
+    pub comparison: Comparison,
+    pub weighted: Option<WeightedComparison>,
+}
+
+/// A time-weighted trace judged by what it claims (the metrics are defined in
+/// `kansoku_reconstruct::metrics` and docs/rooms/seed000-reconstruct.md).
+#[derive(Serialize)]
+pub struct WeightedComparison {
+    pub samples: PathBuf,
+    /// Samples between the first and the last marker hit (the iterations the trace stands for).
+    pub samples_counted: usize,
+    pub order: OrderComparison,
+    pub functions: ShareComparison,
+    pub blocks: ShareComparison,
+}
+
+/// Judges a time-weighted trace: its order against the exact iteration, its function and
+/// block shares against the samples' (and the exact iteration's instructions').
+fn compare_weighted(trace: &TraceFile, exact: &Path, iteration: usize, samples: &Path) -> Result<WeightedComparison> {
+    let truth = exact_iteration_by(exact, iteration, |l| {
+        let block = l.block.map_or_else(|| format!("{}:?", l.function), |b| format!("{}:{b}", l.function));
+        (l.function_offset(), block)
+    })?;
+    let mut ids: HashMap<&str, u64> = HashMap::new();
+    let t: Vec<u64> = truth.iter().map(|(k, _)| intern(&mut ids, k)).collect();
+    let r: Vec<u64> = trace.keys.iter().map(|k| intern(&mut ids, k)).collect();
+    let order = compare_order(&r, &t);
+    let (sample_functions, sample_blocks) = sample_groups(samples)?;
+    let trace_functions: Vec<&str> = trace.keys.iter().map(|k| function_of(k)).collect();
+    let exact_functions: Vec<&str> = truth.iter().map(|(k, _)| function_of(k)).collect();
+    let exact_blocks: Vec<&str> = truth.iter().map(|(_, b)| b.as_str()).collect();
+    Ok(WeightedComparison {
+        samples: samples.to_path_buf(),
+        samples_counted: sample_functions.len(),
+        order,
+        functions: compare_shares(&trace_functions, &as_strs(&sample_functions), &exact_functions),
+        blocks: compare_shares(&as_strs(&trace.blocks), &as_strs(&sample_blocks), &exact_blocks),
+    })
+}
+
+/// A number for each distinct key, in order of first appearance.
+fn intern<'a>(ids: &mut HashMap<&'a str, u64>, key: &'a str) -> u64 {
+    let n = ids.len() as u64;
+    *ids.entry(key).or_insert(n)
+}
+
+fn as_strs(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
+/// The function and block (`function:BB`, `function:?`) of every sample of the program's
+/// code between the first and the last marker hit (all samples when there are no markers).
+fn sample_groups(path: &Path) -> Result<(Vec<String>, Vec<String>)> {
+    let loaded = load_samples(path)?;
+    let marker_at: Vec<usize> =
+        loaded.observations.iter().enumerate().filter(|(_, o)| matches!(o, Observation::Marker { .. })).map(|(i, _)| i).collect();
+    let range = match (marker_at.first(), marker_at.last()) {
+        (Some(&a), Some(&b)) if a < b => a..b,
+        _ => 0..loaded.observations.len(),
+    };
+    let (mut functions, mut blocks) = (Vec::new(), Vec::new());
+    for o in &loaded.observations[range] {
+        if let Observation::Sample { info, .. } = o {
+            let f = loaded.names.name(info.function);
+            blocks.push(if info.block >= 0 { format!("{f}:{}", info.block) } else { format!("{f}:?") });
+            functions.push(f.to_string());
+        }
+    }
+    if functions.is_empty() {
+        bail!("{}: no samples of the program's code between marker hits, so there are no time shares to compare with", path.display());
+    }
+    Ok((functions, blocks))
 }
 
 /// A sampled recording, symbolised into observations.
@@ -139,10 +223,11 @@ pub fn load_samples(path: &Path) -> Result<Loaded> {
             header.kind
         );
     }
+    let marker = header.parameters.get("marker").and_then(|v| v.as_str()).map(str::to_string);
     let mut sym = Symbolizer::new(&[]);
     let mut names = Names::new();
     let mut observations = Vec::new();
-    let (mut kernel, mut outside, mut samples) = (0u64, 0u64, 0u64);
+    let (mut kernel, mut outside, mut samples, mut at_marker) = (0u64, 0u64, 0u64, 0u64);
     while let Some(event) = reader.next_event()? {
         match event {
             Event::Module(m) => sym.add_module(m),
@@ -160,6 +245,7 @@ pub fn load_samples(path: &Path) -> Result<Loaded> {
                     outside += 1;
                     continue;
                 }
+                at_marker += (loc.offset <= 1 && marker.as_deref() == Some(loc.function.as_str())) as u64;
                 observations.push(Observation::Sample { info: names.info(&loc, s.ip), time_ns: s.time_ns, instructions: s.instructions });
             }
             Event::Marker { time_ns, instructions } => observations.push(Observation::Marker { time_ns, instructions }),
@@ -179,12 +265,20 @@ pub fn load_samples(path: &Path) -> Result<Loaded> {
     if let Some(at) = reader.truncated_at() {
         warnings.push(format!("{} is cut off at byte {at}; using what was readable", path.display()));
     }
+    if at_marker * 10 > samples {
+        // The marker's uprobe traps on the first instruction and resumes the program at the
+        // second; a timer sample taken during the trap reports one of them as the user
+        // address. Kept (the instructions do run), but said.
+        warnings.push(format!(
+            "{at_marker} of {samples} samples ({:.1} %) fell on the marker's first two instructions, where its uprobe traps into the kernel and resumes: most of that is the probe's time, not the program's; the trace and its time shares carry it",
+            100.0 * at_marker as f64 / samples.max(1) as f64
+        ));
+    }
     let weighting = match header.parameters.get("clock").and_then(|v| v.as_str()) {
         Some("cpu-clock") => Weighting::Time,
         _ => Weighting::Count,
     };
     let period = header.parameters.get("period").and_then(|v| v.as_u64());
-    let marker = header.parameters.get("marker").and_then(|v| v.as_str()).map(str::to_string);
     let modules = sym.modules().to_vec();
     Ok(Loaded { header, names, observations, weighting, period, modules, marker, warnings })
 }
@@ -312,13 +406,14 @@ pub fn reconstruct_file(args: &Args) -> Result<(Report, Vec<String>, Names)> {
         .collect();
     if let Some(out) = &args.output {
         let mut text = format!(
-            "# kansoku reconstructed trace: {} instructions, solver {:?}, by {:?}, from {}\n",
+            "# kansoku reconstructed trace: {} instructions, solver {:?}, by {:?}\n",
             rec.trace.len(),
             rec.solver,
             args.by,
-            args.recording.display()
         )
         .to_lowercase();
+        // Read back by `kansoku compare`: how to judge the trace, and where its samples are.
+        text.push_str(&format!("{WEIGHTING} {}\n{RECORDING} {}\n", weighting_name(loaded.weighting), args.recording.display()));
         if let Some(a) = &rec.alternative {
             // Read back by `kansoku compare --svg` to draw the span.
             text.push_str(&format!("{UNCERTAIN} {} {}: another order scores {} and gives a different trace here\n", a.first_difference, a.last_difference, a.likelihood));
@@ -488,6 +583,11 @@ pub fn print_comparison(c: &Comparison) {
 /// `function:offset` of every instruction of one complete iteration of an exact trace
 /// (marker to next marker), or of the whole trace when it has no markers.
 pub fn exact_iteration(path: &Path, iteration: usize) -> Result<Vec<String>> {
+    exact_iteration_by(path, iteration, |l| l.function_offset())
+}
+
+/// [`exact_iteration`] with each instruction's location reduced by `key`.
+fn exact_iteration_by<T>(path: &Path, iteration: usize, mut key: impl FnMut(kansoku_core::Location) -> T) -> Result<Vec<T>> {
     let mut reader = RecordingReader::open(path)?;
     if reader.header().kind != RecordingKind::ExactTrace {
         bail!("{}: not an exact trace; make one with `kansoku trace exact --marker FUNC`", path.display());
@@ -511,11 +611,10 @@ pub fn exact_iteration(path: &Path, iteration: usize) -> Result<Vec<String>> {
                 }
             }
             Event::Instruction { addr } => {
-                let mut key = || sym.locate(addr).function_offset();
                 if markers == iteration + 1 {
-                    window.push(key());
+                    window.push(key(sym.locate(addr)));
                 } else if markers == 0 && all.len() < 50_000_000 {
-                    all.push(key());
+                    all.push(key(sym.locate(addr)));
                 }
             }
             _ => {}
@@ -582,19 +681,64 @@ fn timeline_svg(rows: &[Row], title: &str) -> String {
 /// scores as well: `# uncertain FIRST LAST: why`.
 const UNCERTAIN: &str = "# uncertain";
 
-/// A trace written by `kansoku reconstruct -o`: its instructions' `function:offset` keys
-/// and the span where another order scores as well, if the reconstruction found one.
+/// The header line of a written trace that says how it was sampled: `# weighting time|count`.
+const WEIGHTING: &str = "# weighting";
+/// The header line of a written trace that names the recording it was rebuilt from.
+const RECORDING: &str = "# recording";
+
+fn weighting_name(w: Weighting) -> &'static str {
+    match w {
+        Weighting::Time => "time",
+        Weighting::Count => "count",
+    }
+}
+
+/// A trace written by `kansoku reconstruct -o`: its instructions' `function:offset` keys,
+/// their blocks (`function:BB`, `function:?` when unknown), the span where another order
+/// scores as well (if the reconstruction found one), how it was sampled and from what.
 pub struct TraceFile {
     pub keys: Vec<String>,
+    pub blocks: Vec<String>,
     pub uncertain: Option<(usize, usize)>,
+    pub weighting: Option<Weighting>,
+    pub recording: Option<PathBuf>,
+}
+
+/// `function:BB` of a trace line's `function:BB:offset` column (`function:?` when the line
+/// has no block: that column then equals the `function:offset` one).
+fn block_group(function_offset: &str, block_form: &str) -> String {
+    let function = function_of(function_offset);
+    match block_form.rsplit_once(':') {
+        Some((block, _)) if block_form != function_offset => block.to_string(),
+        _ => format!("{function}:?"),
+    }
+}
+
+/// The function of a `function:offset` key.
+fn function_of(key: &str) -> &str {
+    key.rsplit_once(':').map_or(key, |(f, _)| f)
 }
 
 /// Reads a TRACE file's `function:offset` column and its uncertain span.
 pub fn read_trace(path: &Path) -> Result<TraceFile> {
     let text = crate::output::read_text(path).with_context(|| format!("reading {}", path.display()))?;
     let mut keys = Vec::new();
+    let mut blocks = Vec::new();
     let mut uncertain = None;
+    let (mut weighting, mut recording) = (None, None);
     for (n, line) in text.lines().enumerate() {
+        if let Some(rest) = line.strip_prefix(WEIGHTING) {
+            weighting = match rest.trim() {
+                "time" => Some(Weighting::Time),
+                "count" => Some(Weighting::Count),
+                other => bail!("{}:{}: expected `{WEIGHTING} time` or `{WEIGHTING} count`, found '{other}'", path.display(), n + 1),
+            };
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix(RECORDING) {
+            recording = Some(PathBuf::from(rest.trim()));
+            continue;
+        }
         if let Some(rest) = line.strip_prefix(UNCERTAIN) {
             let span = rest.split(':').next().unwrap_or("");
             let mut bounds = span.split_whitespace().map(str::parse::<usize>);
@@ -607,17 +751,34 @@ pub fn read_trace(path: &Path) -> Result<TraceFile> {
         if line.starts_with('#') || line.trim().is_empty() {
             continue;
         }
-        let Some(key) = line.split_whitespace().nth(1) else {
+        let mut columns = line.split_whitespace().skip(1);
+        let Some(key) = columns.next() else {
             bail!("{}:{}: expected `0xADDRESS function:offset ...`, found '{line}' (is this a `kansoku reconstruct -o` trace?)", path.display(), n + 1);
         };
+        blocks.push(block_group(key, columns.next().unwrap_or(key)));
         keys.push(key.to_string());
     }
-    Ok(TraceFile { keys, uncertain })
+    Ok(TraceFile { keys, blocks, uncertain, weighting, recording })
 }
 
 pub fn run_compare(args: CompareArgs) -> Result<()> {
     let trace = read_trace(&args.trace)?;
     let c = compare_keys(&trace.keys, &args.exact, args.iteration)?;
+    let samples = args.samples.clone().or_else(|| trace.recording.clone().filter(|_| trace.weighting == Some(Weighting::Time)));
+    let weighted = match &samples {
+        Some(s) if s.exists() || args.samples.is_some() => {
+            Some(compare_weighted(&trace, &args.exact, args.iteration, s).with_context(|| format!("time shares of {}", args.trace.display()))?)
+        }
+        Some(s) => {
+            eprintln!(
+                "kansoku: warning: {} is time-weighted but its recording {} is gone: only the order is judged by lcs_ratio; give the recording with --samples",
+                args.trace.display(),
+                s.display()
+            );
+            None
+        }
+        None => None,
+    };
     if let Some(svg) = &args.svg {
         let truth = exact_iteration(&args.exact, args.iteration)?;
         let rows = [("exact", truth.as_slice(), None), ("reconstructed", trace.keys.as_slice(), trace.uncertain)];
@@ -625,10 +786,35 @@ pub fn run_compare(args: CompareArgs) -> Result<()> {
         std::fs::write(svg, picture).with_context(|| format!("writing {}", svg.display()))?;
     }
     if args.json {
-        return print_json(&c);
+        return print_json(&CompareReport { comparison: c, weighted });
     }
     print_comparison(&c);
+    if let Some(w) = &weighted {
+        print_weighted(w);
+    }
     Ok(())
+}
+
+/// The time-weighted judgement: order and coverage, then the largest function shares and
+/// both distances.
+fn print_weighted(w: &WeightedComparison) {
+    let o = &w.order;
+    println!("time-weighted trace, judged by what it claims ({} samples of {} between marker hits):", w.samples_counted, w.samples.display());
+    let mut t = Table::new(&["metric", ">value", "meaning"]);
+    t.row(vec!["order_ratio".into(), format!("{:.4}", o.order_ratio), format!("{} of the trace's {} steps (runs collapsed) in the exact order", o.lcs, o.trace_runs)]);
+    t.row(vec!["coverage".into(), format!("{:.4}", o.coverage), format!("{} of the iteration's {} distinct instructions shown", o.shown_distinct, o.exact_distinct)]);
+    t.row(vec!["function share distance".into(), format!("{:.4}", w.functions.distance), "share of time the trace puts in the wrong function".into()]);
+    t.row(vec!["block share distance".into(), format!("{:.4}", w.blocks.distance), "share of time the trace puts in the wrong block".into()]);
+    if let Some(d) = w.functions.instruction_distance {
+        t.row(vec!["time vs instructions (functions)".into(), format!("{d:.4}"), "how far sampled time is from instruction counts".into()]);
+    }
+    t.print();
+    let mut f = Table::new(&["function", ">time in trace", ">time in samples", ">instructions (exact)"]);
+    for r in w.functions.rows.iter().take(12) {
+        let pct = |x: f64| format!("{:.1} %", 100.0 * x);
+        f.row(vec![r.name.clone(), pct(r.trace_share), pct(r.sample_share), r.instruction_share.map_or("-".into(), pct)]);
+    }
+    f.print();
 }
 
 /// Demo stage on seed000 (func_M is the repeated region): its exact trace of 60 calls,
@@ -726,7 +912,8 @@ fn demo_recording(dir: &Path, program: &Path, exact: &Path) -> Result<String> {
         text.push_str(&format!("  note: {why}\n"));
     }
     // a time recording has no instruction count to choose "one iteration's worth" by
-    let args = demo_args(rec, Solver::Patent, Likelihood::Seed, Some(2000), exact, dir.join("seed000-recorded-patent.trace"));
+    let trace_path = dir.join("seed000-recorded-patent.trace");
+    let args = demo_args(rec.clone(), Solver::Patent, Likelihood::Seed, Some(2000), exact, trace_path.clone());
     let (report, _, _) = reconstruct_file(&args)?;
     let c = report.comparison.expect("compared");
     text.push_str(&format!(
@@ -736,5 +923,21 @@ fn demo_recording(dir: &Path, program: &Path, exact: &Path) -> Result<String> {
         c.lcs_ratio,
         c.true_length
     ));
+    if report.weighting == Weighting::Time {
+        let w = compare_weighted(&read_trace(&trace_path)?, exact, 0, &rec)?;
+        text.push_str(&format!(
+            "  judged as a time-weighted trace: order_ratio {:.4} ({} of {} steps in order), coverage {:.4} ({} of {} distinct instructions), time share distance {:.4} by function, {:.4} by block (sampled time vs instruction counts: {:.4})\n",
+            w.order.order_ratio,
+            w.order.lcs,
+            w.order.trace_runs,
+            w.order.coverage,
+            w.order.shown_distinct,
+            w.order.exact_distinct,
+            w.functions.distance,
+            w.blocks.distance,
+            w.functions.instruction_distance.unwrap_or(0.0)
+        ));
+        text.push_str(&format!("  rerun: kansoku compare {} {}\n", trace_path.display(), exact.display()));
+    }
     Ok(text)
 }
