@@ -487,3 +487,64 @@ fn samples_outside_the_program_are_dropped_and_counted() {
     let ratio = v["comparison"]["lcs_ratio"].as_f64().unwrap();
     assert!(ratio >= 0.9, "lcs_ratio {ratio} after dropping {kernel} + {outside} of {n} samples");
 }
+
+/// Ctrl-C during a long reconstruction returns the best trace so far: kansoku exits 0,
+/// prints the trace, marks it `interrupted` in the JSON and warns that it is not finished.
+/// The recording is synthetic (written here): 9,000 iterations of a real program's
+/// functions, five count samples each at pseudo-random instructions of its `.text`, so
+/// the seed's loop has 9,000 distinct partial sequences to merge — minutes of work.
+#[test]
+fn ctrl_c_returns_the_best_trace_so_far() {
+    use kansoku_core::{Event, Header, Module, RecordingKind, RecordingWriter, Sample};
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let seed = kansoku_examples::build("seed000", &kansoku_examples::test_build_dir()).unwrap();
+    let rec = d.join("big.ksk");
+    let header = Header::new(RecordingKind::Samples, s(&seed), vec![]).with_parameter("period", 7).with_parameter("marker", "func_M");
+    let mut w = RecordingWriter::create(&rec, &header).unwrap();
+    // seed000's code at a made-up load address; its functions lie in the first 0x200 bytes
+    // of .text (0x1000 on).
+    let base = 0x5555_0000_0000u64;
+    w.write(&Event::Module(Module { path: s(&seed), build_id: None, start: base + 0x1000, end: base + 0x2000, file_offset: 0x1000 })).unwrap();
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let mut t = 0;
+    for _ in 0..9_000 {
+        t += 1_000;
+        w.write(&Event::Marker { time_ns: t, instructions: None }).unwrap();
+        for _ in 0..5 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            t += 100;
+            w.write(&Event::Sample(Sample { time_ns: t, ip: base + 0x1139 + x % 0xa0, instructions: None })).unwrap();
+        }
+    }
+    w.write(&Event::Marker { time_ns: t + 1_000, instructions: None }).unwrap();
+    w.finish().unwrap();
+    let started = std::time::Instant::now();
+    let k = Command::new(env!("CARGO_BIN_EXE_kansoku"))
+        .args(["reconstruct", &s(&rec), "--solver", "patent", "--likelihood", "seed", "--sequences", "9000", "--json", "-o"])
+        .arg(d.join("best.trace"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    unsafe { libc::kill(k.id() as i32, libc::SIGINT) };
+    let o = k.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    println!("interrupted after 1.5 s, ended after {:.1} s", started.elapsed().as_secs_f64());
+    assert!(o.status.success(), "{stderr}");
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["interrupted"], true, "finished before Ctrl-C? {stderr}");
+    assert!(warned(&v, "interrupted (Ctrl-C)"), "{v}");
+    // every sampled instruction is in the trace written, in some order
+    let trace = read_lines(&d.join("best.trace"));
+    assert_eq!(trace.len() as u64, v["length"].as_u64().unwrap(), "{v}");
+    assert_eq!(trace.len(), 45_000, "{v}");
+}
+
+/// The instruction lines of a written trace (its `#` header lines left out).
+fn read_lines(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path).unwrap().lines().filter(|l| !l.starts_with('#')).map(str::to_string).collect()
+}
