@@ -154,12 +154,14 @@ fn wave_of_a_noise_only_run_reports_no_period() {
         c.push_str(&format!("__attribute__((noinline)) void f{f}(uint64_t n) {{ for (uint64_t i = 0; i < n; i++) sink += i * {}; }}\n", f + 3));
     }
     c.push_str("typedef void (*fn)(uint64_t);\nstatic fn table[16] = {f0,f1,f2,f3,f4,f5,f6,f7,f8,f9,f10,f11,f12,f13,f14,f15};\n");
-    c.push_str("int main(int argc, char **argv) { long steps = atol(argv[1]); for (long s = 0; s < steps; s++) { uint64_t r = next(); table[r & 15]((r >> 8) % 4000 + 1); } return 0; }\n");
+    // The run lasts a given CPU time, not a given number of steps, so that a fast machine
+    // still gives enough samples (CI once ran 60,000 steps in 42 ms).
+    c.push_str("#include <time.h>\nint main(int argc, char **argv) { clock_t end = atol(argv[1]) * (CLOCKS_PER_SEC / 1000); while (clock() < end) { for (int s = 0; s < 64; s++) { uint64_t r = next(); table[r & 15]((r >> 8) % 4000 + 1); } } return 0; }\n");
     std::fs::write(&src, c).unwrap();
     let bin = dir.path().join("noise");
     assert!(Command::new("cc").args(["-O1", "-o"]).arg(&bin).arg(&src).status().unwrap().success());
     let json = dir.path().join("wave.json");
-    let out = kansoku().args(["wave", "--time-period", "50000", "--json", "-o"]).arg(&json).arg("--").arg(&bin).arg("60000").output().unwrap();
+    let out = kansoku().args(["wave", "--time-period", "50000", "--json", "-o"]).arg(&json).arg("--").arg(&bin).arg("300").output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     if !out.status.success() && (err.contains("perf_event_paranoid") || err.contains("not supported")) {
         println!("skipped: perf sampling is not permitted here: {err}");
