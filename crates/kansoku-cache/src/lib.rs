@@ -36,6 +36,7 @@ pub mod info;
 pub mod kernel;
 pub mod model;
 pub mod parse;
+pub mod polybench;
 pub mod sets;
 pub mod sim;
 
@@ -44,6 +45,7 @@ pub use error::{CacheError, Result};
 pub use info::kernel_info;
 pub use kernel::Kernel;
 pub use parse::parse_kernel;
+pub use polybench::{parse_c_kernel, CInput, Lowered};
 pub use sim::{simulate, Program, RefStats};
 
 /// Reads and parses a kernel file.
@@ -55,6 +57,27 @@ pub fn load_kernel(path: &std::path::Path) -> Result<Kernel> {
         TextError::Io(e) => CacheError::Kernel { file: file.clone(), line: 0, col: 0, msg: format!("cannot read: {e}") },
     })?;
     parse_kernel(&path.display().to_string(), &src)
+}
+
+/// Reads a PolyBench-style C file ([`polybench`]); the header it includes with `"..."` is
+/// read from beside it when it exists (PolyBench keeps the dataset presets there).
+pub fn load_c_kernel(path: &std::path::Path, input: &CInput) -> Result<Lowered> {
+    let read = |p: &std::path::Path| -> Result<String> {
+        use kansoku_core::input::{read_text, TextError, MAX_TEXT_BYTES};
+        let file = p.display().to_string();
+        read_text(p, MAX_TEXT_BYTES).map_err(|e| match e {
+            TextError::Utf8 { line, col, .. } => CacheError::Kernel { file: file.clone(), line, col, msg: "invalid UTF-8 (C files are text)".into() },
+            TextError::Io(e) => CacheError::Kernel { file: file.clone(), line: 0, col: 0, msg: format!("cannot read: {e}") },
+        })
+    };
+    let src = read(path)?;
+    let mut input = input.clone();
+    if input.header.is_none() {
+        let dir = path.parent().unwrap_or(std::path::Path::new("."));
+        let found = polybench::local_includes(&src).into_iter().map(|h| dir.join(h)).find(|h| h.is_file());
+        input.header = found.map(|h| read(&h).map(|text| (h.display().to_string(), text))).transpose()?;
+    }
+    parse_c_kernel(&path.display().to_string(), &src, &input)
 }
 
 /// The kernels bundled with the crate (`kernels/*.k`): name and source.

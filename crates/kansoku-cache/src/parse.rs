@@ -152,6 +152,10 @@ struct Parser<'a> {
     k: Kernel,
     scalars: HashSet<String>,
     loop_stack: Vec<usize>,
+    /// Downward loops being parsed: the variable, and the first value `U` it takes. Such
+    /// a loop runs upward from 0 in the kernel, and its variable `i` of the source stands
+    /// for `U - i` in every affine form inside it.
+    mirrored: Vec<(String, Affine)>,
     /// Nesting of parentheses, signs, calls and subscripts around the current expression.
     nesting: usize,
     /// Operators in the current statement or loop header.
@@ -178,7 +182,7 @@ pub fn parse_kernel(file: &str, src: &str) -> Result<Kernel> {
         refs: vec![],
         body: vec![],
     };
-    let mut p = Parser { file, src, toks, i: 0, k, scalars: HashSet::new(), loop_stack: vec![], nesting: 0, operators: 0 };
+    let mut p = Parser { file, src, toks, i: 0, k, scalars: HashSet::new(), loop_stack: vec![], mirrored: vec![], nesting: 0, operators: 0 };
     let mut body = Vec::new();
     while p.peek() != &Tok::Eof {
         if let Some(n) = p.item()? {
@@ -374,10 +378,12 @@ impl Parser<'_> {
         }
         let op_pos = self.pos();
         let op = match self.next().tok {
-            Tok::Punct(p @ ("<" | "<=")) => p,
-            Tok::Punct(">" | ">=") => return Err(self.err_at(op_pos, "only increasing loops are supported (use '<' or '<=')")),
-            t => return Err(self.err_at(op_pos, format!("expected '<' or '<=', found {}", Self::describe(&t)))),
+            Tok::Punct(p @ ("<" | "<=" | ">" | ">=")) => p,
+            t => return Err(self.err_at(op_pos, format!("expected '<', '<=', '>' or '>=', found {}", Self::describe(&t)))),
         };
+        if matches!(op, ">" | ">=") {
+            return self.downward_loop(for_pos, var, lower, op);
+        }
         let ub_e = self.expr()?;
         let mut upper = self.affine(&ub_e, "loop upper bound", true)?;
         if op == "<=" {
@@ -415,12 +421,45 @@ impl Parser<'_> {
             }
         };
         self.expect(")")?;
+        self.loop_body(for_pos, Loop { var, lower, upper, step, depth: 0, pos: for_pos })
+    }
+
+    /// `for (i = U; i >= L; i--)`: the kernel runs `i'` from 0 to `U - L` and reads every
+    /// `i` inside as `U - i'` (same iterations, same order), so the simulator and the set
+    /// method see an increasing loop. Step 1 only.
+    fn downward_loop(&mut self, for_pos: Pos, var: String, first: Affine, op: &str) -> Result<Node> {
+        let lb_e = self.expr()?;
+        let last = self.affine(&lb_e, "loop lower bound", true)?;
+        self.expect(";")?;
+        let step_pos = self.pos();
+        let prefix = self.eat("--");
+        let (v3, p3) = self.ident("the loop variable")?;
+        if v3 != var {
+            return Err(self.err_at(p3, format!("the decrement must update '{var}'")));
+        }
+        let by_one = prefix
+            || self.eat("--")
+            || (self.eat("-=") && matches!(self.next().tok, Tok::Int(1)))
+            || (self.eat("=") && matches!(self.next().tok, Tok::Ident(ref v) if *v == var) && self.eat("-") && matches!(self.next().tok, Tok::Int(1)));
+        if !by_one {
+            return Err(self.err_at(step_pos, "a downward loop must step by one (i--, i -= 1)"));
+        }
+        self.expect(")")?;
+        let count = first.sub(&last).add(&Affine::constant(if op == ">=" { 1 } else { 0 }));
+        self.mirrored.push((var.clone(), first));
+        let node = self.loop_body(for_pos, Loop { var, lower: Affine::constant(0), upper: count, step: 1, depth: 0, pos: for_pos });
+        self.mirrored.pop();
+        node
+    }
+
+    fn loop_body(&mut self, for_pos: Pos, mut l: Loop) -> Result<Node> {
         let id = self.k.loops.len();
         let depth = self.loop_stack.len();
         if depth >= MAX_LOOP_DEPTH {
             return Err(self.err_at(for_pos, format!("loops nested deeper than {MAX_LOOP_DEPTH} are not supported")));
         }
-        self.k.loops.push(Loop { var, lower, upper, step, depth, pos: for_pos });
+        l.depth = depth;
+        self.k.loops.push(l);
         self.loop_stack.push(id);
         let body = self.block_or_stmt()?;
         self.loop_stack.pop();
@@ -443,7 +482,12 @@ impl Parser<'_> {
             Tok::Punct(p @ ("=" | "+=" | "-=" | "*=" | "/=")) => p,
             t => return Err(self.err_at(op_pos, format!("expected an assignment, found {}", Self::describe(&t)))),
         };
-        let rhs = self.expr()?;
+        let mut rhs = self.expr()?;
+        // `a = b = e;` with scalars in the middle (deriche): e is read once
+        while self.peek() == &Tok::Punct("=") && matches!(&rhs, Expr::Var(n, _) if self.scalars.contains(n)) {
+            self.next();
+            rhs = self.expr()?;
+        }
         let end = self.expect(";")?;
         let text = self.src[text_start..end.start + 1].to_string();
         let _ = start_tok;
@@ -524,6 +568,9 @@ impl Parser<'_> {
                     return Ok(Affine::var(name));
                 }
                 if loops && self.loop_stack.iter().any(|&l| &self.k.loops[l].var == name) {
+                    if let Some((_, first)) = self.mirrored.iter().rev().find(|(v, _)| v == name) {
+                        return Ok(first.sub(&Affine::var(name)));
+                    }
                     return Ok(Affine::var(name));
                 }
                 let kind = if self.k.array_index(name).is_some() {
@@ -571,7 +618,36 @@ impl Parser<'_> {
         }
     }
 
+    /// `c ? a : b` reads the references of `c`, `a` and `b`, in that order: what a
+    /// branch-free select compiles to, and independent of the data (the set method needs
+    /// every access's domain as a polyhedron). Comparisons likewise read both sides.
     fn expr(&mut self) -> Result<Expr> {
+        let condition = self.comparison()?;
+        let pos = self.pos();
+        if !self.eat("?") {
+            return Ok(condition);
+        }
+        self.count_operator(pos)?;
+        let yes = self.nested(pos, Self::expr)?;
+        self.expect(":")?;
+        let no = self.nested(pos, Self::expr)?;
+        Ok(Expr::Call(vec![condition, yes, no]))
+    }
+
+    fn comparison(&mut self) -> Result<Expr> {
+        let lhs = self.additive()?;
+        let pos = self.pos();
+        let op = match self.peek() {
+            Tok::Punct(p @ ("<" | "<=" | ">" | ">=" | "==" | "!=")) => *p,
+            _ => return Ok(lhs),
+        };
+        self.count_operator(pos)?;
+        self.next();
+        let rhs = self.additive()?;
+        Ok(Expr::Bin(op, Box::new(lhs), Box::new(rhs), pos))
+    }
+
+    fn additive(&mut self) -> Result<Expr> {
         let mut lhs = self.term()?;
         loop {
             let pos = self.pos();
@@ -635,6 +711,12 @@ impl Parser<'_> {
         match self.next().tok {
             Tok::Int(v) => Ok(Expr::Var(format!("#{v}"), pos)),
             Tok::Float(_) => Ok(Expr::Num),
+            Tok::Punct("(") if matches!((self.peek(), self.peek_at(1)), (Tok::Ident(t), Tok::Punct(")")) if elem_size(t).is_some()) => {
+                // a cast to an element type changes no access
+                self.next();
+                self.next();
+                self.nested(pos, Self::unary)
+            }
             Tok::Punct("(") => {
                 let e = self.nested(pos, Self::expr)?;
                 self.expect(")")?;

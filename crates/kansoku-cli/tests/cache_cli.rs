@@ -135,3 +135,29 @@ fn out_of_budget_tries_the_lexmin_chain() {
     assert!(stderr.contains("trying the lexmin chain (--lexmin-chain 4000)") && !stderr.contains("using interpolation"), "{stderr}");
     assert_verified(&file, &["T=3,N=13"]);
 }
+
+/// PolyBench-style C is read as it is (issue 17): gemm.c with its sizes given by `-D`
+/// gives the same misses as the bundled gemm.k at the same bases; a C file with an `if`
+/// in its region is refused at the line and column of the `if`.
+#[test]
+fn polybench_c_equals_the_kernel_language() {
+    let dir = format!("{}/../kansoku-cache", env!("CARGO_MANIFEST_DIR"));
+    let misses = |args: &[&str]| -> Vec<(u64, u64)> {
+        let v: serde_json::Value = serde_json::from_str(&ok(args)).unwrap();
+        v["refs"].as_array().unwrap().iter().map(|r| (r["compulsory"].as_u64().unwrap(), r["other"].as_u64().unwrap())).collect()
+    };
+    let base = "C=0,A=648,B=1296";
+    let c = misses(&["cache", "simulate", &format!("{dir}/polybench/gemm.c"), "-D", "NI=9", "-D", "NJ=9", "-D", "NK=9", "--base", base, "--json"]);
+    let k = misses(&["cache", "simulate", &format!("{dir}/kernels/gemm.k"), "--param", "N=9", "--base", base, "--json"]);
+    assert_eq!(c, k);
+    assert!(c.iter().any(|&(compulsory, _)| compulsory > 0), "{c:?}");
+
+    // A preset from the header beside the file gives the sizes when nothing else does.
+    let v: serde_json::Value = serde_json::from_str(&ok(&["cache", "simulate", &format!("{dir}/polybench/atax.c"), "--size", "MINI", "--json"])).unwrap();
+    assert!(v["refs"].as_array().unwrap().len() >= 4, "{v}");
+
+    let o = kansoku(&["cache", "info", &format!("{dir}/polybench/nussinov.c"), "--size", "MINI"]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("nussinov.c:16:4") && err.contains("if"), "{err}");
+}

@@ -52,10 +52,13 @@ impl CacheArgs {
 
 #[derive(clap::Args)]
 pub struct InfoArgs {
-    /// Kernel file (C subset: `param`, array declarations, affine `for` loops, assignments).
+    /// Kernel file (C subset: `param`, array declarations, affine `for` loops, assignments),
+    /// or PolyBench-style C (FILE.c).
     pub kernel: PathBuf,
     #[command(flatten)]
     pub cache: CacheArgs,
+    #[command(flatten)]
+    pub c: CArgs,
     /// Parameter values for the data table, e.g. `X=10,Y=10,Z=10`.
     #[arg(long)]
     pub param: Option<String>,
@@ -69,12 +72,15 @@ pub struct InfoArgs {
 
 #[derive(clap::Args)]
 pub struct SimulateArgs {
+    /// Kernel file: the kernel language, or PolyBench-style C (FILE.c).
     pub kernel: PathBuf,
     #[command(flatten)]
     pub cache: CacheArgs,
-    /// Parameter values, e.g. `X=10,Y=10,Z=10`.
+    #[command(flatten)]
+    pub c: CArgs,
+    /// Parameter values, e.g. `X=10,Y=10,Z=10` (a C file's -D/--size give defaults).
     #[arg(long)]
-    pub param: String,
+    pub param: Option<String>,
     #[arg(long)]
     pub json: bool,
 }
@@ -93,7 +99,10 @@ pub enum Method {
 
 #[derive(clap::Args)]
 pub struct ModelArgs {
+    /// Kernel file: the kernel language, or PolyBench-style C (FILE.c).
     pub kernel: PathBuf,
+    #[command(flatten)]
+    pub c: CArgs,
     /// Method (default: the set method, interpolation where it cannot be used).
     #[arg(long, value_enum, default_value = "auto")]
     pub method: Method,
@@ -170,8 +179,48 @@ pub fn run(cmd: CacheCommand) -> Result<()> {
     }
 }
 
-fn load(path: &Path) -> Result<Kernel> {
-    Ok(kansoku_cache::load_kernel(path)?)
+/// How to read a C kernel file (`FILE.c`, PolyBench style).
+#[derive(clap::Args, Clone, Default)]
+pub struct CArgs {
+    /// C input: lower this function's body instead of the `#pragma scop` region.
+    #[arg(long)]
+    pub function: Option<String>,
+    /// C input: the value of a size (or DATA_TYPE=float), e.g. `-D N=400`; may be repeated.
+    #[arg(short = 'D', long = "define", value_name = "NAME=VALUE")]
+    pub define: Vec<String>,
+    /// C input: a dataset preset (MINI, SMALL, MEDIUM, LARGE, EXTRALARGE), read from
+    /// `#ifdef MEDIUM_DATASET` ... in the file or in the header it includes.
+    #[arg(long)]
+    pub size: Option<String>,
+}
+
+/// A kernel file, and the values its sizes got from a C file's `-D` or `--size` (empty for
+/// the kernel language, whose sizes come from `--param`).
+fn load(path: &Path, c: &CArgs) -> Result<(Kernel, ParamValues)> {
+    if path.extension().is_some_and(|e| e == "c") {
+        let mut defines = Vec::new();
+        for d in &c.define {
+            let (name, value) = d.split_once('=').with_context(|| format!("-D {d}: expected NAME=VALUE"))?;
+            defines.push((name.trim().to_string(), value.trim().to_string()));
+        }
+        let input = kansoku_cache::CInput { function: c.function.clone(), defines, preset: c.size.clone(), header: None };
+        let lowered = kansoku_cache::load_c_kernel(path, &input)?;
+        return Ok((lowered.kernel, lowered.sizes.into_iter().collect()));
+    }
+    if c.function.is_some() || !c.define.is_empty() || c.size.is_some() {
+        bail!("{}: --function, -D and --size are for C files (FILE.c); a kernel-language file takes --param", path.display());
+    }
+    Ok((kansoku_cache::load_kernel(path)?, ParamValues::new()))
+}
+
+/// `--param` values over the sizes a C file gave (the explicit ones win); none of either
+/// is `None`.
+fn params_over(spec: Option<&str>, sizes: &ParamValues) -> Result<Option<ParamValues>> {
+    let mut p = sizes.clone();
+    if let Some(s) = spec {
+        p.extend(params(s)?);
+    }
+    Ok((!p.is_empty()).then_some(p))
 }
 
 fn params(spec: &str) -> Result<ParamValues> {
@@ -186,8 +235,8 @@ fn find_ref(k: &Kernel, sel: &str) -> Result<usize> {
 }
 
 fn info(a: InfoArgs) -> Result<()> {
-    let k = load(&a.kernel)?;
-    let p = a.param.as_deref().map(params).transpose()?;
+    let (k, sizes) = load(&a.kernel, &a.c)?;
+    let p = params_over(a.param.as_deref(), &sizes)?;
     let pos = a.reference.as_deref().map(|s| find_ref(&k, s)).transpose()?;
     let info = kernel_info(&k, a.cache.cache()?, &a.cache.layout()?, p.as_ref(), pos)?;
     if a.json {
@@ -285,8 +334,9 @@ fn sim_report(k: &Kernel, p: &ParamValues, layout: &LayoutSpec, cache: CacheConf
 }
 
 fn simulate(a: SimulateArgs) -> Result<()> {
-    let k = load(&a.kernel)?;
-    let rep = sim_report(&k, &params(&a.param)?, &a.cache.layout()?, a.cache.cache()?)?;
+    let (k, sizes) = load(&a.kernel, &a.c)?;
+    let p = params_over(a.param.as_deref(), &sizes)?.with_context(|| format!("{}: give the sizes with --param (or -D/--size for a C file)", a.kernel.display()))?;
+    let rep = sim_report(&k, &p, &a.cache.layout()?, a.cache.cache()?)?;
     if a.json {
         crate::output::print_json(&rep)?;
         return Ok(());
@@ -313,7 +363,14 @@ fn fmt_params(p: &ParamValues) -> String {
     p.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",")
 }
 
-fn model(a: ModelArgs) -> Result<()> {
+fn model(mut a: ModelArgs) -> Result<()> {
+    // a C file's sizes (-D, --size) are where the formulas are evaluated, unless --param says
+    if a.param.is_none() {
+        let (_, sizes) = load(&a.kernel, &a.c)?;
+        if !sizes.is_empty() {
+            a.param = Some(fmt_params(&sizes));
+        }
+    }
     let interpolation_args = !a.vary.is_empty() || a.fix.is_some() || a.from != 1;
     match a.method {
         Method::Interpolate => interpolate_model(a),
@@ -346,7 +403,7 @@ const CHAIN_RETRY_CHARS: usize = 4000;
 
 fn sets_model(a: &ModelArgs) -> Result<()> {
     use kansoku_cache::sets::{build_set_model, SetModelOptions};
-    let k = load(&a.kernel)?;
+    let (k, _) = load(&a.kernel, &a.c)?;
     let extents = a.extent.as_deref().map(params).transpose()?.unwrap_or_default();
     let k = k.with_fixed_extents(&extents).map_err(|e| SetsUnavailable(format!("{e} (--extent)")))?;
     let mut opts = SetModelOptions::new(a.cache.layout()?, a.cache.cache()?);
@@ -443,7 +500,7 @@ Evaluation at {at}:");
 }
 
 fn interpolate_model(a: ModelArgs) -> Result<()> {
-    let k = load(&a.kernel)?;
+    let (k, _) = load(&a.kernel, &a.c)?;
     let fixed = a.fix.as_deref().map(params).transpose()?.unwrap_or_default();
     let mut varying = Vec::new();
     let mut ties = std::collections::BTreeMap::new();
@@ -608,7 +665,7 @@ fn eval(a: EvalArgs) -> Result<()> {
 /// The kernel `eval --verify` re-simulates: the one named, or the one the formulas name.
 fn verify_kernel(path: &str, derived_from: &str) -> Result<Kernel> {
     let kpath = if path.is_empty() { PathBuf::from(derived_from) } else { PathBuf::from(path) };
-    load(&kpath).with_context(|| format!("--verify needs the kernel the formulas were derived from ({derived_from})"))
+    Ok(load(&kpath, &CArgs::default()).with_context(|| format!("--verify needs the kernel the formulas were derived from ({derived_from})"))?.0)
 }
 
 /// Simulates `k` at `p` and lists every reference whose formula counts
