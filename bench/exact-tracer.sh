@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Exact tracer: throughput against the smallest C single-step loop, and recording size.
+# The ptrace engine of the exact tracer: throughput against the smallest C single-step
+# loop, and recording size. (The Valgrind engine, the default, is measured on real
+# programs by bench/exact-engine.sh.)
 # Usage: bench/exact-tracer.sh [ITERATIONS] [SIZE_ITERATIONS]
 #   Throughput: the whole seed000 run (loader, libc start-up, ITERATIONS calls of func_M,
 #   exit) under the C loop and under `kansoku trace exact`, alternately, 3 rounds each;
@@ -23,10 +25,10 @@ cc -O2 -o "$work/singlestep" bench/c/singlestep.c
 for round in 1 2 3; do
   "$work/singlestep" "$prog" "$iterations" >> "$work/base.txt"
   # the outcome (JSON) is on stderr: stdout is the program's
-  $K trace exact -o "$work/whole.ksk" --json -- "$prog" "$iterations" 2>> "$work/ours.jsonl" >/dev/null
+  $K trace exact --engine ptrace -o "$work/whole.ksk" --json -- "$prog" "$iterations" 2>> "$work/ours.jsonl" >/dev/null
   echo >> "$work/ours.jsonl"
 done
-$K trace exact --marker func_M --iterations "$size_iterations" -o "$work/window.ksk" --json -- "$prog" "$((size_iterations + 1))" 2> "$work/window.json" >/dev/null
+$K trace exact --engine ptrace --marker func_M --iterations "$size_iterations" -o "$work/window.ksk" --json -- "$prog" "$((size_iterations + 1))" 2> "$work/window.json" >/dev/null
 
 python3 - "$work/base.txt" "$work/ours.jsonl" "$work/window.json" <<'PY'
 import json, statistics, sys

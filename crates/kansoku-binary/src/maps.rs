@@ -82,6 +82,23 @@ pub fn runtime_address(modules: &[Module], program: &Program, program_path: &str
         .map(|m| m.start + (offset - m.file_offset))
 }
 
+/// The module map entry for an object Valgrind mapped with its `.text` (link address
+/// `svma`) at runtime address `avma`: it covers the object's file from offset 0 up to its
+/// last code byte, with the same bias, so [`link_address`] works.
+pub fn module_from_text(path: &str, svma: u64, avma: u64) -> Option<Module> {
+    let program = Program::open(path).ok()?;
+    let text_offset = program.file_offset_of_vaddr(svma)?;
+    // runtime address of file offset 0, for the segment holding .text
+    let start = avma.checked_sub(text_offset)?;
+    let mut end_offset = text_offset + program.code_at(svma).map(|b| b.len() as u64).unwrap_or(0);
+    for f in program.functions() {
+        if let Some(o) = program.file_offset_of_vaddr(f.address + f.size.saturating_sub(1)) {
+            end_offset = end_offset.max(o + 1);
+        }
+    }
+    Some(Module { path: path.to_string(), build_id: program.build_id.clone(), start, end: start + end_offset, file_offset: 0 })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,9 +16,11 @@
 //! "recording" step and the names every other step uses.
 
 pub mod event;
+pub mod fxhash;
 pub mod input;
 pub mod location;
 pub mod recording;
+pub mod sbstream;
 pub mod varint;
 
 pub use event::{Event, ExitStatus, Module, Sample};

@@ -21,10 +21,23 @@
 //! | `0x06`       | thread | varint tid |
 //! | `0x07`       | signal | varint signal number |
 //! | `0x08`       | exit | kind byte, zig-zag value |
-//! | `0x09`       | end (trailer) | varint number of events before it |
+//! | `0x09`       | end (trailer) | varint number of records before it |
+//! | `0x0a`       | block shape (v2) | varint start address, varint n, n bytes: each instruction's length |
+//! | `0x0b`       | executed block (v2) | zig-zag delta from the previous executed block's start: all its instructions ran |
+//! | `0x0c`       | executed block, cut (v2) | zig-zag delta as above, varint count: only its first `count` instructions ran |
 //! | `0x40..=0x7f`| extension from a newer version | varint length + bytes, skipped |
 //!
 //! Times and instruction counts are shared deltas across samples and marker hits.
+//!
+//! **Executed blocks (format 2).** An exact trace from the Valgrind engine costs about two
+//! bytes per executed block instead of one per instruction: each translated block's shape
+//! (its start and instruction lengths) is written once, before its first execution, and
+//! every execution is a short record naming its start. The reader expands each executed
+//! block into the same [`Event::Instruction`]s a single-stepped trace holds, so consumers
+//! never see blocks. The shapes travel in the recording itself (not decoded from the
+//! program's files afterwards, as DynamoRIO's offline tracer does), so a recording stays
+//! readable when the binaries change or the code was generated at run time. A later shape
+//! for the same start replaces the earlier one (code rewritten at run time).
 
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read, Write};
@@ -36,7 +49,12 @@ use crate::event::{Event, ExitStatus, Module, Sample};
 use crate::varint::{self, VarintError};
 
 pub const MAGIC: &[u8; 8] = b"KANSOKU\0";
-pub const FORMAT_VERSION: u16 = 1;
+pub const FORMAT_VERSION: u16 = 2;
+/// Instructions a block shape may hold (VEX translates at most 99; a record claiming more
+/// is corrupt, which bounds what one record can make the reader allocate).
+pub const MAX_SHAPE_INSTRUCTIONS: usize = 255;
+/// The longest x86-64 instruction.
+const MAX_INSTRUCTION_BYTES: u8 = 15;
 
 const TAG_MODULE: u8 = 0x01;
 const TAG_INSTRUCTION: u8 = 0x02;
@@ -47,13 +65,17 @@ const TAG_THREAD: u8 = 0x06;
 const TAG_SIGNAL: u8 = 0x07;
 const TAG_EXIT: u8 = 0x08;
 const TAG_END: u8 = 0x09;
+const TAG_SHAPE: u8 = 0x0a;
+const TAG_RUN: u8 = 0x0b;
+const TAG_RUN_PART: u8 = 0x0c;
 const SHORT_BIAS: i64 = 64;
 
 /// What kind of observation a recording holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RecordingKind {
-    /// Every executed user-space instruction (ptrace single-stepping).
+    /// Every executed user-space instruction (ptrace single-stepping, or kansoku's
+    /// Valgrind tool: header parameter `engine`).
     ExactTrace,
     /// Instruction-pointer samples (perf_event or simulated from an exact trace).
     Samples,
@@ -127,6 +149,8 @@ pub struct RecordingSummary {
 struct DeltaState {
     instruction: u64,
     block: u64,
+    /// Start of the previous executed block (format 2).
+    run: u64,
     sample_ip: u64,
     time_ns: u64,
     count: u64,
@@ -155,6 +179,9 @@ pub struct RecordingWriter<W: Write = BufWriter<File>> {
     flush_every: Option<std::time::Duration>,
     last_flush: std::time::Instant,
 }
+
+/// The shapes an executed block refers to, by start address (reader side).
+type Shapes = std::collections::HashMap<u64, std::sync::Arc<[u8]>>;
 
 /// Buffer size of a recording file: a SIGKILL loses at most this much ...
 const FLUSH_BYTES: usize = 64 << 10;
@@ -192,6 +219,45 @@ impl<W: Write> RecordingWriter<W> {
 
     pub fn write(&mut self, event: &Event) -> Result<(), RecordingError> {
         self.encode(event).map_err(|source| RecordingError::Io { path: self.path.clone(), cause: source })?;
+        self.count_record()
+    }
+
+    /// Records the shape of a block: its start and each instruction's length in bytes
+    /// (1..=15, at most [`MAX_SHAPE_INSTRUCTIONS`]). Write it before the first
+    /// [`write_run`](Self::write_run) of that block, and again if the code there changes.
+    pub fn write_shape(&mut self, start: u64, lengths: &[u8]) -> Result<(), RecordingError> {
+        assert!(lengths.len() <= MAX_SHAPE_INSTRUCTIONS && lengths.iter().all(|&l| (1..=MAX_INSTRUCTION_BYTES).contains(&l)), "a block shape of {} instructions", lengths.len());
+        let out = &mut self.out;
+        let r = (|| {
+            out.write_all(&[TAG_SHAPE])?;
+            varint::write_u64(out, start)?;
+            varint::write_u64(out, lengths.len() as u64)?;
+            out.write_all(lengths)
+        })();
+        r.map_err(|source| RecordingError::Io { path: self.path.clone(), cause: source })?;
+        self.count_record()
+    }
+
+    /// Records that the first `count` instructions of the block at `start` ran;
+    /// `lengths` is the shape last written for `start`. A reader gives them as
+    /// `count` [`Event::Instruction`]s.
+    pub fn write_run(&mut self, start: u64, lengths: &[u8], count: usize) -> Result<(), RecordingError> {
+        assert!(count > 0 && count <= lengths.len(), "a run of {count} of {} instructions", lengths.len());
+        let st = &mut self.state;
+        let d = DeltaState::delta(&mut st.run, start);
+        // Later instruction events are deltas from the last instruction of this run.
+        st.instruction = start + lengths[..count - 1].iter().map(|&l| u64::from(l)).sum::<u64>();
+        let out = &mut self.out;
+        let r = if count == lengths.len() {
+            out.write_all(&[TAG_RUN]).and_then(|_| varint::write_i64(out, d))
+        } else {
+            out.write_all(&[TAG_RUN_PART]).and_then(|_| varint::write_i64(out, d)).and_then(|_| varint::write_u64(out, count as u64))
+        };
+        r.map_err(|source| RecordingError::Io { path: self.path.clone(), cause: source })?;
+        self.count_record()
+    }
+
+    fn count_record(&mut self) -> Result<(), RecordingError> {
         self.events += 1;
         if let Some(every) = self.flush_every {
             if self.events.is_multiple_of(FLUSH_CHECK_EVENTS) && self.last_flush.elapsed() >= every {
@@ -259,7 +325,7 @@ impl<W: Write> RecordingWriter<W> {
         }
     }
 
-    /// Number of events written so far.
+    /// Number of records written so far (events, block shapes, executed blocks).
     pub fn events_written(&self) -> u64 {
         self.events
     }
@@ -332,9 +398,23 @@ pub struct RecordingReader<R: Read = BufReader<File>> {
     header: Header,
     state: DeltaState,
     modules: Vec<Module>,
-    events: u64,
+    /// Records read (what the trailer counts: an executed block is one record).
+    records: u64,
     finished: bool,
     truncated_at: Option<u64>,
+    shapes: Shapes,
+    /// The executed block being handed out instruction by instruction.
+    run: Option<Run>,
+    /// Byte offset of the record being decoded (errors and truncation name it).
+    record_start: u64,
+}
+
+/// An executed block being expanded: the next instruction's address and position.
+struct Run {
+    lengths: std::sync::Arc<[u8]>,
+    next: u64,
+    pos: usize,
+    count: usize,
 }
 
 impl RecordingReader<BufReader<File>> {
@@ -376,9 +456,12 @@ impl<R: Read> RecordingReader<R> {
             header,
             state: DeltaState::default(),
             modules: Vec::new(),
-            events: 0,
+            records: 0,
             finished: false,
             truncated_at: None,
+            shapes: Shapes::default(),
+            run: None,
+            record_start: 0,
         })
     }
 
@@ -402,16 +485,17 @@ impl<R: Read> RecordingReader<R> {
 
     /// The next event, `Ok(None)` at the end (complete or truncated).
     pub fn next_event(&mut self) -> Result<Option<Event>, RecordingError> {
+        if let Some(addr) = self.next_of_run() {
+            return Ok(Some(Event::Instruction { addr }));
+        }
         if self.finished {
             return Ok(None);
         }
-        let start = self.input.offset;
         match self.decode() {
             Ok(Some(event)) => {
                 if let Event::Module(m) = &event {
                     self.modules.push(m.clone());
                 }
-                self.events += 1;
                 Ok(Some(event))
             }
             Ok(None) => {
@@ -420,18 +504,33 @@ impl<R: Read> RecordingReader<R> {
             }
             Err(Stop::Truncated) => {
                 self.finished = true;
-                self.truncated_at = Some(start);
+                self.truncated_at = Some(self.record_start);
                 Ok(None)
             }
             Err(Stop::Corrupt(what)) => {
                 self.finished = true;
-                Err(corrupt(&self.path, start, &what))
+                Err(corrupt(&self.path, self.record_start, &what))
             }
             Err(Stop::Io(source)) => {
                 self.finished = true;
                 Err(RecordingError::Io { path: self.path.clone(), cause: source })
             }
         }
+    }
+
+    /// The next instruction of the executed block being expanded, if any.
+    #[inline]
+    fn next_of_run(&mut self) -> Option<u64> {
+        let run = self.run.as_mut()?;
+        if run.pos == run.count {
+            self.run = None;
+            return None;
+        }
+        let addr = run.next;
+        run.next = addr.wrapping_add(u64::from(run.lengths[run.pos]));
+        run.pos += 1;
+        self.state.instruction = addr;
+        Some(addr)
     }
 
     fn byte(&mut self) -> Result<Option<u8>, Stop> {
@@ -477,16 +576,80 @@ impl<R: Read> RecordingReader<R> {
     }
 
     fn decode(&mut self) -> Result<Option<Event>, Stop> {
-        let Some(tag) = self.byte()? else {
-            // Clean end of file at an event boundary but without the trailer: the writer
-            // was cut off between events.
-            return Err(Stop::Truncated);
+        loop {
+            self.record_start = self.input.offset;
+            let Some(tag) = self.byte()? else {
+                // Clean end of file at an event boundary but without the trailer: the
+                // writer was cut off between events.
+                return Err(Stop::Truncated);
+            };
+            if tag == TAG_END {
+                let count = self.u64()?;
+                if count != self.records {
+                    return Err(Stop::Corrupt(format!("trailer says {count} records but {} were read", self.records)));
+                }
+                return Ok(None);
+            }
+            let event = self.decode_record(tag)?;
+            self.records += 1;
+            if let Some(event) = event {
+                return Ok(Some(event));
+            }
+            if let Some(addr) = self.next_of_run() {
+                return Ok(Some(Event::Instruction { addr }));
+            }
+        }
+    }
+
+    /// A block shape: kept for the executed blocks that name it.
+    fn shape(&mut self) -> Result<(), Stop> {
+        let start = self.u64()?;
+        let n = self.u64()?;
+        if n == 0 || n > MAX_SHAPE_INSTRUCTIONS as u64 {
+            return Err(Stop::Corrupt(format!("a block shape of {n} instructions (1 to {MAX_SHAPE_INSTRUCTIONS})")));
+        }
+        let mut lengths = vec![0u8; n as usize];
+        read_full(&mut self.input, &mut lengths).map_err(|_| Stop::Truncated)?;
+        if let Some(bad) = lengths.iter().find(|&&l| l == 0 || l > MAX_INSTRUCTION_BYTES) {
+            return Err(Stop::Corrupt(format!("a block shape at {start:#x} has an instruction of {bad} bytes")));
+        }
+        self.shapes.insert(start, lengths.into());
+        Ok(())
+    }
+
+    /// An executed block: starts handing out its instructions.
+    fn executed_block(&mut self, cut: bool) -> Result<(), Stop> {
+        let d = self.i64()?;
+        let count = if cut { Some(self.u64()?) } else { None };
+        let start = DeltaState::apply(&mut self.state.run, d);
+        let Some(lengths) = self.shapes.get(&start) else {
+            return Err(Stop::Corrupt(format!("an executed block at {start:#x} whose shape was never recorded")));
         };
+        let count = match count {
+            None => lengths.len(),
+            Some(c) if c >= 1 && c <= lengths.len() as u64 => c as usize,
+            Some(c) => return Err(Stop::Corrupt(format!("an executed block at {start:#x} claims {c} of its {} instructions", lengths.len()))),
+        };
+        self.run = Some(Run { lengths: lengths.clone(), next: start, pos: 0, count });
+        Ok(())
+    }
+
+    /// One record after its tag: an event, or `None` for a shape or an executed block
+    /// (whose instructions [`Self::next_of_run`] hands out).
+    fn decode_record(&mut self, tag: u8) -> Result<Option<Event>, Stop> {
         if tag & 0x80 != 0 {
             let d = i64::from(tag & 0x7f) - SHORT_BIAS;
             return Ok(Some(Event::Instruction { addr: DeltaState::apply(&mut self.state.instruction, d) }));
         }
         let event = match tag {
+            TAG_SHAPE => {
+                self.shape()?;
+                return Ok(None);
+            }
+            TAG_RUN | TAG_RUN_PART => {
+                self.executed_block(tag == TAG_RUN_PART)?;
+                return Ok(None);
+            }
             TAG_INSTRUCTION => {
                 let d = self.i64()?;
                 Event::Instruction { addr: DeltaState::apply(&mut self.state.instruction, d) }
@@ -531,16 +694,6 @@ impl<R: Read> RecordingReader<R> {
                     2 => ExitStatus::Detached,
                     k => return Err(Stop::Corrupt(format!("exit kind {k} unknown"))),
                 })
-            }
-            TAG_END => {
-                let count = self.u64()?;
-                if count != self.events {
-                    return Err(Stop::Corrupt(format!(
-                        "trailer says {count} events but {} were read",
-                        self.events
-                    )));
-                }
-                return Ok(None);
             }
             0x40..=0x7f => {
                 let len = self.blob("extension event")?.len() as u64;
@@ -725,6 +878,84 @@ mod tests {
         let empty = encode_finished(&[]).len();
         // The wrap-around every 50 instructions jumps back 196 bytes (long form, 3 bytes).
         assert!((bytes.len() - empty) < 10_000 * 11 / 10, "{} bytes", bytes.len() - empty);
+    }
+
+    /// A trace of executed blocks as the Valgrind engine writes it: shapes, whole and cut
+    /// runs, mixed with ordinary events.
+    fn blocks_trace(w: &mut RecordingWriter<&mut Vec<u8>>) -> Vec<Event> {
+        let a: &[u8] = &[4, 3, 5, 2];
+        let b: &[u8] = &[1, 7];
+        w.write(&Event::Thread { tid: 9 }).unwrap();
+        w.write_shape(0x401000, a).unwrap();
+        w.write_run(0x401000, a, 4).unwrap();
+        w.write_shape(0x7f00_0000_0000, b).unwrap();
+        w.write_run(0x7f00_0000_0000, b, 2).unwrap();
+        w.write_run(0x401000, a, 2).unwrap();
+        // an ordinary instruction event after a run is a delta from the run's last one
+        w.write(&Event::Instruction { addr: 0x401007 }).unwrap();
+        w.write(&Event::Signal { signal: 11 }).unwrap();
+        let i = |addr| Event::Instruction { addr };
+        vec![
+            Event::Thread { tid: 9 },
+            i(0x401000), i(0x401004), i(0x401007), i(0x40100c),
+            i(0x7f00_0000_0000), i(0x7f00_0000_0001),
+            i(0x401000), i(0x401004),
+            i(0x401007),
+            Event::Signal { signal: 11 },
+        ]
+    }
+
+    #[test]
+    fn executed_blocks_read_as_instructions() {
+        let header = Header::new(RecordingKind::ExactTrace, "/bin/true", vec![]);
+        let mut buf = Vec::new();
+        let mut w = RecordingWriter::new(&mut buf, "mem".into(), &header).unwrap();
+        let want = blocks_trace(&mut w);
+        w.finish().unwrap();
+        let (back, truncated) = decode_all(&buf);
+        assert_eq!((back, truncated), (want.clone(), None));
+        let s = RecordingReader::new(&buf[..], "mem".into()).unwrap().summarize().unwrap();
+        assert_eq!(s.instructions, 9);
+        // Cut anywhere: a prefix of the instructions, never an error.
+        let header_end = encode_finished(&[]).len() - 2;
+        for cut in header_end..buf.len() {
+            let (back, truncated) = decode_all(&buf[..cut]);
+            assert!(truncated.is_some(), "cut at {cut} not reported");
+            assert_eq!(&want[..back.len()], &back[..], "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn a_block_without_shape_names_its_offset() {
+        let header = Header::new(RecordingKind::ExactTrace, "/bin/true", vec![]);
+        let mut buf = Vec::new();
+        let mut w = RecordingWriter::new(&mut buf, "mem".into(), &header).unwrap();
+        w.write(&Event::Thread { tid: 1 }).unwrap();
+        let at = w.out.len() as u64;
+        // written as if the shape had been recorded, but it was not
+        w.write_run(0x401000, &[1, 2], 2).unwrap();
+        w.finish().unwrap();
+        let mut r = RecordingReader::new(&buf[..], "t.ksk".into()).unwrap();
+        assert_eq!(r.next_event().unwrap(), Some(Event::Thread { tid: 1 }));
+        let err = r.next_event().unwrap_err().to_string();
+        assert!(err.contains(&format!("t.ksk: corrupted at byte {at}")) && err.contains("0x401000") && err.contains("shape was never recorded"), "{err}");
+
+        // a cut block claiming more instructions than its shape has
+        let mut buf = Vec::new();
+        let mut w = RecordingWriter::new(&mut buf, "mem".into(), &header).unwrap();
+        w.write_shape(0x401000, &[1, 2]).unwrap();
+        w.write_run(0x401000, &[1, 2, 3, 4], 3).unwrap();
+        w.finish().unwrap();
+        let err = RecordingReader::new(&buf[..], "t.ksk".into()).unwrap().summarize().unwrap_err().to_string();
+        assert!(err.contains("0x401000 claims 3 of its 2 instructions"), "{err}");
+    }
+
+    #[test]
+    fn version_1_recordings_stay_readable() {
+        let events = sample_events();
+        let mut bytes = encode_finished(&events);
+        bytes[8..10].copy_from_slice(&1u16.to_le_bytes());
+        assert_eq!(decode_all(&bytes), (events, None));
     }
 
     fn arb_event() -> impl Strategy<Value = Event> {

@@ -302,6 +302,9 @@ impl PathAnalysis {
                 }
             }
             Item::Thread(tid) => self.thread(tid),
+            // Exact-mode records: paths need superblock entries only (the tool does not
+            // write these unless asked to with --exact=yes).
+            Item::Shape { .. } | Item::Exit { .. } | Item::Signal { .. } | Item::Access { .. } => {}
             Item::Damage { offset, what } => {
                 self.stats.stream_damage += 1;
                 if self.stats.stream_damage_examples.len() < 5 {

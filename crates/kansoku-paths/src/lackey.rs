@@ -12,8 +12,6 @@
 //! object, so the module map is known exactly when it is needed — the same guarantee our
 //! `.ksk` recordings give with `Module` events.
 
-use kansoku_binary::Program;
-use kansoku_core::Module;
 
 /// One line of Lackey's output, classified.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -114,22 +112,8 @@ pub fn parse_line(line: &[u8]) -> LackeyLine<'_> {
     LackeyLine::Garbled
 }
 
-/// The module map entry for an object Valgrind mapped with its `.text` (link address
-/// `svma`) at runtime address `avma`: it covers the object's file from offset 0 up to its
-/// last code byte, with the same bias, so [`kansoku_binary::maps::link_address`] works.
-pub fn module_from_syms(path: &str, svma: u64, avma: u64) -> Option<Module> {
-    let program = Program::open(path).ok()?;
-    let text_offset = program.file_offset_of_vaddr(svma)?;
-    // runtime address of file offset 0, for the segment holding .text
-    let start = avma.checked_sub(text_offset)?;
-    let mut end_offset = text_offset + program.code_at(svma).map(|b| b.len() as u64).unwrap_or(0);
-    for f in program.functions() {
-        if let Some(o) = program.file_offset_of_vaddr(f.address + f.size.saturating_sub(1)) {
-            end_offset = end_offset.max(o + 1);
-        }
-    }
-    Some(Module { path: path.to_string(), build_id: program.build_id.clone(), start, end: start + end_offset, file_offset: 0 })
-}
+/// Moved to `kansoku-binary` (the exact engine in `kansoku-probe` needs it too).
+pub use kansoku_binary::maps::module_from_text as module_from_syms;
 
 #[cfg(test)]
 mod tests {

@@ -30,12 +30,14 @@ pub mod analysis;
 pub mod ballarus;
 pub mod code;
 pub mod dot;
-pub mod fxhash;
 pub mod lackey;
 pub mod normalize;
 pub mod profile;
 pub mod report;
-pub mod sbstream;
+
+/// The tool's stream format and the hasher moved to `kansoku-core` (the exact engine in
+/// `kansoku-probe` reads the stream too); kept here under their old names.
+pub use kansoku_core::{fxhash, sbstream};
 
 pub use analysis::{AnalysisOptions, BlockKind, BlockRecorder, InputStats, PathAnalysis};
 pub use ballarus::BallLarus;

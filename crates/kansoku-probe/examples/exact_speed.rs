@@ -13,6 +13,7 @@ fn main() {
         marker: Some("func_M".into()),
         iterations: Some(iterations),
         max_instructions: None,
+        ..Default::default()
     };
     let header = Header::new(RecordingKind::ExactTrace, "seed000", vec![]);
     let mut sink = std::io::sink();

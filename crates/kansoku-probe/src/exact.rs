@@ -1,4 +1,6 @@
-//! The exact tracer: every executed user-space instruction, by ptrace single-stepping.
+//! The exact tracer: every executed user-space instruction, by ptrace single-stepping
+//! ([`Engine::Ptrace`]) or on kansoku's Valgrind tool ([`Engine::Valgrind`], see
+//! [`crate::exact_valgrind`]); [`trace_exact`] runs the one the options name.
 //!
 //! All threads are traced (new ones through `PTRACE_O_TRACECLONE`); each stop of any
 //! thread records that thread's next instruction, and a `Thread` event precedes a switch.
@@ -30,9 +32,42 @@ use crate::procfs::ModuleReader;
 use crate::spawn::{resolve_program, spawn_traced, wait_retrying};
 use crate::{interrupt, ProbeError, PTRACE_HINT};
 
+/// What executes the program while it is traced.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Engine {
+    /// Single-stepping on the real CPU: every instruction a ptrace stop (tens of thousands
+    /// of instructions a second).
+    #[default]
+    Ptrace,
+    /// kansoku's Valgrind tool: the program runs on Valgrind's emulated CPU, one record per
+    /// executed block (tens of millions of instructions a second).
+    Valgrind,
+}
+
+impl Engine {
+    pub fn name(self) -> &'static str {
+        match self {
+            Engine::Ptrace => "ptrace",
+            Engine::Valgrind => "valgrind",
+        }
+    }
+
+    /// The fastest engine this build has: Valgrind when kansoku's tool was built, with the
+    /// reason when it falls back to ptrace.
+    pub fn best() -> (Engine, Option<String>) {
+        match crate::valgrind::tool_dir() {
+            Ok(_) => (Engine::Valgrind, None),
+            Err(why) => (Engine::Ptrace, Some(why)),
+        }
+    }
+}
+
 /// What to trace.
 #[derive(Clone, Debug, Default)]
 pub struct ExactTraceOptions {
+    /// What runs the program (the library's default is ptrace; the command line picks
+    /// [`Engine::best`]).
+    pub engine: Engine,
     pub program: PathBuf,
     pub args: Vec<String>,
     /// Start recording at the first entry of this function of the main program.
@@ -94,9 +129,21 @@ pub fn resolve(program: &Path) -> Result<PathBuf, ProbeError> {
     resolve_program(program)
 }
 
-/// Runs the program under single-stepping and streams what it executes into `out`.
+/// Runs the program on the options' engine and streams what it executes into `out`.
 /// `progress` is called now and then with the number of instructions recorded so far.
 pub fn trace_exact<W: Write>(
+    options: &ExactTraceOptions,
+    out: &mut RecordingWriter<W>,
+    progress: &mut dyn FnMut(u64),
+) -> Result<TraceOutcome, ProbeError> {
+    match options.engine {
+        Engine::Ptrace => trace_ptrace(options, out, progress),
+        Engine::Valgrind => crate::exact_valgrind::trace_valgrind(options, out, progress),
+    }
+}
+
+/// The ptrace engine: single-steps every instruction.
+fn trace_ptrace<W: Write>(
     options: &ExactTraceOptions,
     out: &mut RecordingWriter<W>,
     progress: &mut dyn FnMut(u64),

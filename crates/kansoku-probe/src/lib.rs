@@ -3,8 +3,9 @@
 //! The only room of kansoku that talks to the kernel. Each observer writes what it sees
 //! into a [`kansoku_core::RecordingWriter`], so analyses never need a live process:
 //!
-//! * [`exact`] — the ground truth: run a program under ptrace single-stepping and record
-//!   every user-space instruction of every thread, optionally only inside a marker window.
+//! * [`exact`] — the ground truth: run a program and record every user-space instruction
+//!   of every thread, optionally only inside a marker window, on one of two engines:
+//!   kansoku's Valgrind tool ([`exact_valgrind`], fast) or ptrace single-stepping (the real CPU).
 //! * [`perf`] — perf_event sampling (instructions or cpu-clock), uprobes, ring buffer.
 //! * [`sampler`] — a program's instruction-pointer samples and marker hits into a `.ksk`.
 //! * [`procfs`] — readers of `/proc` (memory maps as modules).
@@ -15,6 +16,7 @@
 //! * [`wave`] — seed 001's program waveform: sampled (or single-stepped) code and data addresses.
 
 pub mod exact;
+pub mod exact_valgrind;
 pub mod interrupt;
 pub mod perf;
 pub mod procfs;
@@ -25,7 +27,7 @@ pub mod wave;
 pub mod spawn;
 pub mod valgrind;
 
-pub use exact::{trace_exact, ExactTraceOptions, StopReason, TraceOutcome};
+pub use exact::{trace_exact, Engine, ExactTraceOptions, StopReason, TraceOutcome};
 
 use std::path::PathBuf;
 
@@ -52,6 +54,8 @@ pub enum ProbeError {
     Binary(#[from] kansoku_binary::BinaryError),
     #[error(transparent)]
     Recording(#[from] kansoku_core::RecordingError),
+    #[error("kansoku's Valgrind tool stream: {what}")]
+    ToolStream { what: String },
 }
 
 /// The hint shown when ptrace is refused: which setting forbids it and how to allow it.

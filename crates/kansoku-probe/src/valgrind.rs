@@ -90,7 +90,7 @@ fn exit_status(status: ProcessStatus) -> ExitStatus {
 /// own stdin/stdout/stderr are kansoku's; it leads its own process group so the terminal's
 /// Ctrl-C reaches only kansoku, which then stops it and keeps the paths so far.
 pub fn spawn_lackey(options: &LackeyOptions) -> Result<LackeyRun, ProbeError> {
-    let (child, output, _, program) = spawn_valgrind(options, false)?;
+    let (child, output, _, program) = spawn_valgrind(options, false, &[])?;
     Ok(LackeyRun { child, output, program })
 }
 
@@ -105,8 +105,9 @@ fn cloexec_pipe(program: &Path) -> Result<(OwnedFd, OwnedFd), ProbeError> {
 }
 
 /// Spawns Valgrind with Lackey (`tool == false`: its log on the returned pipe) or with our
-/// tool (its binary stream on the returned pipe, Valgrind's log on a second one).
-fn spawn_valgrind(options: &LackeyOptions, tool: bool) -> Result<(Child, File, Option<File>, PathBuf), ProbeError> {
+/// tool (its binary stream on the returned pipe, Valgrind's log on a second one), with
+/// `extra` options for the tool.
+fn spawn_valgrind(options: &LackeyOptions, tool: bool, extra: &[String]) -> Result<(Child, File, Option<File>, PathBuf), ProbeError> {
     let program = resolve_program(&options.program)?;
     let valgrind = find_valgrind(&options.valgrind)?;
     let lib = if tool { Some(tool_dir().map_err(|reason| ProbeError::Spawn { program: program.clone(), reason })?) } else { None };
@@ -121,7 +122,7 @@ fn spawn_valgrind(options: &LackeyOptions, tool: bool) -> Result<(Child, File, O
     let mut cmd = Command::new(&valgrind);
     match (&lib, lfd) {
         (Some(lib), Some(lfd)) => {
-            cmd.args(tool_arguments(wfd, lfd)).env("VALGRIND_LIB", lib);
+            cmd.args(tool_arguments(wfd, lfd)).args(extra).env("VALGRIND_LIB", lib);
         }
         _ => {
             cmd.args(lackey_arguments(wfd));
@@ -210,7 +211,12 @@ impl ToolRun {
 /// Starts Valgrind with kansoku's own tool (see [`tool_dir`]); fails with the reason when the
 /// tool was not built, so the caller can fall back to [`spawn_lackey`].
 pub fn spawn_tool(options: &LackeyOptions) -> Result<ToolRun, ProbeError> {
-    let (child, output, log, program) = spawn_valgrind(options, true)?;
+    spawn_tool_with(options, &[])
+}
+
+/// [`spawn_tool`] with more options for the tool (`--exact=yes` for the exact engine).
+pub fn spawn_tool_with(options: &LackeyOptions, extra: &[String]) -> Result<ToolRun, ProbeError> {
+    let (child, output, log, program) = spawn_valgrind(options, true, extra)?;
     let log = log.map(|mut f| {
         std::thread::spawn(move || {
             use std::io::Read;

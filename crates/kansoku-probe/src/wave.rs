@@ -8,10 +8,13 @@
 //!   push/pop/call/ret, through iced-x86's used-memory list) gives exactly the data
 //!   addresses it references — the seed combined "the next instruction" with its index,
 //!   address and relocation registers the same way.
-//! * **Exact** ([`WaveMode::Exact`]): ptrace single-stepping of the main thread from the
-//!   first entry of a marker function, every instruction with its registers.
+//! * **Exact** ([`WaveMode::Exact`]): every instruction from the first entry of a marker
+//!   function, on one of the exact engines: kansoku's Valgrind tool with `--data=yes` (each
+//!   memory access's address as the tool sees it, at emulator speed), or ptrace
+//!   single-stepping with its registers (decoded as in sampled mode).
 //!
-//! Only the main thread is observed. The memory map is read while the program runs (and
+//! Only one thread is observed: the main thread, or on the Valgrind engine the thread that
+//! first enters the marker. The memory map is read while the program runs (and
 //! at the end, in exact mode) to label heap, stack and file mappings.
 
 use std::collections::HashMap;
@@ -50,6 +53,8 @@ pub struct WaveOptions {
     pub program: PathBuf,
     pub args: Vec<String>,
     pub mode: WaveMode,
+    /// The engine of exact mode.
+    pub engine: crate::Engine,
 }
 
 /// What came out: points in order, the code modules and the last memory map seen.
@@ -172,8 +177,121 @@ pub fn record_wave(options: &WaveOptions, progress: &mut dyn FnMut(u64)) -> Resu
     match &options.mode {
         WaveMode::Sampled { period_ns } => sampled(&program, &options.args, SamplingClock::CpuClock { period_ns: *period_ns }, progress),
         WaveMode::SampledInstructions { period } => sampled(&program, &options.args, SamplingClock::Instructions { period: *period }, progress),
-        WaveMode::Exact { marker, max_instructions } => exact(&program, &options.args, marker.as_deref().unwrap_or("main"), *max_instructions, progress),
+        WaveMode::Exact { marker, max_instructions } => {
+            let marker = marker.as_deref().unwrap_or("main");
+            match options.engine {
+                crate::Engine::Ptrace => exact(&program, &options.args, marker, *max_instructions, progress),
+                crate::Engine::Valgrind => exact_valgrind(&program, &options.args, marker, *max_instructions, progress),
+            }
+        }
     }
+}
+
+/// The waveform's points from an exact trace on kansoku's Valgrind tool: one per
+/// instruction of the first thread that runs after the marker, with its memory accesses.
+#[derive(Default)]
+struct WaveSink {
+    points: Vec<WavePoint>,
+    modules: Vec<Module>,
+    /// The observed thread, and the one running now.
+    observed: Option<u32>,
+    running: u32,
+    /// Valgrind's process (the program's address space is its own): its memory map.
+    pid: Option<i32>,
+    maps: Vec<Mapping>,
+}
+
+impl crate::exact_valgrind::ExactSink for WaveSink {
+    fn module(&mut self, module: &Module) -> Result<(), ProbeError> {
+        self.modules.push(module.clone());
+        Ok(())
+    }
+    fn thread(&mut self, tid: u32) -> Result<(), ProbeError> {
+        self.running = tid;
+        Ok(())
+    }
+    fn block(&mut self, start: u64, shape: &crate::exact_valgrind::Shape, from: usize, to: usize, accesses: &[(u32, u64)]) -> Result<(), ProbeError> {
+        if *self.observed.get_or_insert(self.running) != self.running {
+            return Ok(());
+        }
+        let lengths = &shape.lengths[..];
+        let mut code = start + lengths[..from].iter().map(|&l| u64::from(l)).sum::<u64>();
+        // accesses come in execution order, so instruction by instruction
+        let mut next = accesses.iter().position(|&(k, _)| k as usize >= from).unwrap_or(accesses.len());
+        for (i, &len) in lengths.iter().enumerate().take(to).skip(from) {
+            let mut data = Vec::new();
+            while let Some(&(_, addr)) = accesses.get(next).filter(|&&(k, _)| k as usize == i) {
+                data.push(addr);
+                next += 1;
+            }
+            let n = self.points.len() as u64;
+            self.points.push(WavePoint { time_ns: 0, instructions: Some(n), code, data });
+            code += u64::from(len);
+            if self.points.len().is_multiple_of(1 << 20) {
+                self.read_maps();
+            }
+        }
+        Ok(())
+    }
+    fn marker(&mut self, _: u64, _: u64) -> Result<(), ProbeError> {
+        if self.maps.is_empty() {
+            self.read_maps();
+        }
+        Ok(())
+    }
+    fn signal(&mut self, _: i32) -> Result<(), ProbeError> {
+        Ok(())
+    }
+    fn exit(&mut self, _: ExitStatus) -> Result<(), ProbeError> {
+        self.read_maps();
+        Ok(())
+    }
+    fn process(&mut self, pid: i32) {
+        self.pid = Some(pid);
+    }
+}
+
+impl WaveSink {
+    /// The program's mappings in Valgrind's process: without Valgrind's own (its tool
+    /// executable, and the address space it reserves, anonymous gigabytes that would make
+    /// one region of the whole picture).
+    fn read_maps(&mut self) {
+        let Some(m) = self.pid.and_then(|pid| crate::procfs::read_maps(pid).ok()).filter(|m| !m.is_empty()) else { return };
+        self.maps = m
+            .into_iter()
+            .filter(|m| {
+                let reserved = m.path.is_empty() && m.end - m.start >= 1 << 30;
+                !(reserved || m.path.contains("/valgrind/"))
+            })
+            .collect();
+    }
+}
+
+fn exact_valgrind(program: &std::path::Path, args: &[String], marker: &str, max: u64, progress: &mut dyn FnMut(u64)) -> Result<WaveOutcome, ProbeError> {
+    let options = crate::ExactTraceOptions {
+        engine: crate::Engine::Valgrind,
+        program: program.to_path_buf(),
+        args: args.to_vec(),
+        marker: Some(marker.to_string()),
+        iterations: None,
+        max_instructions: Some(max),
+    };
+    let mut sink = WaveSink::default();
+    let outcome = crate::exact_valgrind::run_transcribed(&options, true, false, &mut sink, progress)?;
+    let mut data = DataAddresses::new(&sink.modules);
+    let functions = sink.points.iter().map(|p| data.function(p.code)).collect();
+    Ok(WaveOutcome {
+        program: program.to_path_buf(),
+        points: sink.points,
+        functions,
+        modules: sink.modules,
+        maps: sink.maps,
+        exit: (outcome.exit != ExitStatus::Detached).then_some(outcome.exit),
+        interrupted: outcome.stop == crate::StopReason::Interrupted,
+        lost: 0,
+        undecoded: 0,
+        clock: format!("every instruction from the first entry of {marker} (kansoku's Valgrind tool)"),
+    })
 }
 
 fn sampled(program: &std::path::Path, args: &[String], clock: SamplingClock, progress: &mut dyn FnMut(u64)) -> Result<WaveOutcome, ProbeError> {

@@ -15,6 +15,7 @@ fn trace(example: &str, args: &[&str], marker: Option<&str>, iterations: Option<
         marker: marker.map(str::to_string),
         iterations,
         max_instructions: max,
+        ..Default::default()
     };
     let header = Header::new(RecordingKind::ExactTrace, example, vec![]);
     let mut bytes = Vec::new();

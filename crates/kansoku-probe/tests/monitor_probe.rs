@@ -112,21 +112,41 @@ fn missing_symbol_is_a_clear_error() {
     assert!(e.contains("no function named 'no_such_function'"), "{e}");
 }
 
+/// On both engines (the Valgrind one where kansoku's tool is built): the loop's period,
+/// and the loads of a[] among the data addresses.
 #[test]
 fn exact_waveform_of_the_51_instruction_loop() {
     let program = example("wave");
-    let o = WaveOptions { program, args: vec!["loop".into(), "100000".into()], mode: WaveMode::Exact { marker: Some("kernel_loop".into()), max_instructions: 20_000 } };
-    let w = record_wave(&o, &mut |_| {}).expect("exact wave");
-    assert_eq!(w.points.len(), 20_000);
-    let code: Vec<f64> = w.points.iter().map(|p| p.code as f64).collect();
-    let a = kansoku_monitor::wave::analyse_signal(&code, 2);
-    let p = a.period.expect("a period");
-    assert!((p.samples - 51.0).abs() / 51.0 < 0.01, "{p:?}");
-    // The loads reference the array a[]: 16 data addresses per iteration, 8 bytes apart.
-    let loads: Vec<u64> = w.points.iter().filter(|p| w.functions[0].is_some() && !p.data.is_empty()).map(|p| p.data[0]).collect();
-    assert!(loads.len() >= 16 * 300, "{} data points", loads.len());
-    assert!(loads.windows(2).any(|x| x[1] == x[0] + 8));
-    assert_eq!(w.functions.iter().filter(|f| f.as_deref() == Some("kernel_loop")).count(), w.points.len());
+    let mut engines = vec![kansoku_probe::Engine::Ptrace];
+    match kansoku_probe::valgrind::tool_dir() {
+        Ok(_) => engines.push(kansoku_probe::Engine::Valgrind),
+        Err(why) => println!("the Valgrind engine is skipped: {why}"),
+    }
+    let mut data_by_engine = Vec::new();
+    for engine in engines {
+        let mode = WaveMode::Exact { marker: Some("kernel_loop".into()), max_instructions: 20_000 };
+        let o = WaveOptions { program: program.clone(), args: vec!["loop".into(), "100000".into()], mode, engine };
+        let w = record_wave(&o, &mut |_| {}).expect("exact wave");
+        assert_eq!(w.points.len(), 20_000, "{engine:?}");
+        let code: Vec<f64> = w.points.iter().map(|p| p.code as f64).collect();
+        let a = kansoku_monitor::wave::analyse_signal(&code, 2);
+        let p = a.period.expect("a period");
+        assert!((p.samples - 51.0).abs() / 51.0 < 0.01, "{engine:?}: {p:?}");
+        // The loads reference the array a[]: 16 data addresses per iteration, 8 bytes apart.
+        let loads: Vec<u64> = w.points.iter().filter(|p| !p.data.is_empty()).map(|p| p.data[0]).collect();
+        assert!(loads.len() >= 16 * 300, "{engine:?}: {} data points", loads.len());
+        assert!(loads.windows(2).any(|x| x[1] == x[0] + 8), "{engine:?}");
+        assert_eq!(w.functions.iter().filter(|f| f.as_deref() == Some("kernel_loop")).count(), w.points.len(), "{engine:?}");
+        // how many addresses each instruction references, and the steps between the loads
+        // (the engines place the program, its stack and a[] at different addresses)
+        let counts: Vec<usize> = w.points.iter().map(|p| p.data.len()).collect();
+        let steps: Vec<u64> = loads.windows(2).map(|x| x[1].wrapping_sub(x[0])).collect();
+        data_by_engine.push((counts, steps));
+    }
+    // Both engines see the same accesses, instruction by instruction.
+    if let [ptrace, valgrind] = &data_by_engine[..] {
+        assert_eq!(ptrace, valgrind);
+    }
 }
 
 #[test]

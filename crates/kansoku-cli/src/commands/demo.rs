@@ -68,6 +68,7 @@ fn exact_trace_stage(dir: &Path) -> Result<String> {
     let func_m = kansoku_binary::FunctionCfg::build(&p, p.function_named("func_M")?);
     let output = dir.join("seed000-exact.ksk");
     let options = ExactTraceOptions {
+        engine: kansoku_probe::Engine::best().0,
         program: program.clone(),
         args: vec!["100".into()],
         marker: Some("func_M".into()),

@@ -275,7 +275,7 @@ pub fn analyse(args: &Args) -> Result<PathsRun> {
             }
             let (rd, wr) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
             let header = Header::new(RecordingKind::ExactTrace, resolved_s.clone(), prog_args.clone());
-            let opts = ExactTraceOptions { program: resolved.clone(), args: prog_args, marker: None, iterations: None, max_instructions: None };
+            let opts = ExactTraceOptions { program: resolved.clone(), args: prog_args, ..Default::default() };
             let tracer = std::thread::spawn(move || -> Result<kansoku_probe::TraceOutcome> {
                 let mut writer = RecordingWriter::new(BufWriter::with_capacity(1 << 20, File::from(wr)), PathBuf::from("<pipe>"), &header)?;
                 let outcome = trace_exact(&opts, &mut writer, &mut |_| {});

@@ -825,6 +825,7 @@ pub fn demo_stage(dir: &Path) -> Result<String> {
     let program = kansoku_examples::build("seed000", &dir.join("bin"))?;
     let exact = dir.join("seed000-200.ksk");
     let options = kansoku_probe::ExactTraceOptions {
+        engine: kansoku_probe::Engine::best().0,
         program: program.clone(),
         args: vec!["1000".into()],
         marker: Some("func_M".into()),

@@ -1,23 +1,51 @@
-//! `kansoku trace exact [--marker FUNC] [--iterations N] [--max-instructions N] -o FILE -- PROGRAM ARGS...`
+//! `kansoku trace exact [--engine valgrind|ptrace] [--marker FUNC] [--iterations N] [--max-instructions N] -o FILE -- PROGRAM ARGS...`
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use kansoku_core::{ExitStatus, Header, RecordingKind, RecordingWriter};
-use kansoku_probe::{trace_exact, ExactTraceOptions, StopReason, TraceOutcome};
+use kansoku_probe::{trace_exact, Engine, ExactTraceOptions, StopReason, TraceOutcome};
 use serde::Serialize;
 
 use crate::output::{reportln, print_json, signal_name, spinner};
 
 #[derive(clap::Subcommand)]
 pub enum TraceCommand {
-    /// Record every user-space instruction of every thread by ptrace single-stepping
-    /// (the ground truth; slows the program 1000x or more).
+    /// Record every user-space instruction of every thread (the ground truth): on
+    /// kansoku's Valgrind tool (tens of millions of instructions/s) or by ptrace
+    /// single-stepping on the real CPU (tens of thousands/s).
     Exact(ExactArgs),
+}
+
+/// `--engine`: what executes the traced program.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum EngineArg {
+    /// kansoku's Valgrind tool, the default where it was built.
+    Valgrind,
+    /// ptrace single-stepping: the real CPU (its CPUID, its libc paths), 1000x slower.
+    Ptrace,
+}
+
+/// The engine asked for, or the best one built (saying why when that is ptrace).
+pub fn choose_engine(asked: Option<EngineArg>) -> Engine {
+    match asked {
+        Some(EngineArg::Valgrind) => Engine::Valgrind,
+        Some(EngineArg::Ptrace) => Engine::Ptrace,
+        None => {
+            let (engine, why) = Engine::best();
+            if let Some(why) = why {
+                eprintln!("kansoku: note: exact traces use ptrace single-stepping (about 1000x slower): {why}");
+            }
+            engine
+        }
+    }
 }
 
 #[derive(clap::Args)]
 pub struct ExactArgs {
+    /// What executes the program: kansoku's Valgrind tool (default where built) or ptrace.
+    #[arg(long, value_enum)]
+    pub engine: Option<EngineArg>,
     /// Record only from the first entry of this function (of the main program) on.
     #[arg(long)]
     pub marker: Option<String>,
@@ -50,6 +78,7 @@ pub fn run(cmd: TraceCommand) -> Result<()> {
 pub struct ExactReport {
     pub output: PathBuf,
     pub program: PathBuf,
+    pub engine: &'static str,
     pub instructions: u64,
     pub marker_hits: u64,
     pub threads: usize,
@@ -65,7 +94,7 @@ pub struct ExactReport {
 /// Records an exact trace into `output`; shared by the command and the demo.
 pub fn record_exact(options: &ExactTraceOptions, output: &Path) -> Result<ExactReport> {
     let program = kansoku_probe::exact::resolve(&options.program)?;
-    let mut header = Header::new(RecordingKind::ExactTrace, program.to_string_lossy(), options.args.clone());
+    let mut header = Header::new(RecordingKind::ExactTrace, program.to_string_lossy(), options.args.clone()).with_parameter("engine", options.engine.name());
     if let Some(m) = &options.marker {
         header = header.with_parameter("marker", m.as_str());
     }
@@ -92,13 +121,14 @@ pub fn record_exact(options: &ExactTraceOptions, output: &Path) -> Result<ExactR
         }
     };
     let bytes = std::fs::metadata(output).map(|m| m.len()).unwrap_or(0);
-    Ok(report(&outcome, output, bytes))
+    Ok(report(&outcome, options.engine, output, bytes))
 }
 
-fn report(o: &TraceOutcome, output: &Path, bytes: u64) -> ExactReport {
+fn report(o: &TraceOutcome, engine: Engine, output: &Path, bytes: u64) -> ExactReport {
     ExactReport {
         output: output.to_path_buf(),
         program: o.program.clone(),
+        engine: engine.name(),
         instructions: o.instructions,
         marker_hits: o.marker_hits,
         threads: o.threads,
@@ -120,6 +150,7 @@ fn report(o: &TraceOutcome, output: &Path, bytes: u64) -> ExactReport {
 
 fn exact(args: ExactArgs) -> Result<()> {
     let options = ExactTraceOptions {
+        engine: choose_engine(args.engine),
         program: PathBuf::from(&args.command[0]),
         args: args.command[1..].to_vec(),
         marker: args.marker,
@@ -142,7 +173,7 @@ fn exact(args: ExactArgs) -> Result<()> {
         r.bytes,
         r.bytes_per_instruction
     );
-    reportln!("traced at {:.0} instructions/s for {:.2} s; stopped: {}", r.instructions_per_second, r.seconds, r.stop.replace('_', " "));
+    reportln!("traced by {} at {:.0} instructions/s for {:.2} s; stopped: {}", r.engine, r.instructions_per_second, r.seconds, r.stop.replace('_', " "));
     match r.exit {
         ExitStatus::Exited(c) => reportln!("program exited with status {c}"),
         ExitStatus::Killed(s) => reportln!("program was killed by {}; the recording holds everything up to it", signal_name(s)),

@@ -22,9 +22,13 @@ pub struct Args {
     /// Sample every NS nanoseconds of CPU time (perf cpu-clock). Default 20000.
     #[arg(long, conflicts_with = "exact")]
     pub time_period: Option<u64>,
-    /// Every instruction (ptrace single-step) from the first entry of --marker.
+    /// Every instruction from the first entry of --marker, with the data addresses it
+    /// reads and writes (on kansoku's Valgrind tool where it is built, else ptrace).
     #[arg(long)]
     pub exact: bool,
+    /// With --exact: what executes the program (default: valgrind where built).
+    #[arg(long, value_enum, requires = "exact")]
+    pub engine: Option<super::trace::EngineArg>,
     /// With --exact: start at the first entry of this function.
     #[arg(long, default_value = "main")]
     pub marker: String,
@@ -88,7 +92,8 @@ pub fn run(args: Args) -> Result<()> {
     } else {
         WaveMode::Sampled { period_ns: args.time_period.unwrap_or(20_000) }
     };
-    let options = WaveOptions { program: PathBuf::from(program), args: rest.to_vec(), mode };
+    let engine = if args.exact { super::trace::choose_engine(args.engine) } else { kansoku_probe::Engine::Ptrace };
+    let options = WaveOptions { program: PathBuf::from(program), args: rest.to_vec(), mode, engine };
     let bar = crate::output::spinner("observing", "points");
     let outcome = record_wave(&options, &mut |n| bar.set_position(n))?;
     bar.finish_and_clear();
@@ -146,7 +151,9 @@ fn regions(o: &WaveOutcome) -> Vec<Region> {
                 let section = program.as_ref().and_then(|pr| pr.vaddr_of_file_offset(a - m.start + m.file_offset).and_then(|v| pr.section_name(v).map(str::to_string)));
                 (format!("{} {}", short(&m.path), section.unwrap_or_else(|| m.perms.clone())), 1)
             } else if m.path.is_empty() {
-                ("anonymous".to_string(), 5)
+                // one region per mapping: under Valgrind the heap and the stack are both
+                // anonymous, and one extent over both would span the address space
+                (format!("anonymous {:#x}", m.start), 5)
             } else {
                 (format!("{} {}", short(&m.path), m.perms), 4)
             };
@@ -266,9 +273,12 @@ fn save_svgs(svg: &Path, o: &WaveOutcome, r: &WaveReport, ca: &SignalAnalysis, d
         &bands,
     );
     std::fs::write(svg, pic).with_context(|| format!("writing {}", svg.display()))?;
+    // Eight periods, or without one the first 100,000 lags; thinned to at most 4000 points
+    // (the autocorrelation of 10 M points drawn lag by lag made a 41 MB picture).
     let lags = |a: &SignalAnalysis| {
-        let max = a.period.as_ref().map_or(a.autocorrelation.len(), |p| ((p.samples * 8.0) as usize).max(16)).min(a.autocorrelation.len());
-        a.autocorrelation[..max].iter().enumerate().map(|(l, v)| (l as f64, *v)).collect::<Vec<_>>()
+        let max = a.period.as_ref().map_or(100_000, |p| ((p.samples * 8.0) as usize).max(16)).min(a.autocorrelation.len());
+        let stride = max.div_ceil(4000).max(1);
+        a.autocorrelation[..max].iter().enumerate().step_by(stride).map(|(l, v)| (l as f64, *v)).collect::<Vec<_>>()
     };
     let (c, d) = (lags(ca), lags(da));
     let acf = kansoku_plot::time_series(
@@ -337,6 +347,7 @@ pub fn demo_stage(dir: &Path) -> Result<String> {
         program: program.clone(),
         args: vec!["100000".into()],
         mode: WaveMode::Exact { marker: Some("func_M".into()), max_instructions: 20_000 },
+        engine: kansoku_probe::Engine::best().0,
     };
     let o = record_wave(&options, &mut |_| {})?;
     let (r, ca, da) = analyse(&o, true, None);

@@ -1,4 +1,4 @@
-//! Reading the binary superblock stream of kansoku's own Valgrind tool
+//! Reading the binary stream of kansoku's own Valgrind tool
 //! (`kansoku-probe/valgrind-tool/kansoku_main.c`).
 //!
 //! ```text
@@ -7,8 +7,20 @@
 //!         | 0x01 varint avma varint svma varint len bytes[len]
 //!                                an object's .text: runtime, link address and path
 //!         | 0x03 varint tid      the superblocks after it are run by this thread
+//!         | 0x05 varint addr varint n bytes[n]
+//!                                exact mode: a translated superblock's shape, the length
+//!                                of each of its n instructions, before its first entry
+//!         | 0x07 varint v        exact mode: the superblock just entered left early, at
+//!                                its instruction v >> 2; v & 3 says how (see [`ExitKind`])
+//!         | 0x09 varint sig varint ip
+//!                                exact mode: signal `sig` is delivered to the running
+//!                                thread, whose next instruction was `ip`
+//!         | 0x0b varint v varint z
+//!                                data mode: instruction v >> 1 of the superblock just
+//!                                entered reads (v & 1 = 0) or writes (1) memory at
+//!                                prev_data + unzigzag(z)
 //! ```
-//! Varints are LEB128 (7 bits a byte, low bits first); `prev` is 0 at every frame start, so
+//! Varints are LEB128 (7 bits a byte, low bits first); `prev` and `prev_data` are 0 at every frame start, so
 //! a damaged frame never spoils the next one. The tool writes one frame per `write(2)`.
 //!
 //! A thread record's `tid` is the kernel thread id (`gettid(2)`) of the Valgrind thread that
@@ -37,8 +49,28 @@ pub enum Item<'a> {
     Module { avma: u64, svma: u64, path: &'a str },
     /// The following superblocks are run by this thread (kernel thread id).
     Thread(u32),
+    /// Exact mode: the instruction lengths of the superblock translated at `addr`.
+    Shape { addr: u64, lengths: &'a [u8] },
+    /// Exact mode: the superblock just entered left at its instruction `index`.
+    Exit { index: u32, kind: ExitKind },
+    /// Exact mode: a signal is delivered; `ip` is where the thread stood.
+    Signal { signal: i32, ip: u64 },
+    /// Data mode: instruction `index` of the superblock just entered accesses `addr`.
+    Access { index: u32, write: bool, addr: u64 },
     /// Something was lost here: byte offset in the stream and what happened.
     Damage { offset: u64, what: String },
+}
+
+/// How a superblock was left before its end (the tool knows it from VEX's side exits).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExitKind {
+    /// The instruction at the exit did not run (a fault, or VEX restarts it).
+    Before,
+    /// The instruction at the exit ran; the rest of the superblock did not.
+    After,
+    /// A `rep` string instruction found its count at zero: it ran, with no repetition,
+    /// unless this entry only came back to it after its last repetition.
+    RepDone,
 }
 
 /// Incremental decoder of the tool's stream.
@@ -79,6 +111,7 @@ fn varint(b: &[u8], i: &mut usize) -> Option<u64> {
 /// it is left to the caller's one report, and its kind returned.
 fn decode_payload(p: &[u8], base: u64, cut: bool, f: &mut impl FnMut(Item)) -> Option<&'static str> {
     let mut prev: u64 = 0;
+    let mut prev_data: u64 = 0;
     let mut i = 0usize;
     // a record that runs past the end: damage in a whole frame, the cut in a cut one
     let past_end = |kind: &'static str, start: usize, f: &mut dyn FnMut(Item)| {
@@ -128,6 +161,60 @@ fn decode_payload(p: &[u8], base: u64, cut: bool, f: &mut impl FnMut(Item)) -> O
                 }
                 None => return past_end("thread", start, f),
             }
+        } else if c == 0x05 {
+            i += 1;
+            let (Some(addr), Some(n)) = (varint(p, &mut i), varint(p, &mut i)) else {
+                return past_end("shape", start, f);
+            };
+            let Some(lengths) = usize::try_from(n).ok().and_then(|l| p.get(i..i.checked_add(l)?)) else {
+                return past_end("shape", start, f);
+            };
+            i += lengths.len();
+            if lengths.is_empty() || lengths.len() > crate::recording::MAX_SHAPE_INSTRUCTIONS || lengths.iter().any(|&l| l == 0 || l > 15) {
+                f(Item::Damage { offset: base + start as u64, what: format!("a shape record at {addr:#x} with {} instructions is not a superblock", lengths.len()) });
+                return None;
+            }
+            f(Item::Shape { addr, lengths });
+        } else if c == 0x07 {
+            i += 1;
+            let Some(v) = varint(p, &mut i) else {
+                return past_end("exit", start, f);
+            };
+            let kind = match v & 3 {
+                0 => ExitKind::Before,
+                1 => ExitKind::After,
+                2 => ExitKind::RepDone,
+                _ => {
+                    f(Item::Damage { offset: base + start as u64, what: "an exit record of unknown kind 3".into() });
+                    return None;
+                }
+            };
+            let Ok(index) = u32::try_from(v >> 2) else {
+                f(Item::Damage { offset: base + start as u64, what: "an exit record's instruction index does not fit 32 bits".into() });
+                return None;
+            };
+            f(Item::Exit { index, kind });
+        } else if c == 0x09 {
+            i += 1;
+            let (Some(signal), Some(ip)) = (varint(p, &mut i), varint(p, &mut i)) else {
+                return past_end("signal", start, f);
+            };
+            let Ok(signal) = i32::try_from(signal) else {
+                f(Item::Damage { offset: base + start as u64, what: format!("a signal record's number {signal} is out of range") });
+                return None;
+            };
+            f(Item::Signal { signal, ip });
+        } else if c == 0x0b {
+            i += 1;
+            let (Some(v), Some(z)) = (varint(p, &mut i), varint(p, &mut i)) else {
+                return past_end("access", start, f);
+            };
+            let Ok(index) = u32::try_from(v >> 1) else {
+                f(Item::Damage { offset: base + start as u64, what: "an access record's instruction index does not fit 32 bits".into() });
+                return None;
+            };
+            prev_data = prev_data.wrapping_add((z >> 1) ^ (z & 1).wrapping_neg());
+            f(Item::Access { index, write: v & 1 == 1, addr: prev_data });
         } else {
             f(Item::Damage { offset: base + start as u64, what: format!("unknown record tag 0x{c:02x}; the rest of the frame ({} bytes) is skipped", p.len() - start) });
             return None;
@@ -225,6 +312,7 @@ impl StreamDecoder {
 pub struct StreamEncoder {
     frame: Vec<u8>,
     prev: u64,
+    prev_data: u64,
     pub out: Vec<u8>,
 }
 
@@ -272,6 +360,49 @@ impl StreamEncoder {
         }
     }
 
+    pub fn shape(&mut self, addr: u64, lengths: &[u8]) {
+        if self.frame.len() + 21 + lengths.len() > MAX_FRAME - 16 {
+            self.flush();
+        }
+        self.frame.push(5);
+        self.put(addr);
+        self.put(lengths.len() as u64);
+        self.frame.extend_from_slice(lengths);
+    }
+
+    pub fn exit(&mut self, index: u32, kind: ExitKind) {
+        self.frame.push(7);
+        let k = match kind {
+            ExitKind::Before => 0,
+            ExitKind::After => 1,
+            ExitKind::RepDone => 2,
+        };
+        self.put(u64::from(index) << 2 | k);
+        if self.frame.len() > MAX_FRAME - 16 {
+            self.flush();
+        }
+    }
+
+    pub fn signal(&mut self, signal: i32, ip: u64) {
+        self.frame.push(9);
+        self.put(signal as u32 as u64);
+        self.put(ip);
+        if self.frame.len() > MAX_FRAME - 32 {
+            self.flush();
+        }
+    }
+
+    pub fn access(&mut self, index: u32, write: bool, addr: u64) {
+        self.frame.push(0x0b);
+        self.put(u64::from(index) << 1 | u64::from(write));
+        let d = addr.wrapping_sub(self.prev_data) as i64;
+        self.prev_data = addr;
+        self.put(((d << 1) ^ (d >> 63)) as u64);
+        if self.frame.len() > MAX_FRAME - 32 {
+            self.flush();
+        }
+    }
+
     /// Ends the current frame (as the tool's buffer flush does).
     pub fn flush(&mut self) {
         let len = self.frame.len() - HEADER;
@@ -283,6 +414,7 @@ impl StreamEncoder {
         self.out.extend_from_slice(&self.frame);
         self.frame.truncate(HEADER);
         self.prev = 0;
+        self.prev_data = 0;
     }
 
     pub fn finish(mut self) -> Vec<u8> {
@@ -352,6 +484,49 @@ mod tests {
         for size in [1usize, 2, 5, 8, 4096, bytes.len()] {
             let chunks: Vec<&[u8]> = bytes.chunks(size).collect();
             assert_eq!(decode_all(&chunks), want, "chunks of {size}");
+        }
+    }
+
+    #[test]
+    fn exact_mode_records_round_trip_in_any_chunking() {
+        let mut e = StreamEncoder::new();
+        let mut want = Vec::new();
+        for i in 0..150_000u64 {
+            let a = 0x40_1000 + (i % 97) * 16;
+            if i % 97 == i / 97 % 97 {
+                let lengths: Vec<u8> = (0..(i % 50 + 1)).map(|j| (j % 15 + 1) as u8).collect();
+                e.shape(a, &lengths);
+                want.push(format!("{:?}", Item::Shape { addr: a, lengths: &lengths }));
+            }
+            e.superblock(a);
+            want.push(format!("{:?}", Item::Superblock(a)));
+            if i % 11 == 0 {
+                let kind = [ExitKind::Before, ExitKind::After, ExitKind::RepDone][(i % 3) as usize];
+                e.exit((i % 40) as u32, kind);
+                want.push(format!("{:?}", Item::Exit { index: (i % 40) as u32, kind }));
+            }
+            if i % 1000 == 0 {
+                e.signal(11, a + 3);
+                want.push(format!("{:?}", Item::Signal { signal: 11, ip: a + 3 }));
+            }
+            if i % 3 == 0 {
+                let d = [0x7fff_ffff_e000, 0x55_0000_1000, 8, u64::MAX][(i % 4) as usize].wrapping_add(i);
+                e.access((i % 7) as u32, i % 2 == 0, d);
+                want.push(format!("{:?}", Item::Access { index: (i % 7) as u32, write: i % 2 == 0, addr: d }));
+            }
+        }
+        let bytes = e.finish();
+        assert!(bytes.len() > 2 * MAX_FRAME, "several frames");
+        for size in [1usize, 3, 8, 4096, bytes.len()] {
+            let chunks: Vec<&[u8]> = bytes.chunks(size).collect();
+            assert_eq!(decode_all(&chunks), want, "chunks of {size}");
+        }
+        // a shape that is not one: no instructions, or an instruction of 16 bytes
+        for lengths in [&[][..], &[3, 16][..]] {
+            let mut e = StreamEncoder::new();
+            e.shape(0x40_1000, lengths);
+            let out = decode_all(&[&e.finish()]);
+            assert!(out.len() == 1 && out[0].contains("is not a superblock"), "{out:?}");
         }
     }
 
