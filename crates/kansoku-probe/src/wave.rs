@@ -276,7 +276,8 @@ fn exact_valgrind(program: &std::path::Path, args: &[String], marker: &str, max:
         iterations: None,
         max_instructions: Some(max),
     };
-    let mut sink = WaveSink::default();
+    // Room for every point at once: growing by doubling copies gigabytes at 10 M points.
+    let mut sink = WaveSink { points: Vec::with_capacity(max.min(50_000_000) as usize), ..WaveSink::default() };
     let outcome = crate::exact_valgrind::run_transcribed(&options, true, false, &mut sink, progress)?;
     let mut data = DataAddresses::new(&sink.modules);
     let functions = sink.points.iter().map(|p| data.function(p.code)).collect();

@@ -9,7 +9,7 @@ use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
 use kansoku_binary::Symbolizer;
-use kansoku_monitor::wave::{analyse_signal, region_of, repeating_functions, Recurrence, Region, RegionKind, SignalAnalysis};
+use kansoku_monitor::wave::{analyse_signals, region_of, repeating_functions, Recurrence, Region, RegionKind, SignalAnalysis};
 use kansoku_probe::wave::{record_wave, WaveMode, WaveOptions, WaveOutcome};
 
 use crate::output::{report, reportln, hex, print_json, Table};
@@ -197,8 +197,7 @@ pub fn analyse(o: &WaveOutcome, exact: bool, cpu_period_ns: Option<u64>) -> (Wav
             last
         })
         .collect();
-    let ca = analyse_signal(&code, 2);
-    let da = analyse_signal(&data, 2);
+    let [ca, da]: [SignalAnalysis; 2] = analyse_signals(&[&code, &data], 2).try_into().expect("two analyses");
     let n = o.points.len();
     let mean_interval_ns = (!exact && n > 1).then(|| (o.points[n - 1].time_ns - o.points[0].time_ns) as f64 / (n - 1) as f64);
     let per_point_instructions = match (o.points.first().and_then(|p| p.instructions), o.points.last().and_then(|p| p.instructions)) {
