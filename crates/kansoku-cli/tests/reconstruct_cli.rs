@@ -548,3 +548,42 @@ fn ctrl_c_returns_the_best_trace_so_far() {
 fn read_lines(path: &Path) -> Vec<String> {
     std::fs::read_to_string(path).unwrap().lines().filter(|l| !l.starts_with('#')).map(str::to_string).collect()
 }
+
+/// An exact trace made on the Valgrind engine says, in `compare`, how much of the
+/// iteration lies in libraries whose routines the CPU's features choose (here the lazy
+/// binding of strlen and strlen itself); one made by ptrace says nothing of the kind.
+#[test]
+fn compare_says_what_the_valgrind_engine_may_change() {
+    if let Err(why) = kansoku_probe::valgrind::tool_dir() {
+        println!("skipped: {why}");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("strlen_region.c");
+    std::fs::write(
+        &src,
+        "#include <string.h>\n#include <stdlib.h>\nstatic char buf[64] = \"the quick brown fox jumps over the lazy dog\";\nvolatile size_t sink;\n\
+         __attribute__((noinline)) void region(long i) { sink += strlen(buf + i % 8); }\n\
+         int main(int argc, char **argv) { long n = atol(argv[1]); for (long i = 0; i < n; i++) region(i); return 0; }\n",
+    )
+    .unwrap();
+    let prog = dir.path().join("strlen_region");
+    assert!(Command::new("cc").args(["-O1", "-g", "-o"]).arg(&prog).arg(&src).status().unwrap().success());
+    let p = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    for engine in ["valgrind", "ptrace"] {
+        let exact = p(&format!("{engine}.ksk"));
+        ok(&["trace", "exact", "--engine", engine, "--marker", "region", "--iterations", "20", "-o", &exact, "--", prog.to_str().unwrap(), "30"]);
+        ok(&["sample", "--period", "7", &exact, "-o", &p("s.ksk")]);
+        ok(&["reconstruct", &p("s.ksk"), "-o", &p("r.trace")]);
+        let out = ok(&["compare", &p("r.trace"), &exact]);
+        let v: serde_json::Value = serde_json::from_str(&ok(&["compare", &p("r.trace"), &exact, "--json"])).unwrap();
+        if engine == "valgrind" {
+            assert!(out.contains("ran on Valgrind's CPU") && out.contains("libc.so.6") && out.contains("--engine ptrace"), "{out}");
+            let libs = v["engine_note"]["in_libraries"].as_array().unwrap();
+            assert!(libs.iter().any(|l| l[0] == "libc.so.6" && l[1].as_u64().unwrap() > 0), "{v}");
+        } else {
+            assert!(!out.contains("Valgrind's CPU"), "{out}");
+            assert!(v["engine_note"].is_null(), "{v}");
+        }
+    }
+}

@@ -5,7 +5,7 @@
 //! A TRACE file is text: a `#` header line, then one instruction per line:
 //! `0xADDRESS function:offset function:block:offset`.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
@@ -121,6 +121,55 @@ pub struct CompareReport {
     #[serde(flatten)]
     pub comparison: Comparison,
     pub weighted: Option<WeightedComparison>,
+    /// The exact trace ran on Valgrind's CPU: what of its iteration may differ on the real one.
+    pub engine_note: Option<EngineNote>,
+}
+
+/// What of an exact iteration traced on the Valgrind engine lies in code whose path the
+/// CPU's features choose (libc's string routines, the loader's lazy binding): there a
+/// trace of the real CPU, which the samples come from, may run other instructions.
+#[derive(Serialize)]
+pub struct EngineNote {
+    pub engine: String,
+    pub instructions: usize,
+    /// Instructions of the iteration outside the traced program, per library.
+    pub in_libraries: Vec<(String, usize)>,
+}
+
+/// [`EngineNote`] for `exact` when the Valgrind engine made it, else `None`.
+fn engine_note(exact: &Path, iteration: usize) -> Result<Option<EngineNote>> {
+    let mut reader = RecordingReader::open(exact)?;
+    let engine = reader.header().parameters.get("engine").and_then(|e| e.as_str()).unwrap_or("ptrace").to_string();
+    if engine != "valgrind" {
+        return Ok(None);
+    }
+    let program = std::path::PathBuf::from(&reader.header().program);
+    let program = program.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let mut modules: Vec<kansoku_core::Module> = Vec::new();
+    let mut per_library: BTreeMap<String, usize> = BTreeMap::new();
+    let (mut markers, mut instructions) = (0usize, 0usize);
+    while let Some(event) = reader.next_event()? {
+        match event {
+            Event::Module(m) => modules.push(m),
+            Event::Marker { .. } => {
+                markers += 1;
+                if markers == iteration + 2 {
+                    break;
+                }
+            }
+            Event::Instruction { addr } if markers == iteration + 1 || markers == 0 => {
+                instructions += 1;
+                let name = modules.iter().rev().find(|m| m.contains(addr)).map_or("(no module)", |m| m.short_name());
+                if name != program {
+                    *per_library.entry(name.to_string()).or_default() += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut in_libraries: Vec<(String, usize)> = per_library.into_iter().collect();
+    in_libraries.sort_by(|a, b| b.1.cmp(&a.1));
+    Ok(Some(EngineNote { engine, instructions, in_libraries }))
 }
 
 /// A time-weighted trace judged by what it claims (the metrics are defined in
@@ -785,12 +834,22 @@ pub fn run_compare(args: CompareArgs) -> Result<()> {
         let picture = timeline_svg(&rows, &format!("{} against the exact trace (lcs_ratio {:.3})", args.trace.display(), c.lcs_ratio));
         std::fs::write(svg, picture).with_context(|| format!("writing {}", svg.display()))?;
     }
+    let note = engine_note(&args.exact, args.iteration)?;
     if args.json {
-        return print_json(&CompareReport { comparison: c, weighted });
+        return print_json(&CompareReport { comparison: c, weighted, engine_note: note });
     }
     print_comparison(&c);
     if let Some(w) = &weighted {
         print_weighted(w);
+    }
+    if let Some(n) = note.filter(|n| !n.in_libraries.is_empty()) {
+        let outside: usize = n.in_libraries.iter().map(|l| l.1).sum();
+        let list: Vec<String> = n.in_libraries.iter().take(4).map(|(name, k)| format!("{name} {k}")).collect();
+        println!(
+            "note: the exact trace ran on Valgrind's CPU (engine valgrind): {outside} of the iteration's {} instructions are in libraries ({}), whose routines the CPU's features choose (libc's string functions, lazy binding); there the real CPU the samples come from may run others. `kansoku trace exact --engine ptrace` traces the real CPU.",
+            n.instructions,
+            list.join(", ")
+        );
     }
     Ok(())
 }
