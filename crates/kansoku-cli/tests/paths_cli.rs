@@ -56,6 +56,15 @@ fn figure_two_from_both_sources_and_a_recording() {
     assert_eq!(l["source"], "lackey");
     let s = live_json(&["paths", "--source", "step", "--function", "walk"], &[prog, "9", "6"]);
     assert_eq!(walk_paths(&s), want, "step");
+    // an exact trace on the fastest engine (kansoku's Valgrind tool where it is built)
+    let e = live_json(&["paths", "--source", "exact", "--function", "walk"], &[prog, "9", "6"]);
+    assert_eq!(walk_paths(&e), want, "exact");
+    assert!(e["source"].as_str().unwrap().starts_with("exact ("), "{}", e["source"]);
+    // the whole tables too, not only walk's: the same paths from every live source
+    let all = |source: &str| live_json(&["paths", "--source", source], &[prog, "300", "3"])["paths"].clone();
+    let whole = all("valgrind");
+    assert_eq!(all("exact"), whole);
+    assert_eq!(all("step"), whole);
     let r = json(&kansoku(&["paths", "--source", rec, "--function", "walk", "--json"]));
     assert_eq!(walk_paths(&r), want, "recording");
     let walk = v["functions"].as_array().unwrap().iter().find(|f| f["function"] == "walk").unwrap();

@@ -16,6 +16,7 @@
 //! "recording" step and the names every other step uses.
 
 pub mod event;
+pub mod feed;
 pub mod fxhash;
 pub mod input;
 pub mod location;

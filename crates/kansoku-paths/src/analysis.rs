@@ -319,6 +319,12 @@ impl PathAnalysis {
         }
     }
 
+    /// What the input has given so far, in its own units (superblocks, instructions or
+    /// block events), for a progress bar.
+    pub fn input_units(&self) -> u64 {
+        self.stats.superblocks + self.stats.instructions + self.stats.block_events
+    }
+
     /// Valgrind's own log of a run with kansoku's tool: only how the program ended matters
     /// (`Process terminating with default action of signal N` and the faulting `at 0x…`).
     pub fn feed_valgrind_log(&mut self, text: &[u8]) {
@@ -376,5 +382,21 @@ impl PathAnalysis {
         if let ExitStatus::Killed(sig) = exit {
             self.stats.signal.get_or_insert(sig);
         }
+    }
+}
+
+/// The path analysis as the sink of every block source (`kansoku-probe::blocks`).
+impl kansoku_core::feed::BlockSink for PathAnalysis {
+    fn tool_stream(&mut self, bytes: &[u8]) {
+        self.feed_tool_stream(bytes)
+    }
+    fn lackey_line(&mut self, line: &[u8]) {
+        self.feed_lackey_line(line)
+    }
+    fn event(&mut self, event: &Event) {
+        self.feed_event(event)
+    }
+    fn progress(&self) -> u64 {
+        self.input_units()
     }
 }

@@ -9,12 +9,15 @@
 //! * [`perf`] — perf_event sampling (instructions or cpu-clock), uprobes, ring buffer.
 //! * [`sampler`] — a program's instruction-pointer samples and marker hits into a `.ksk`.
 //! * [`procfs`] — readers of `/proc` (memory maps as modules).
-//! * [`valgrind`] — Valgrind's Lackey with its superblock trace streamed through a pipe (seed 003).
+//! * [`valgrind`] — kansoku's Valgrind tool and Valgrind's Lackey, their streams through pipes (seed 003).
+//! * [`blocks`] — every block source of the path analysis (the tool, Lackey, an exact trace,
+//!   a file) run one way into a `kansoku_core::feed::BlockSink`.
 //! * [`interrupt`] — Ctrl-C as a request to stop observing and keep what was recorded.
 //! * [`sysstat`] — `/proc/stat`, `/proc/diskstats`, a process's CPU time, threads and children (seed 001 sampling).
 //! * [`events`] — seed 001's event method: measurement points as uprobes or as ptrace traps (restore, step, re-arm).
 //! * [`wave`] — seed 001's program waveform: sampled (or single-stepped) code and data addresses.
 
+pub mod blocks;
 pub mod exact;
 pub mod exact_valgrind;
 pub mod interrupt;

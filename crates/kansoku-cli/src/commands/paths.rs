@@ -1,17 +1,17 @@
-//! `kansoku paths [--source valgrind|step|FILE] [--calls ...] [--back-edges ...] -- PROGRAM ARGS...`
+//! `kansoku paths [--source valgrind|lackey|exact|step|FILE] [--calls ...] [--back-edges ...] -- PROGRAM ARGS...`
 //! — seed 003's path profile of a program, from Valgrind/Lackey, the exact tracer or a file.
 
 use std::fs::File;
-use std::io::{BufReader, BufWriter, Read, Write};
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use kansoku_core::{ExitStatus, Header, RecordingKind, RecordingReader, RecordingWriter};
+use kansoku_core::{ExitStatus, RecordingKind};
 use kansoku_paths::{AnalysisOptions, BackEdgeMode, BlockKind, BlockRecorder, CallMode, PathAnalysis, PathReport, Scope};
-use kansoku_probe::valgrind::{spawn_lackey, spawn_tool, tool_dir, LackeyOptions};
-use kansoku_probe::{interrupt, trace_exact, ExactTraceOptions};
+use kansoku_probe::blocks::{run_source, BlockSource};
+use kansoku_probe::valgrind::{tool_dir, LackeyOptions};
+use kansoku_probe::{interrupt, Engine, ExactTraceOptions};
 use serde::Serialize;
 
 use crate::output::{reportln, print_json, signal_name, spinner, Table};
@@ -39,8 +39,10 @@ pub enum ScopeArg {
 pub struct Args {
     /// Where blocks come from: `valgrind` (kansoku's own Valgrind tool: superblock entries as
     /// a binary stream through a pipe; Lackey if the tool was not built), `lackey` (Valgrind's
-    /// Lackey, its text trace through a pipe), `step` (the ptrace exact tracer), or a file: a
-    /// `.ksk` recording (blocks or instructions) or a Lackey log written with
+    /// Lackey, its text trace through a pipe), `exact` (an exact trace on the fastest engine:
+    /// kansoku's Valgrind tool where built), `step` (an exact trace by ptrace single-stepping,
+    /// on the real CPU), or a file: a `.ksk` recording (blocks or instructions), a saved
+    /// stream of kansoku's tool, or a Lackey log written with
     /// `valgrind --tool=lackey --trace-superblocks=yes -v -v`.
     #[arg(long, default_value = "valgrind")]
     pub source: String,
@@ -118,280 +120,92 @@ fn options(args: &Args, program: Option<String>) -> AnalysisOptions {
     }
 }
 
-/// Calls `f` for every line of `input` (without the newline); stops early on Ctrl-C.
-///
-/// `pace`: for a live pipe. Valgrind writes every Lackey line with its own `write`; if we
-/// wait in `read` each of those writes wakes us (two context switches per superblock).
-/// When a read returns little, we sleep a moment instead, so the pipe (1 MiB) collects
-/// thousands of lines per wake-up and Valgrind's writes never have to wake anyone.
-fn for_each_line(mut input: impl Read, pace: bool, mut f: impl FnMut(&[u8])) -> std::io::Result<bool> {
-    let mut buf = vec![0u8; 1 << 20];
-    let mut filled = 0usize;
-    let mut chunks = 0u64;
-    loop {
-        let n = match input.read(&mut buf[filled..]) {
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        if n == 0 {
-            if filled > 0 {
-                f(&buf[..filled]);
+/// The source `--source` names: a program under kansoku's Valgrind tool (Lackey where the
+/// tool was not built, saying why), under Lackey, an exact trace (`exact`: the fastest
+/// engine; `step`: ptrace single-stepping), or a file.
+fn block_source(args: &Args) -> Result<BlockSource> {
+    let program = || -> Result<(PathBuf, Vec<String>)> { split_command(args) };
+    let lackey = |(program, args): (PathBuf, Vec<String>), valgrind: &Path| LackeyOptions { valgrind: valgrind.to_path_buf(), program, args };
+    Ok(match args.source.as_str() {
+        "valgrind" => match tool_dir() {
+            Ok(_) => BlockSource::Tool(lackey(program()?, &args.valgrind)),
+            Err(reason) => {
+                eprintln!("kansoku: note: {reason}; using Valgrind's Lackey instead (slower: a text line and a write per superblock)");
+                BlockSource::Lackey(lackey(program()?, &args.valgrind))
             }
-            return Ok(false);
+        },
+        "lackey" => BlockSource::Lackey(lackey(program()?, &args.valgrind)),
+        "exact" | "step" => {
+            let (program, prog_args) = program()?;
+            let engine = if args.source == "step" { Engine::Ptrace } else { super::trace::choose_engine(None) };
+            BlockSource::Exact(ExactTraceOptions { engine, program, args: prog_args, ..Default::default() })
         }
-        filled += n;
-        if pace && n < (1 << 18) {
-            std::thread::sleep(Duration::from_micros(8000));
-        }
-        let mut start = 0;
-        while let Some(pos) = memchr(b'\n', &buf[start..filled]) {
-            f(&buf[start..start + pos]);
-            start += pos + 1;
-        }
-        buf.copy_within(start..filled, 0);
-        filled -= start;
-        if filled == buf.len() {
-            // an absurdly long line: hand it over as it is
-            f(&buf[..filled]);
-            filled = 0;
-        }
-        chunks += 1;
-        if chunks.is_multiple_of(16) && interrupt::requested() {
-            return Ok(true);
-        }
-    }
+        file => BlockSource::file(Path::new(file)).with_context(|| format!("--source {file}"))?,
+    })
 }
 
-#[inline]
-fn memchr(needle: u8, hay: &[u8]) -> Option<usize> {
-    hay.iter().position(|&c| c == needle)
-}
-
-/// Runs the analysis the arguments ask for.
 pub fn analyse(args: &Args) -> Result<PathsRun> {
     let start = Instant::now();
     interrupt::install();
-    let recorder = |program: &str, prog_args: Vec<String>, source: &str| -> Result<Option<BlockRecorder>> {
-        match &args.record {
-            Some(p) => Ok(Some(BlockRecorder::create(p, program, prog_args, source).with_context(|| format!("creating {}", p.display()))?)),
-            None => Ok(None),
-        }
-    };
-    let mut interrupted = false;
-    let use_tool = args.source == "valgrind"
-        && match tool_dir() {
-            Ok(_) => true,
-            Err(reason) => {
-                eprintln!("kansoku: note: {reason}; using Valgrind's Lackey instead (slower: a text line and a write per superblock)");
-                false
-            }
+    let source = block_source(args)?;
+    let name = source.name();
+    let header = source.header().with_context(|| format!("opening {name}"))?;
+    if header.as_ref().is_some_and(|h| h.kind == RecordingKind::Samples) {
+        bail!("{name} holds samples, not blocks or instructions: path profiles need every block (record with `kansoku paths --record` or `kansoku trace exact`)");
+    }
+    let program = source.program().with_context(|| format!("starting {name}"))?;
+    let mut analysis = PathAnalysis::new(&options(args, program.as_ref().map(|(p, _)| p.clone())));
+    if let Some(h) = &header {
+        analysis.block_kind = BlockKind::of_header(h);
+    }
+    if let Some(path) = &args.record {
+        let (prog, prog_args) = program.clone().unwrap_or_default();
+        let label = match &source {
+            BlockSource::Tool(_) => "valgrind".to_string(),
+            BlockSource::Lackey(_) => "lackey".to_string(),
+            BlockSource::Exact(o) if o.engine == Engine::Ptrace => "step".to_string(),
+            BlockSource::Exact(_) => "exact".to_string(),
+            BlockSource::Recording(_) => "recording".to_string(),
+            BlockSource::ToolStream(_) => "valgrind stream".to_string(),
+            BlockSource::LackeyLog(_) => "lackey log".to_string(),
         };
-    let (mut analysis, source) = match args.source.as_str() {
-        "valgrind" if use_tool => {
-            let (program, prog_args) = split_command(args)?;
-            let mut run = spawn_tool(&LackeyOptions { valgrind: args.valgrind.clone(), program: program.clone(), args: prog_args.clone() })
-                .with_context(|| format!("starting kansoku's Valgrind tool on {}", program.display()))?;
-            let resolved = run.program.to_string_lossy().into_owned();
-            let mut analysis = PathAnalysis::new(&options(args, Some(resolved.clone())));
-            if let Some(r) = recorder(&resolved, prog_args, "valgrind")? {
-                analysis.record_into(r);
-            }
-            let bar = spinner("profiling paths under valgrind", "superblocks");
-            let mut output = run.output.try_clone()?;
-            let mut buf = vec![0u8; 1 << 20];
-            let mut chunks = 0u64;
-            loop {
-                let n = match output.read(&mut buf) {
-                    Ok(0) => break,
-                    Ok(n) => n,
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                    Err(e) => return Err(e).context("reading kansoku's Valgrind tool stream"),
-                };
-                analysis.feed_tool_stream(&buf[..n]);
-                chunks += 1;
-                if chunks.is_multiple_of(16) {
-                    bar.set_position(analysis.stats.superblocks);
-                    if interrupt::requested() {
-                        interrupted = true;
-                        break;
-                    }
-                }
-            }
-            bar.finish_and_clear();
-            if interrupted {
-                run.kill();
-            }
-            let (status, log) = run.wait()?;
-            if analysis.stats.superblocks == 0 && !interrupted {
-                bail!("{} ran nothing under {}: it {}{}", program.display(), args.valgrind.display(), status_text(status), log_tail(&log));
-            }
-            analysis.feed_valgrind_log(&log);
-            analysis.set_exit(status);
-            (analysis, "valgrind".to_string())
+        analysis.record_into(BlockRecorder::create(path, &prog, prog_args, &label).with_context(|| format!("creating {}", path.display()))?);
+    }
+    let bar = spinner(&format!("profiling paths ({name})"), "blocks");
+    let run = run_source(&source, &mut analysis, &mut |n| bar.set_position(n)).with_context(|| format!("running {name}"))?;
+    bar.finish_and_clear();
+    if let Some(e) = &run.read_error {
+        eprintln!("kansoku: warning: {e}; the paths read so far are reported");
+    }
+    if let Some(at) = run.truncated_at {
+        eprintln!("kansoku: warning: {name} is cut off at byte {at}; the paths read up to there are reported");
+    }
+    let ran_nothing = analysis.stats.superblocks == 0 && analysis.stats.instructions == 0 && !run.interrupted;
+    match (&source, run.exit) {
+        (BlockSource::Tool(o), Some(status)) if ran_nothing => {
+            bail!("{} ran nothing under {}: it {}{}", o.program.display(), o.valgrind.display(), status_text(status), log_tail(&run.valgrind_log))
         }
-        "valgrind" | "lackey" => {
-            let (program, prog_args) = split_command(args)?;
-            let mut run = spawn_lackey(&LackeyOptions { valgrind: args.valgrind.clone(), program: program.clone(), args: prog_args.clone() })
-                .with_context(|| format!("starting Valgrind's Lackey on {}", program.display()))?;
-            let resolved = run.program.to_string_lossy().into_owned();
-            let mut analysis = PathAnalysis::new(&options(args, Some(resolved.clone())));
-            if let Some(r) = recorder(&resolved, prog_args, "lackey")? {
-                analysis.record_into(r);
-            }
-            let bar = spinner("profiling paths under valgrind (Lackey)", "superblocks");
-            let output = run.output.try_clone()?;
-            let mut n = 0u64;
-            interrupted = for_each_line(output, true, |line| {
-                analysis.feed_lackey_line(line);
-                n += 1;
-                if n.is_multiple_of(1 << 20) {
-                    bar.set_position(analysis.stats.superblocks);
-                }
-            })
-            .context("reading Lackey's output")?;
-            bar.finish_and_clear();
-            if interrupted {
-                run.kill();
-            }
-            let status = run.wait()?;
-            if analysis.stats.superblocks == 0 && !interrupted {
-                bail!("{} ran nothing under {} (Lackey): it {}", program.display(), args.valgrind.display(), status_text(status));
-            }
-            analysis.set_exit(status);
-            (analysis, "lackey".to_string())
-        }
-        "step" => {
-            let (program, prog_args) = split_command(args)?;
-            let resolved = kansoku_probe::exact::resolve(&program)?;
-            let resolved_s = resolved.to_string_lossy().into_owned();
-            let mut analysis = PathAnalysis::new(&options(args, Some(resolved_s.clone())));
-            if let Some(r) = recorder(&resolved_s, prog_args.clone(), "step")? {
-                analysis.record_into(r);
-            }
-            let mut fds = [0i32; 2];
-            if unsafe { libc_pipe(&mut fds) } != 0 {
-                bail!("cannot create a pipe: {}", std::io::Error::last_os_error());
-            }
-            let (rd, wr) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-            let header = Header::new(RecordingKind::ExactTrace, resolved_s.clone(), prog_args.clone());
-            let opts = ExactTraceOptions { program: resolved.clone(), args: prog_args, ..Default::default() };
-            let tracer = std::thread::spawn(move || -> Result<kansoku_probe::TraceOutcome> {
-                let mut writer = RecordingWriter::new(BufWriter::with_capacity(1 << 20, File::from(wr)), PathBuf::from("<pipe>"), &header)?;
-                let outcome = trace_exact(&opts, &mut writer, &mut |_| {});
-                let _ = writer.finish();
-                Ok(outcome?)
-            });
-            let bar = spinner("profiling paths under single-stepping", "instructions");
-            let mut reader = RecordingReader::new(BufReader::with_capacity(1 << 20, File::from(rd)), PathBuf::from("<exact tracer>"))
-                .context("reading the exact tracer's stream")?;
-            let mut n = 0u64;
-            while let Some(e) = reader.next_event().context("reading the exact tracer's stream")? {
-                analysis.feed_event(&e);
-                n += 1;
-                if n.is_multiple_of(1 << 20) {
-                    bar.set_position(n);
-                }
-            }
-            bar.finish_and_clear();
-            let outcome = tracer.join().map_err(|_| anyhow::anyhow!("the exact tracer panicked"))??;
-            if outcome.stop == kansoku_probe::StopReason::Interrupted {
-                interrupted = true;
-            }
-            analysis.set_exit(outcome.exit);
-            (analysis, "step".to_string())
-        }
-        file => {
-            let path = PathBuf::from(file);
-            let mut head = [0u8; 8];
-            let n = File::open(&path)
-                .and_then(|mut f| f.read(&mut head))
-                .with_context(|| format!("--source {file}: cannot read it (use valgrind, step, a .ksk recording or a Lackey log)"))?;
-            if n == 8 && &head == kansoku_core::recording::MAGIC {
-                let mut reader = RecordingReader::open(&path).with_context(|| format!("opening {}", path.display()))?;
-                let header = reader.header().clone();
-                let mut analysis = PathAnalysis::new(&options(args, Some(header.program.clone())));
-                analysis.block_kind = BlockKind::of_header(&header);
-                if header.kind == RecordingKind::Samples {
-                    bail!("{} holds samples, not blocks or instructions: path profiles need every block (record with `kansoku paths --record` or `kansoku trace exact`)", path.display());
-                }
-                if let Some(r) = recorder(&header.program, header.args.clone(), "recording")? {
-                    analysis.record_into(r);
-                }
-                let bar = spinner("profiling paths", "events");
-                let mut n = 0u64;
-                loop {
-                    match reader.next_event() {
-                        Ok(Some(e)) => analysis.feed_event(&e),
-                        Ok(None) => break,
-                        Err(e) => {
-                            eprintln!("kansoku: warning: {e}; the paths read so far are reported");
-                            break;
-                        }
-                    }
-                    n += 1;
-                    if n.is_multiple_of(1 << 22) {
-                        bar.set_position(n);
-                        if interrupt::requested() {
-                            interrupted = true;
-                            break;
-                        }
-                    }
-                }
-                bar.finish_and_clear();
-                if let Some(at) = reader.truncated_at() {
-                    eprintln!("kansoku: warning: {} is cut off at byte {at}; the paths read up to there are reported", path.display());
-                }
-                (analysis, format!("recording {}", path.display()))
-            } else if n >= 4 && &head[..4] == kansoku_paths::sbstream::MAGIC {
-                // a saved stream of kansoku's Valgrind tool (`--out-fd=N N>FILE`)
-                let mut analysis = PathAnalysis::new(&options(args, None));
-                if let Some(r) = recorder("", Vec::new(), "valgrind stream")? {
-                    analysis.record_into(r);
-                }
-                let mut f = File::open(&path).with_context(|| format!("opening {}", path.display()))?;
-                let mut buf = vec![0u8; 1 << 20];
-                loop {
-                    let n = f.read(&mut buf).with_context(|| format!("reading {}", path.display()))?;
-                    if n == 0 {
-                        break;
-                    }
-                    analysis.feed_tool_stream(&buf[..n]);
-                    if interrupt::requested() {
-                        interrupted = true;
-                        break;
-                    }
-                }
-                (analysis, format!("kansoku Valgrind stream {}", path.display()))
-            } else {
-                let mut analysis = PathAnalysis::new(&options(args, None));
-                if let Some(r) = recorder("", Vec::new(), "lackey log")? {
-                    analysis.record_into(r);
-                }
-                let f = File::open(&path).with_context(|| format!("opening {}", path.display()))?;
-                interrupted = for_each_line(f, false, |line| analysis.feed_lackey_line(line)).with_context(|| format!("reading {}", path.display()))?;
-                if analysis.stats.superblocks == 0 {
-                    bail!(
-                        "{} holds no Lackey superblock lines (`SB <address>`): is it a log of `valgrind --tool=lackey --trace-superblocks=yes -v -v`?",
-                        path.display()
-                    );
-                }
-                (analysis, format!("Lackey log {}", path.display()))
-            }
-        }
-    };
+        (BlockSource::Lackey(o), Some(status)) if ran_nothing => bail!("{} ran nothing under {} (Lackey): it {}", o.program.display(), o.valgrind.display(), status_text(status)),
+        (BlockSource::LackeyLog(p), _) if analysis.stats.superblocks == 0 => bail!(
+            "{} holds no Lackey superblock lines (`SB <address>`): is it a log of `valgrind --tool=lackey --trace-superblocks=yes -v -v`?",
+            p.display()
+        ),
+        _ => {}
+    }
+    if !run.valgrind_log.is_empty() {
+        analysis.feed_valgrind_log(&run.valgrind_log);
+    }
+    if let Some(status) = run.exit {
+        analysis.set_exit(status);
+    }
     analysis.finish().context("finishing the block recording")?;
     let elapsed = start.elapsed();
     let report = analysis.report(None, args.function.as_deref());
-    Ok(PathsRun { analysis, report, source, elapsed, interrupted })
-}
-
-unsafe fn libc_pipe(fds: &mut [i32; 2]) -> i32 {
-    extern "C" {
-        fn pipe2(fds: *mut i32, flags: i32) -> i32;
-    }
-    const O_CLOEXEC: i32 = 0o2000000;
-    pipe2(fds.as_mut_ptr(), O_CLOEXEC)
+    let source = match &source {
+        BlockSource::Exact(o) if o.engine == Engine::Ptrace => "step".to_string(),
+        _ => name,
+    };
+    Ok(PathsRun { analysis, report, source, elapsed, interrupted: run.interrupted })
 }
 
 /// "exited with status 1" or "was killed by SIGSEGV (11)".
@@ -507,7 +321,7 @@ pub fn run(args: Args) -> Result<()> {
     if args.cfg.is_some() && args.svg.is_none() && args.dot.is_none() {
         bail!("--cfg FUNCTION needs --svg OUT.svg or --dot OUT.dot to write the picture to");
     }
-    let runs_program = matches!(args.source.as_str(), "valgrind" | "lackey" | "step");
+    let runs_program = matches!(args.source.as_str(), "valgrind" | "lackey" | "exact" | "step");
     crate::output::report_to(crate::output::report_target(None, runs_program))?;
     let mut r = analyse(&args)?;
     for name in [&args.function, &args.cfg].into_iter().flatten() {

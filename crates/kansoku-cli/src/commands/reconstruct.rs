@@ -168,7 +168,7 @@ fn engine_note(exact: &Path, iteration: usize) -> Result<Option<EngineNote>> {
         }
     }
     let mut in_libraries: Vec<(String, usize)> = per_library.into_iter().collect();
-    in_libraries.sort_by(|a, b| b.1.cmp(&a.1));
+    in_libraries.sort_by_key(|l| std::cmp::Reverse(l.1));
     Ok(Some(EngineNote { engine, instructions, in_libraries }))
 }
 
