@@ -104,14 +104,21 @@ fn untrusted_set_formulas_are_refused_not_evaluated() {
         let f: SetFormulas = serde_json::from_value(v).unwrap();
         f.eval(&p).unwrap_err().to_string()
     };
+    // a monomial is written [num, den, powers]
     let e = damage(&|v| {
-        v["refs"][0]["accesses"]["cells"][0]["value"]["terms"][0]["den"] = 0.into();
+        v["refs"][0]["accesses"]["cells"][0]["value"]["terms"][0][1] = 0.into();
     });
     assert!(e.contains("denominator 0"), "{e}");
     let e = damage(&|v| {
-        v["refs"][0]["accesses"]["cells"][0]["value"]["terms"][0]["powers"] = serde_json::json!([[99, 1]]);
+        v["refs"][0]["accesses"]["cells"][0]["value"]["terms"][0][2] = serde_json::json!([[99, 1]]);
     });
     assert!(e.contains("symbol 99"), "{e}");
+    // and as an object with field names, as files written before did: still read
+    let mut named = json.clone();
+    let term = &mut named["refs"][0]["accesses"]["cells"][0]["value"]["terms"][0];
+    *term = serde_json::json!({"num": term[0], "den": term[1], "powers": term[2]});
+    let old: SetFormulas = serde_json::from_value(named).unwrap();
+    assert_eq!(old.eval(&p).unwrap(), f.eval(&p).unwrap());
 }
 
 #[test]

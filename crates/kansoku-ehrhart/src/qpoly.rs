@@ -7,14 +7,83 @@ use std::fmt;
 
 /// `floor((coeffs · params + constant) / den)`, `den >= 2`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(from = "FloorRepr", into = "FloorRepr")]
 pub struct Floor {
     pub coeffs: Vec<i64>,
     pub constant: i64,
     pub den: i64,
 }
 
+// Formula files hold hundreds of thousands of floors, monomials and constraints: written
+// as short arrays (`[coeffs, constant, den]`) they take about half the bytes of objects
+// with field names. Files written before, with the names, still read.
+
+#[derive(Serialize, Deserialize)]
+#[serde(untagged)]
+enum FloorRepr {
+    Short(Vec<i64>, i64, i64),
+    Named { coeffs: Vec<i64>, constant: i64, den: i64 },
+}
+
+impl From<FloorRepr> for Floor {
+    fn from(r: FloorRepr) -> Self {
+        match r {
+            FloorRepr::Short(coeffs, constant, den) | FloorRepr::Named { coeffs, constant, den } => Floor { coeffs, constant, den },
+        }
+    }
+}
+
+impl From<Floor> for FloorRepr {
+    fn from(f: Floor) -> Self {
+        FloorRepr::Short(f.coeffs, f.constant, f.den)
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(untagged)]
+enum MonomialRepr {
+    Short(i64, i64, Vec<(usize, u32)>),
+    Named { num: i64, den: i64, powers: Vec<(usize, u32)> },
+}
+
+impl From<MonomialRepr> for Monomial {
+    fn from(r: MonomialRepr) -> Self {
+        match r {
+            MonomialRepr::Short(num, den, powers) | MonomialRepr::Named { num, den, powers } => Monomial { num, den, powers },
+        }
+    }
+}
+
+impl From<Monomial> for MonomialRepr {
+    fn from(m: Monomial) -> Self {
+        MonomialRepr::Short(m.num, m.den, m.powers)
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(untagged)]
+enum ConstraintRepr {
+    Short(bool, Vec<i64>, i64),
+    Named { equality: bool, coeffs: Vec<i64>, constant: i64 },
+}
+
+impl From<ConstraintRepr> for Constraint {
+    fn from(r: ConstraintRepr) -> Self {
+        match r {
+            ConstraintRepr::Short(equality, coeffs, constant) | ConstraintRepr::Named { equality, coeffs, constant } => Constraint { equality, coeffs, constant },
+        }
+    }
+}
+
+impl From<Constraint> for ConstraintRepr {
+    fn from(c: Constraint) -> Self {
+        ConstraintRepr::Short(c.equality, c.coeffs, c.constant)
+    }
+}
+
 /// `num/den · Π symbol^power`; symbols `0..p` are the parameters, `p..` the floors.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "MonomialRepr", into = "MonomialRepr")]
 pub struct Monomial {
     pub num: i64,
     pub den: i64,
@@ -30,6 +99,7 @@ pub struct Expr {
 
 /// `coeffs · params + constant (= 0 | >= 0)`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "ConstraintRepr", into = "ConstraintRepr")]
 pub struct Constraint {
     pub equality: bool,
     pub coeffs: Vec<i64>,

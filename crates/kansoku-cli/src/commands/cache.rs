@@ -433,7 +433,7 @@ fn sets_model(a: &ModelArgs) -> Result<()> {
         Err(e) => return Err(e.into()),
     };
     if let Some(out) = &a.output {
-        std::fs::write(out, serde_json::to_string_pretty(&f)?).with_context(|| format!("cannot write {}", out.display()))?;
+        std::fs::write(out, serde_json::to_vec(&f)?).with_context(|| format!("cannot write {}", out.display()))?;
     }
     let evaluation = a.param.as_deref().map(|s| -> Result<_> { Ok(f.eval(&params(s)?)?) }).transpose()?;
     if a.json {
@@ -536,7 +536,7 @@ fn interpolate_model(a: ModelArgs) -> Result<()> {
         f.refs.retain(|x| x.reference == format!("P{r}"));
     }
     if let Some(out) = &a.output {
-        std::fs::write(out, serde_json::to_string_pretty(&f)?).with_context(|| format!("cannot write {}", out.display()))?;
+        std::fs::write(out, serde_json::to_vec(&f)?).with_context(|| format!("cannot write {}", out.display()))?;
     }
     let evaluation = a.param.as_deref().map(|s| -> Result<_> { Ok(f.eval(&params(s)?)?) }).transpose()?;
     if a.json {
