@@ -63,6 +63,9 @@ pub enum Event {
     Thread { tid: u32 },
     /// One executed user-space instruction (exact traces).
     Instruction { addr: u64 },
+    /// A memory access of the instruction before it (exact traces with data addresses):
+    /// its address, and whether it writes.
+    Access { addr: u64, write: bool },
     /// A basic block started executing (block streams, e.g. from Valgrind).
     Block { addr: u64 },
     /// A sampled instruction pointer.

@@ -25,6 +25,7 @@
 //! | `0x0a`       | block shape (v2) | varint start address, varint n, n bytes: each instruction's length |
 //! | `0x0b`       | executed block (v2) | zig-zag delta from the previous executed block's start: all its instructions ran |
 //! | `0x0c`       | executed block, cut (v2) | zig-zag delta as above, varint count: only its first `count` instructions ran |
+//! | `0x0d`       | memory accesses (v2) | varint n, n × (varint `index << 1 \| write`, zig-zag address delta): of the next executed block's (or instruction's) instructions |
 //! | `0x40..=0x7f`| extension from a newer version | varint length + bytes, skipped |
 //!
 //! Times and instruction counts are shared deltas across samples and marker hits.
@@ -37,7 +38,10 @@
 //! never see blocks. The shapes travel in the recording itself (not decoded from the
 //! program's files afterwards, as DynamoRIO's offline tracer does), so a recording stays
 //! readable when the binaries change or the code was generated at run time. A later shape
-//! for the same start replaces the earlier one (code rewritten at run time).
+//! for the same start replaces the earlier one (code rewritten at run time). With data
+//! addresses, the accesses of a block come in one record before it, each naming its
+//! instruction by index, and are read back as [`Event::Access`] events after the
+//! instruction that made them.
 
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read, Write};
@@ -68,6 +72,9 @@ const TAG_END: u8 = 0x09;
 const TAG_SHAPE: u8 = 0x0a;
 const TAG_RUN: u8 = 0x0b;
 const TAG_RUN_PART: u8 = 0x0c;
+const TAG_ACCESSES: u8 = 0x0d;
+/// Accesses one record may hold (VEX's superblocks touch memory far fewer times).
+const MAX_ACCESSES: u64 = 1 << 16;
 const SHORT_BIAS: i64 = 64;
 
 /// What kind of observation a recording holds.
@@ -135,6 +142,8 @@ pub struct RecordingSummary {
     pub blocks: u64,
     pub samples: u64,
     pub markers: u64,
+    /// Memory accesses (exact traces with data addresses).
+    pub accesses: u64,
     pub threads: u64,
     pub signals: u64,
     pub unknown: u64,
@@ -151,6 +160,8 @@ struct DeltaState {
     block: u64,
     /// Start of the previous executed block (format 2).
     run: u64,
+    /// Address of the previous memory access (format 2).
+    access: u64,
     sample_ip: u64,
     time_ns: u64,
     count: u64,
@@ -257,6 +268,24 @@ impl<W: Write> RecordingWriter<W> {
         self.count_record()
     }
 
+    /// Records the memory accesses of the next [`write_run`](Self::write_run) (or the next
+    /// instruction event): `(instruction index in it, address, writes)`, in execution order.
+    pub fn write_accesses(&mut self, accesses: &[(u32, u64, bool)]) -> Result<(), RecordingError> {
+        let out = &mut self.out;
+        let st = &mut self.state;
+        let r = (|| {
+            out.write_all(&[TAG_ACCESSES])?;
+            varint::write_u64(out, accesses.len() as u64)?;
+            for &(index, addr, write) in accesses {
+                varint::write_u64(out, u64::from(index) << 1 | u64::from(write))?;
+                varint::write_i64(out, DeltaState::delta(&mut st.access, addr))?;
+            }
+            Ok(())
+        })();
+        r.map_err(|source| RecordingError::Io { path: self.path.clone(), cause: source })?;
+        self.count_record()
+    }
+
     fn count_record(&mut self) -> Result<(), RecordingError> {
         self.events += 1;
         if let Some(every) = self.flush_every {
@@ -318,6 +347,10 @@ impl<W: Write> RecordingWriter<W> {
                 out.write_all(&[TAG_EXIT, kind])?;
                 varint::write_i64(out, i64::from(value))
             }
+            Event::Access { .. } => Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "memory accesses are written with write_accesses, before their instruction",
+            )),
             Event::Unknown { .. } => Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 "unknown events are read-only and cannot be written",
@@ -407,14 +440,20 @@ pub struct RecordingReader<R: Read = BufReader<File>> {
     run: Option<Run>,
     /// Byte offset of the record being decoded (errors and truncation name it).
     record_start: u64,
+    /// Accesses read for the next executed block or instruction, and those of the
+    /// instruction just handed out, still to hand out (reversed).
+    next_accesses: Vec<(u32, u64, bool)>,
+    due: Vec<(u64, bool)>,
 }
 
-/// An executed block being expanded: the next instruction's address and position.
+/// An executed block being expanded: the next instruction's address and position, and its
+/// memory accesses (data mode), by instruction index, reversed for popping.
 struct Run {
     lengths: std::sync::Arc<[u8]>,
     next: u64,
     pos: usize,
     count: usize,
+    accesses: Vec<(u32, u64, bool)>,
 }
 
 impl RecordingReader<BufReader<File>> {
@@ -462,6 +501,8 @@ impl<R: Read> RecordingReader<R> {
             shapes: Shapes::default(),
             run: None,
             record_start: 0,
+            next_accesses: Vec::new(),
+            due: Vec::new(),
         })
     }
 
@@ -485,6 +526,9 @@ impl<R: Read> RecordingReader<R> {
 
     /// The next event, `Ok(None)` at the end (complete or truncated).
     pub fn next_event(&mut self) -> Result<Option<Event>, RecordingError> {
+        if let Some((addr, write)) = self.due.pop() {
+            return Ok(Some(Event::Access { addr, write }));
+        }
         if let Some(addr) = self.next_of_run() {
             return Ok(Some(Event::Instruction { addr }));
         }
@@ -528,6 +572,15 @@ impl<R: Read> RecordingReader<R> {
         }
         let addr = run.next;
         run.next = addr.wrapping_add(u64::from(run.lengths[run.pos]));
+        // this instruction's accesses come out after it
+        while let Some(&(k, a, w)) = run.accesses.last() {
+            if k as usize != run.pos {
+                break;
+            }
+            self.due.push((a, w));
+            run.accesses.pop();
+        }
+        self.due.reverse();
         run.pos += 1;
         self.state.instruction = addr;
         Some(addr)
@@ -593,6 +646,10 @@ impl<R: Read> RecordingReader<R> {
             let event = self.decode_record(tag)?;
             self.records += 1;
             if let Some(event) = event {
+                if matches!(event, Event::Instruction { .. }) && !self.next_accesses.is_empty() {
+                    // a single instruction's accesses (all of index 0)
+                    self.due = self.next_accesses.drain(..).rev().map(|(_, a, w)| (a, w)).collect();
+                }
                 return Ok(Some(event));
             }
             if let Some(addr) = self.next_of_run() {
@@ -630,7 +687,34 @@ impl<R: Read> RecordingReader<R> {
             Some(c) if c >= 1 && c <= lengths.len() as u64 => c as usize,
             Some(c) => return Err(Stop::Corrupt(format!("an executed block at {start:#x} claims {c} of its {} instructions", lengths.len()))),
         };
-        self.run = Some(Run { lengths: lengths.clone(), next: start, pos: 0, count });
+        let mut accesses = std::mem::take(&mut self.next_accesses);
+        if let Some(&(k, _, _)) = accesses.iter().find(|a| a.0 as usize >= count) {
+            return Err(Stop::Corrupt(format!("a memory access of instruction {k} of an executed block at {start:#x} that ran {count}")));
+        }
+        accesses.reverse();
+        self.run = Some(Run { lengths: lengths.clone(), next: start, pos: 0, count, accesses });
+        Ok(())
+    }
+
+    /// The memory accesses of the next executed block or instruction.
+    fn accesses(&mut self) -> Result<(), Stop> {
+        let n = self.u64()?;
+        if n > MAX_ACCESSES {
+            return Err(Stop::Corrupt(format!("a record of {n} memory accesses (at most {MAX_ACCESSES})")));
+        }
+        let mut prev_index = 0;
+        self.next_accesses.clear();
+        for _ in 0..n {
+            let v = self.u64()?;
+            let index = u32::try_from(v >> 1).map_err(|_| Stop::Corrupt(format!("a memory access of instruction {}", v >> 1)))?;
+            if index < prev_index {
+                return Err(Stop::Corrupt("memory accesses out of instruction order".into()));
+            }
+            prev_index = index;
+            let d = self.i64()?;
+            let addr = DeltaState::apply(&mut self.state.access, d);
+            self.next_accesses.push((index, addr, v & 1 == 1));
+        }
         Ok(())
     }
 
@@ -648,6 +732,10 @@ impl<R: Read> RecordingReader<R> {
             }
             TAG_RUN | TAG_RUN_PART => {
                 self.executed_block(tag == TAG_RUN_PART)?;
+                return Ok(None);
+            }
+            TAG_ACCESSES => {
+                self.accesses()?;
                 return Ok(None);
             }
             TAG_INSTRUCTION => {
@@ -724,6 +812,7 @@ impl<R: Read> RecordingReader<R> {
             s.events += 1;
             match event {
                 Event::Instruction { .. } => s.instructions += 1,
+                Event::Access { .. } => s.accesses += 1,
                 Event::Block { .. } => s.blocks += 1,
                 Event::Sample(_) => s.samples += 1,
                 Event::Marker { .. } => s.markers += 1,
@@ -921,6 +1010,39 @@ mod tests {
         for cut in header_end..buf.len() {
             let (back, truncated) = decode_all(&buf[..cut]);
             assert!(truncated.is_some(), "cut at {cut} not reported");
+            assert_eq!(&want[..back.len()], &back[..], "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn memory_accesses_follow_their_instructions() {
+        let header = Header::new(RecordingKind::ExactTrace, "/bin/true", vec![]);
+        let mut buf = Vec::new();
+        let mut w = RecordingWriter::new(&mut buf, "mem".into(), &header).unwrap();
+        let a: &[u8] = &[4, 3, 5];
+        w.write_shape(0x401000, a).unwrap();
+        // instruction 0 reads twice, instruction 2 writes; then a cut run: instruction 0 reads
+        w.write_accesses(&[(0, 0x7fff_0000, false), (0, 0x7fff_0008, false), (2, 0x60_1000, true)]).unwrap();
+        w.write_run(0x401000, a, 3).unwrap();
+        w.write_accesses(&[(0, 0x60_1008, false)]).unwrap();
+        w.write_run(0x401000, a, 1).unwrap();
+        w.write_accesses(&[(0, 0x5, true)]).unwrap();
+        w.write(&Event::Instruction { addr: 0x401004 }).unwrap();
+        w.finish().unwrap();
+        let i = |addr| Event::Instruction { addr };
+        let r = |addr| Event::Access { addr, write: false };
+        let want = vec![
+            i(0x401000), r(0x7fff_0000), r(0x7fff_0008), i(0x401004), i(0x401007), Event::Access { addr: 0x60_1000, write: true },
+            i(0x401000), r(0x60_1008),
+            i(0x401004), Event::Access { addr: 0x5, write: true },
+        ];
+        assert_eq!(decode_all(&buf), (want.clone(), None));
+        let s = RecordingReader::new(&buf[..], "mem".into()).unwrap().summarize().unwrap();
+        assert_eq!((s.instructions, s.accesses), (5, 5));
+        // cut anywhere: a prefix, never an error
+        let header_end = encode_finished(&[]).len() - 2;
+        for cut in header_end..buf.len() {
+            let (back, _) = decode_all(&buf[..cut]);
             assert_eq!(&want[..back.len()], &back[..], "cut at {cut}");
         }
     }

@@ -233,7 +233,7 @@ impl PathAnalysis {
                     self.stats.signal.get_or_insert(*sig);
                 }
             }
-            Event::Sample(_) | Event::Marker { .. } | Event::Unknown { .. } => {}
+            Event::Sample(_) | Event::Marker { .. } | Event::Access { .. } | Event::Unknown { .. } => {}
         }
     }
 

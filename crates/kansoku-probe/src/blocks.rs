@@ -13,7 +13,7 @@ use kansoku_core::feed::BlockSink;
 use kansoku_core::{Event, ExitStatus, Header, Module, RecordingKind, RecordingReader, RecordingWriter};
 
 use crate::exact::{Engine, ExactTraceOptions};
-use crate::exact_valgrind::{run_transcribed, ExactSink, Shape};
+use crate::exact_valgrind::{run_transcribed, Access, ExactSink, Shape};
 use crate::valgrind::{spawn_lackey, spawn_tool, LackeyOptions};
 use crate::{interrupt, ProbeError};
 
@@ -244,7 +244,7 @@ impl ExactSink for Events<'_> {
         self.0.event(&Event::Thread { tid });
         Ok(())
     }
-    fn block(&mut self, start: u64, shape: &Shape, from: usize, to: usize, _: &[(u32, u64)]) -> Result<(), ProbeError> {
+    fn block(&mut self, start: u64, shape: &Shape, from: usize, to: usize, _: &[Access]) -> Result<(), ProbeError> {
         let mut addr = start + shape.lengths[..from].iter().map(|&l| u64::from(l)).sum::<u64>();
         for &len in &shape.lengths[from..to] {
             self.0.event(&Event::Instruction { addr });

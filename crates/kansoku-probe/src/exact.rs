@@ -76,6 +76,8 @@ pub struct ExactTraceOptions {
     pub iterations: Option<u64>,
     /// Stop after this many recorded instructions.
     pub max_instructions: Option<u64>,
+    /// Record every memory access's address too (the Valgrind engine only).
+    pub data: bool,
 }
 
 /// Why tracing ended.
@@ -137,6 +139,10 @@ pub fn trace_exact<W: Write>(
     progress: &mut dyn FnMut(u64),
 ) -> Result<TraceOutcome, ProbeError> {
     match options.engine {
+        Engine::Ptrace if options.data => Err(ProbeError::Spawn {
+            program: options.program.clone(),
+            reason: "data addresses are recorded by the Valgrind engine only (--engine valgrind)".into(),
+        }),
         Engine::Ptrace => trace_ptrace(options, out, progress),
         Engine::Valgrind => crate::exact_valgrind::trace_valgrind(options, out, progress),
     }

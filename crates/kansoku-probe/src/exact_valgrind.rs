@@ -36,6 +36,9 @@ use crate::spawn::resolve_program;
 use crate::valgrind::{spawn_tool_with, LackeyOptions};
 use crate::{interrupt, ProbeError};
 
+/// A memory access of a superblock's instruction: (its index, the address, whether it writes).
+pub type Access = (u32, u64, bool);
+
 /// A translated superblock: its instructions' lengths, and whether the recording has them.
 pub struct Shape {
     pub lengths: Box<[u8]>,
@@ -48,8 +51,8 @@ pub trait ExactSink {
     /// The following events belong to this thread.
     fn thread(&mut self, tid: u32) -> Result<(), ProbeError>;
     /// Instructions `from..to` of the superblock at `start` ran; `accesses` are the
-    /// (instruction index, address) of its memory accesses, in order (data mode only).
-    fn block(&mut self, start: u64, shape: &Shape, from: usize, to: usize, accesses: &[(u32, u64)]) -> Result<(), ProbeError>;
+    /// (instruction index, address, writes) of its memory accesses, in order (data mode only).
+    fn block(&mut self, start: u64, shape: &Shape, from: usize, to: usize, accesses: &[Access]) -> Result<(), ProbeError>;
     /// The marker was entered, after `instructions` recorded instructions.
     fn marker(&mut self, time_ns: u64, instructions: u64) -> Result<(), ProbeError>;
     fn signal(&mut self, signal: i32) -> Result<(), ProbeError>;
@@ -68,17 +71,25 @@ impl<W: Write> ExactSink for RecordingWriter<W> {
     fn thread(&mut self, tid: u32) -> Result<(), ProbeError> {
         Ok(self.write(&Event::Thread { tid })?)
     }
-    fn block(&mut self, start: u64, shape: &Shape, from: usize, to: usize, _: &[(u32, u64)]) -> Result<(), ProbeError> {
+    fn block(&mut self, start: u64, shape: &Shape, from: usize, to: usize, accesses: &[Access]) -> Result<(), ProbeError> {
         let lengths = &shape.lengths[..];
         if from == 0 {
             if !shape.written.get() {
                 self.write_shape(start, lengths)?;
                 shape.written.set(true);
             }
+            let ran: Vec<Access> = accesses.iter().copied().filter(|a| (a.0 as usize) < to).collect();
+            if !ran.is_empty() {
+                self.write_accesses(&ran)?;
+            }
             self.write_run(start, lengths, to)?;
         } else {
             let mut addr = start + lengths[..from].iter().map(|&l| u64::from(l)).sum::<u64>();
-            for &len in &lengths[from..to] {
+            for (i, &len) in lengths.iter().enumerate().take(to).skip(from) {
+                let mine: Vec<Access> = accesses.iter().filter(|a| a.0 as usize == i).map(|&(_, a, w)| (0, a, w)).collect();
+                if !mine.is_empty() {
+                    self.write_accesses(&mine)?;
+                }
                 self.write(&Event::Instruction { addr })?;
                 addr += u64::from(len);
             }
@@ -116,7 +127,7 @@ pub struct Transcriber<'w, S: ExactSink> {
     shapes: FxHashMap<u64, Rc<Shape>>,
     pending: Option<Pending>,
     /// Memory accesses of the pending superblock (data mode).
-    accesses: Vec<(u32, u64)>,
+    accesses: Vec<Access>,
     /// The thread running now (kernel tid), and the last instruction each thread ran
     /// (a `rep` instruction entered again after its last repetition adds nothing).
     tid: u32,
@@ -198,7 +209,7 @@ impl<'w, S: ExactSink> Transcriber<'w, S> {
                 self.blocks += 1;
                 self.pending = Some(Pending { addr, count: shape.lengths.len(), shape: shape.clone() });
             }
-            Item::Access { index, addr, .. } => self.accesses.push((index, addr)),
+            Item::Access { index, addr, write } => self.accesses.push((index, addr, write)),
             Item::Exit { index, kind } => self.left_early(index as usize, kind),
             Item::Shape { addr, lengths } => {
                 self.flush_pending()?;
@@ -283,7 +294,7 @@ impl<'w, S: ExactSink> Transcriber<'w, S> {
         r
     }
 
-    fn write_pending(&mut self, p: &Pending, accesses: &[(u32, u64)]) -> Result<(), ProbeError> {
+    fn write_pending(&mut self, p: &Pending, accesses: &[Access]) -> Result<(), ProbeError> {
         // nothing after the end of the window or the limit
         if p.count == 0 || self.done() {
             return Ok(());
@@ -334,7 +345,7 @@ impl<'w, S: ExactSink> Transcriber<'w, S> {
     }
 
     /// Records instructions `from..to` of a superblock, within the instruction limit.
-    fn segment(&mut self, p: &Pending, from: usize, to: usize, accesses: &[(u32, u64)]) -> Result<(), ProbeError> {
+    fn segment(&mut self, p: &Pending, from: usize, to: usize, accesses: &[Access]) -> Result<(), ProbeError> {
         if !self.recording || from == to {
             return Ok(());
         }
@@ -387,9 +398,10 @@ impl<'w, S: ExactSink> Transcriber<'w, S> {
 }
 
 /// Runs the program under kansoku's Valgrind tool and streams what it executes into `out`
-/// (same options, events and outcome as the ptrace engine, [`crate::exact::trace_exact`]).
+/// (same options, events and outcome as the ptrace engine, [`crate::exact::trace_exact`]),
+/// with every memory access when the options ask for data addresses.
 pub fn trace_valgrind<W: Write>(options: &ExactTraceOptions, out: &mut RecordingWriter<W>, progress: &mut dyn FnMut(u64)) -> Result<TraceOutcome, ProbeError> {
-    run_transcribed(options, false, true, out, progress)
+    run_transcribed(options, options.data, true, out, progress)
 }
 
 /// Runs the program under the tool (`data`: with every memory access) into `sink`.

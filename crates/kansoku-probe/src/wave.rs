@@ -210,17 +210,17 @@ impl crate::exact_valgrind::ExactSink for WaveSink {
         self.running = tid;
         Ok(())
     }
-    fn block(&mut self, start: u64, shape: &crate::exact_valgrind::Shape, from: usize, to: usize, accesses: &[(u32, u64)]) -> Result<(), ProbeError> {
+    fn block(&mut self, start: u64, shape: &crate::exact_valgrind::Shape, from: usize, to: usize, accesses: &[crate::exact_valgrind::Access]) -> Result<(), ProbeError> {
         if *self.observed.get_or_insert(self.running) != self.running {
             return Ok(());
         }
         let lengths = &shape.lengths[..];
         let mut code = start + lengths[..from].iter().map(|&l| u64::from(l)).sum::<u64>();
         // accesses come in execution order, so instruction by instruction
-        let mut next = accesses.iter().position(|&(k, _)| k as usize >= from).unwrap_or(accesses.len());
+        let mut next = accesses.iter().position(|&(k, _, _)| k as usize >= from).unwrap_or(accesses.len());
         for (i, &len) in lengths.iter().enumerate().take(to).skip(from) {
             let mut data = Vec::new();
-            while let Some(&(_, addr)) = accesses.get(next).filter(|&&(k, _)| k as usize == i) {
+            while let Some(&(_, addr, _)) = accesses.get(next).filter(|&&(k, _, _)| k as usize == i) {
                 data.push(addr);
                 next += 1;
             }
@@ -275,6 +275,7 @@ fn exact_valgrind(program: &std::path::Path, args: &[String], marker: &str, max:
         marker: Some(marker.to_string()),
         iterations: None,
         max_instructions: Some(max),
+        data: true,
     };
     // Room for every point at once: growing by doubling copies gigabytes at 10 M points.
     let mut sink = WaveSink { points: Vec::with_capacity(max.min(50_000_000) as usize), ..WaveSink::default() };

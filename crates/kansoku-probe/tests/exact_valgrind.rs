@@ -27,6 +27,7 @@ fn trace(engine: Engine, program: &Path, args: &[&str], marker: Option<&str>, it
         marker: marker.map(str::to_string),
         iterations,
         max_instructions: max,
+        data: false,
     };
     let header = Header::new(RecordingKind::ExactTrace, program.to_string_lossy(), vec![]);
     let mut bytes = Vec::new();
@@ -191,4 +192,53 @@ fn every_thread_a_crash_and_limits() {
     // A marker never entered.
     let (v, _) = trace(Engine::Valgrind, &seed, &["0"], Some("func_M"), None, None);
     assert_eq!((v.stop, v.instructions), (StopReason::MarkerNeverHit, 0));
+}
+
+/// `--data`: every memory access follows its instruction. On a window of seed000 the
+/// Valgrind engine's accesses are, instruction for instruction, as many as the ptrace
+/// waveform decodes from the registers (iced-x86's memory operands, pushes, calls and
+/// returns included), and at the same addresses relative to the first one.
+#[test]
+fn data_addresses_match_the_decoded_operands() {
+    if tool_missing() {
+        return;
+    }
+    let program = build("seed000", &test_build_dir()).unwrap();
+    let n = 2000;
+    let options = ExactTraceOptions {
+        engine: Engine::Valgrind,
+        program: program.clone(),
+        args: vec!["100".into()],
+        marker: Some("func_M".into()),
+        max_instructions: Some(n),
+        data: true,
+        ..Default::default()
+    };
+    let header = Header::new(RecordingKind::ExactTrace, "seed000", vec![]);
+    let mut bytes = Vec::new();
+    {
+        let mut w = RecordingWriter::new(&mut bytes, "mem".into(), &header).unwrap();
+        trace_exact(&options, &mut w, &mut |_| {}).unwrap();
+        w.finish().unwrap();
+    }
+    // per instruction: the addresses of its accesses
+    let mut ours: Vec<Vec<u64>> = Vec::new();
+    for e in RecordingReader::new(&bytes[..], "mem".into()).unwrap() {
+        match e.unwrap() {
+            Event::Instruction { .. } => ours.push(Vec::new()),
+            Event::Access { addr, .. } => ours.last_mut().expect("an access after its instruction").push(addr),
+            _ => {}
+        }
+    }
+    assert_eq!(ours.len() as u64, n);
+    let mode = kansoku_probe::wave::WaveMode::Exact { marker: Some("func_M".into()), max_instructions: n };
+    let wave = kansoku_probe::wave::record_wave(&kansoku_probe::wave::WaveOptions { program, args: vec!["100".into()], mode, engine: Engine::Ptrace }, &mut |_| {}).unwrap();
+    let theirs: Vec<Vec<u64>> = wave.points.iter().map(|p| p.data.clone()).collect();
+    assert_eq!(ours.iter().map(Vec::len).collect::<Vec<_>>(), theirs.iter().map(Vec::len).collect::<Vec<_>>());
+    assert!(ours.iter().map(Vec::len).sum::<usize>() > 500, "{} accesses", ours.iter().map(Vec::len).sum::<usize>());
+    // the stack is elsewhere under Valgrind: compare stack accesses relative to the first
+    let first = |v: &[Vec<u64>]| v.iter().flatten().copied().next().unwrap();
+    let (a, b) = (first(&ours), first(&theirs));
+    let rel = |v: &[Vec<u64>], base: u64| v.iter().map(|x| x.iter().map(|&d| d.wrapping_sub(base) as i64).filter(|d| d.abs() < 1 << 20).collect::<Vec<_>>()).collect::<Vec<_>>();
+    assert_eq!(rel(&ours, a), rel(&theirs, b));
 }

@@ -265,35 +265,6 @@ pub fn solve_chain(
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::info::{Granularity, Weighting};
-
-    /// A straight run of 3,880 instructions as 97 sequences of 40 samples (sequence j holds
-    /// positions j, j + 97, …), given in a shuffled order: the chain puts them back.
-    #[test]
-    fn straight_code_comes_back_in_order() {
-        let scores = Scores::defaults(Granularity::Function, Weighting::Count);
-        let t: usize = 97 * 40;
-        let p = 97;
-        let truth: Vec<Info> = (0..t).map(|k| Info::new(0, k as i32, k as u64)).collect();
-        // Sequence j holds positions j, j + p, j + 2p, ... (the round-robin layout), shuffled.
-        let mut ids: Vec<usize> = (0..p).collect();
-        ids.reverse();
-        ids.swap(3, 50);
-        let sequences: Vec<Vec<Info>> = ids
-            .iter()
-            .map(|&j| truth.iter().skip(j).step_by(p).copied().collect())
-            .collect();
-        let r = solve_chain(&scores, &sequences, &mut |_, _| {}, &|| false);
-        let mut trace = r.trace.clone();
-        let at = trace.iter().position(|i| i.offset == 0).unwrap();
-        trace.rotate_left(at);
-        assert_eq!(trace, truth);
-        assert!(r.pairs_scored < p * p);
-    }
-}
 
 /// Sequences joined into chains, best pair first: `x → y` is taken when `x` has no
 /// successor yet, `y` no predecessor, and they are not already in one chain (union-find,
@@ -324,5 +295,35 @@ impl Links {
         self.parent[rx as usize] = ry;
         self.next[x as usize] = Some(y);
         self.previous[y as usize] = Some(x);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::info::{Granularity, Weighting};
+
+    /// A straight run of 3,880 instructions as 97 sequences of 40 samples (sequence j holds
+    /// positions j, j + 97, …), given in a shuffled order: the chain puts them back.
+    #[test]
+    fn straight_code_comes_back_in_order() {
+        let scores = Scores::defaults(Granularity::Function, Weighting::Count);
+        let t: usize = 97 * 40;
+        let p = 97;
+        let truth: Vec<Info> = (0..t).map(|k| Info::new(0, k as i32, k as u64)).collect();
+        // Sequence j holds positions j, j + p, j + 2p, ... (the round-robin layout), shuffled.
+        let mut ids: Vec<usize> = (0..p).collect();
+        ids.reverse();
+        ids.swap(3, 50);
+        let sequences: Vec<Vec<Info>> = ids
+            .iter()
+            .map(|&j| truth.iter().skip(j).step_by(p).copied().collect())
+            .collect();
+        let r = solve_chain(&scores, &sequences, &mut |_, _| {}, &|| false);
+        let mut trace = r.trace.clone();
+        let at = trace.iter().position(|i| i.offset == 0).unwrap();
+        trace.rotate_left(at);
+        assert_eq!(trace, truth);
+        assert!(r.pairs_scored < p * p);
     }
 }

@@ -76,7 +76,7 @@ impl Sampler {
                 out(Event::Marker { time_ns: self.count, instructions: Some(self.count) });
             }
             Event::Module(_) | Event::Thread { .. } | Event::Signal { .. } | Event::Exit(_) => out(event.clone()),
-            Event::Block { .. } | Event::Sample(_) | Event::Unknown { .. } => {}
+            Event::Block { .. } | Event::Sample(_) | Event::Access { .. } | Event::Unknown { .. } => {}
         }
     }
 

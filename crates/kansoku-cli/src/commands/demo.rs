@@ -74,6 +74,7 @@ fn exact_trace_stage(dir: &Path) -> Result<String> {
         marker: Some("func_M".into()),
         iterations: Some(10),
         max_instructions: None,
+        data: false,
     };
     let r = record_exact(&options, &output)?;
     let per_iteration = r.instructions / r.marker_hits.max(1);

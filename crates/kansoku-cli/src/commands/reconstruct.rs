@@ -890,6 +890,7 @@ pub fn demo_stage(dir: &Path) -> Result<String> {
         marker: Some("func_M".into()),
         iterations: Some(200),
         max_instructions: None,
+        data: false,
     };
     super::trace::record_exact(&options, &exact)?;
     let mut text = String::new();

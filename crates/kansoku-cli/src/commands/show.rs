@@ -101,6 +101,7 @@ fn event_row(event: &Event, tid: Option<u32>, symbolizer: &mut Symbolizer, by: B
         Event::Marker { time_ns, instructions } => json!({"event": "marker", "time_ns": time_ns, "instructions": instructions, "tid": tid}),
         Event::Signal { signal } => json!({"event": "signal", "signal": signal, "tid": tid}),
         Event::Exit(e) => json!({"event": "exit", "status": e}),
+        Event::Access { addr, write } => json!({"event": if *write { "write" } else { "read" }, "addr": hex(*addr), "tid": tid}),
         Event::Unknown { tag, len } => json!({"event": "unknown", "tag": tag, "len": len}),
         Event::Module(m) => json!({"event": "module", "path": m.path}),
     }
@@ -110,6 +111,7 @@ fn event_line(e: &serde_json::Value) -> String {
     let kind = e["event"].as_str().unwrap_or("?");
     match kind {
         "instruction" | "block" => format!("  {:<11} {:>14}  {}\n", kind, e["addr"].as_str().unwrap_or(""), e["location"].as_str().unwrap_or("")),
+        "read" | "write" => format!("  {:<11} {:>14}\n", kind, e["addr"].as_str().unwrap_or("")),
         "sample" => format!("  {:<11} {:>14}  {}  t={}ns n={}\n", kind, e["addr"].as_str().unwrap_or(""), e["location"].as_str().unwrap_or(""), e["time_ns"], e["instructions"]),
         _ => {
             let mut rest = e.clone();
@@ -127,8 +129,9 @@ fn print_prelude(args: &Args, header: &kansoku_core::Header, summary: &kansoku_c
         let params: Vec<String> = header.parameters.iter().map(|(k, v)| format!("{k}={v}")).collect();
         reportln!("parameters {}", params.join(" "));
     }
+    let accesses = if summary.accesses > 0 { format!(", {} memory accesses", summary.accesses) } else { String::new() };
     reportln!(
-        "counts     {} events: {} instructions, {} blocks, {} samples, {} marker hits, {} thread(s), {} signal(s); {} bytes",
+        "counts     {} events: {} instructions{accesses}, {} blocks, {} samples, {} marker hits, {} thread(s), {} signal(s); {} bytes",
         summary.events, summary.instructions, summary.blocks, summary.samples, summary.markers, summary.threads, summary.signals, summary.bytes
     );
     if let Some(exit) = summary.exit {

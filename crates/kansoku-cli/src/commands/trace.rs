@@ -1,4 +1,4 @@
-//! `kansoku trace exact [--engine valgrind|ptrace] [--marker FUNC] [--iterations N] [--max-instructions N] -o FILE -- PROGRAM ARGS...`
+//! `kansoku trace exact [--engine valgrind|ptrace] [--marker FUNC] [--iterations N] [--max-instructions N] [--data] -o FILE -- PROGRAM ARGS...`
 
 use std::path::{Path, PathBuf};
 
@@ -56,6 +56,10 @@ pub struct ExactArgs {
     /// Stop after recording N instructions.
     #[arg(long)]
     pub max_instructions: Option<u64>,
+    /// Record the address of every memory access (loads and stores), each after its
+    /// instruction (the Valgrind engine).
+    #[arg(long)]
+    pub data: bool,
     /// The recording to write.
     #[arg(short, long)]
     pub output: PathBuf,
@@ -103,6 +107,9 @@ pub fn record_exact(options: &ExactTraceOptions, output: &Path) -> Result<ExactR
     }
     if let Some(n) = options.max_instructions {
         header = header.with_parameter("max_instructions", n);
+    }
+    if options.data {
+        header = header.with_parameter("data", true);
     }
     let mut writer = RecordingWriter::create(output, &header)?;
     kansoku_probe::interrupt::install();
@@ -156,6 +163,7 @@ fn exact(args: ExactArgs) -> Result<()> {
         marker: args.marker,
         iterations: args.iterations,
         max_instructions: args.max_instructions,
+        data: args.data,
     };
     crate::output::report_to(crate::output::ReportTo::Stderr)?;
     let r = record_exact(&options, &args.output)?;
