@@ -81,17 +81,17 @@ fn exact_trace_stage(dir: &Path) -> Result<String> {
     Ok(format!(
         "built {} example programs into {}\n\
          func_M: {} instructions in {} basic blocks\n\
-         exact trace of 10 iterations of func_M: {} instructions ({} per iteration) in {} ({:.2} bytes/instruction, {:.0} instructions/s)\n\
+         exact trace of 10 iterations of func_M on the {} engine: {} instructions ({} per iteration) in {} ({:.2} s with the program's start and end)\n\
          look at it: kansoku show {} --limit 50",
         built.len(),
         bin.display(),
         func_m.instructions.len(),
         func_m.blocks.len(),
+        r.engine,
         r.instructions,
         per_iteration,
         output.display(),
-        r.bytes_per_instruction,
-        r.instructions_per_second,
+        r.seconds,
         output.display()
     ))
 }
