@@ -108,6 +108,23 @@ fn events_counts_and_refuses_missing_symbols() {
     assert!(v["calibration"]["median_ns"].as_f64().unwrap() > 0.0);
     let p7 = v["report"]["points"].as_array().unwrap().iter().find(|p| p["name"] == "p7:entry").unwrap().clone();
     assert_eq!(p7["hits"], 7);
+    // the calibration pair sits next to the first probe unless told where; the report
+    // names the place and counts the calls clamped at 0
+    assert_eq!(v["calibrated_at"], "leaf:entry");
+    assert!(routines.iter().all(|r| r["clamped_at_zero"].as_u64().unwrap() <= r["calls"].as_u64().unwrap()));
+    let out = kansoku()
+        .args(["monitor", "events", "--mechanism", "trap", "--calibrate-on", "p5", "--json", "-o"])
+        .arg(&json)
+        .args(["--probe", "leaf", "--"])
+        .arg(&program)
+        .args(["7", "1000"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v = report(&json);
+    assert_eq!(v["calibrated_at"], "calibrate:p5");
+    assert_eq!(v["calibration"]["samples"], 7, "{v}");
+    assert_eq!(v["report"]["routines"][0]["calls"], 21);
 
     let out = kansoku().args(["monitor", "events", "--mechanism", "trap", "--probe", "nosuch", "--"]).arg(&program).output().unwrap();
     assert!(!out.status.success());

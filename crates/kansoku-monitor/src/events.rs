@@ -70,6 +70,9 @@ pub struct RoutineStats {
     pub abandoned: u64,
     /// Exits with no open activation of this routine on that thread.
     pub unmatched_exits: u64,
+    /// Calls whose measured time was shorter than the overhead subtracted: reported as 0 ns.
+    /// When many are, the routine is shorter than the mechanism can resolve.
+    pub clamped_at_zero: u64,
     /// Calls per second of the measured time.
     pub per_second: f64,
     pub mean_ns: f64,
@@ -122,6 +125,7 @@ pub fn analyse(points: &[Point], routines: &[String], hits: &[Hit], overhead_ns:
     let mut exclusive: Vec<f64> = vec![0.0; routines.len()];
     let mut abandoned = vec![0u64; routines.len()];
     let mut unmatched = vec![0u64; routines.len()];
+    let mut clamped = vec![0u64; routines.len()];
     for h in hits {
         let Some(p) = points.get(h.point as usize) else { continue };
         point_hits[h.point as usize] += 1;
@@ -146,7 +150,11 @@ pub fn analyse(points: &[Point], routines: &[String], hits: &[Hit], overhead_ns:
                 }
                 let a = stack.pop().expect("position found above");
                 let raw_ns = h.time_ns.saturating_sub(a.entry_ns) as f64;
-                let corrected = (raw_ns - c * (a.inner_hits + 1) as f64).max(0.0);
+                let uncorrected = raw_ns - c * (a.inner_hits + 1) as f64;
+                if uncorrected < 0.0 {
+                    clamped[r] += 1;
+                }
+                let corrected = uncorrected.max(0.0);
                 inclusive[r].push(corrected);
                 raw[r] += raw_ns;
                 exclusive[r] += (corrected - a.nested_ns).max(0.0);
@@ -190,6 +198,7 @@ pub fn analyse(points: &[Point], routines: &[String], hits: &[Hit], overhead_ns:
                 unfinished: unfinished[r],
                 abandoned: abandoned[r],
                 unmatched_exits: unmatched[r],
+                clamped_at_zero: clamped[r],
                 per_second: n as f64 / secs,
                 mean_ns: mean,
                 min_ns: v.first().copied().unwrap_or(0.0),
@@ -336,6 +345,18 @@ mod tests {
         assert_eq!(f.mean_ns, 150.0);
         assert_eq!(f.exclusive_mean_ns, 100.0);
         assert_eq!(f.raw_mean_ns, 190.0);
+    }
+
+    #[test]
+    fn calls_shorter_than_the_overhead_are_counted_as_clamped() {
+        let (p, r) = pts();
+        // four calls of g measured 15, 25, 8 and 4 ns; 10 ns subtracted per call (its entry
+        // hit lies between its two stamps): 5, 15, and two below zero, reported as 0
+        let hits = [hit(2, 1, 0), hit(3, 1, 15), hit(2, 1, 100), hit(3, 1, 125), hit(2, 1, 200), hit(3, 1, 208), hit(2, 1, 300), hit(3, 1, 304)];
+        let g = &analyse(&p, &r, &hits, Some(10.0), 1).routines[1];
+        assert_eq!((g.calls, g.clamped_at_zero, g.min_ns, g.max_ns), (4, 2, 0.0, 15.0));
+        // without a correction nothing is clamped
+        assert_eq!(analyse(&p, &r, &hits, None, 1).routines[1].clamped_at_zero, 0);
     }
 
     #[test]

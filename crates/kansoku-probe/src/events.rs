@@ -62,7 +62,20 @@ pub struct EventOptions {
     pub args: Vec<String>,
     pub probes: Vec<String>,
     pub mechanism: Mechanism,
-    pub calibrate: bool,
+    pub calibrate: Calibrate,
+}
+
+/// Where the seed's calibration pair (two points on consecutive instructions) goes.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Calibrate {
+    #[default]
+    Off,
+    /// Next to the first probe's entry point.
+    FirstProbe,
+    /// At the entry of this function of the program (`--calibrate-on FUNC`): a place the
+    /// user chose, often called and not itself measured, so the result does not depend on
+    /// the order of the probes.
+    At(String),
 }
 
 /// A point to plant, at a link-time address of the program.
@@ -115,7 +128,7 @@ fn parse_number(s: &str) -> Option<u64> {
 }
 
 /// Resolves probe specs against the program.
-pub fn plan(program_path: &Path, specs: &[String], mechanism: Mechanism, calibrate: bool) -> Result<Plan, ProbeError> {
+pub fn plan(program_path: &Path, specs: &[String], mechanism: Mechanism, calibrate: &Calibrate) -> Result<Plan, ProbeError> {
     let program = Program::open(program_path)?;
     let display = program_path.display().to_string();
     let mut points: Vec<PlannedPoint> = Vec::new();
@@ -207,11 +220,28 @@ pub fn plan(program_path: &Path, specs: &[String], mechanism: Mechanism, calibra
         }
     }
     let mut calibration = None;
-    if calibrate {
-        let first = points
-            .iter()
-            .position(|p| !p.is_return && matches!(p.point.role, PointRole::Entry(_) | PointRole::Single))
-            .ok_or_else(|| bad("--calibrate", "needs an entry or single point to calibrate next to".into()))?;
+    let first = match calibrate {
+        Calibrate::Off => None,
+        Calibrate::FirstProbe => Some(
+            points
+                .iter()
+                .position(|p| !p.is_return && matches!(p.point.role, PointRole::Entry(_) | PointRole::Single))
+                .ok_or_else(|| bad("--calibrate", "needs an entry or single point to calibrate next to".into()))?,
+        ),
+        Calibrate::At(name) => {
+            let f = function("--calibrate-on", name)?;
+            let a = f.address;
+            // a probe already there is the pair's first point; otherwise a point of its own
+            Some(match points.iter().position(|p| p.vaddr == a && !p.is_return && matches!(p.point.role, PointRole::Entry(_) | PointRole::Single)) {
+                Some(i) => i,
+                None => {
+                    points.push(PlannedPoint { point: Point { name: format!("calibrate:{name}"), address: a, role: PointRole::Single }, vaddr: a, is_return: false });
+                    points.len() - 1
+                }
+            })
+        }
+    };
+    if let Some(first) = first {
         let a = points[first].vaddr;
         let bytes = program.code_at(a).ok_or_else(|| bad("--calibrate", format!("no code at 0x{a:x}")))?;
         let i = kansoku_binary::decode::decode_one(bytes, a).ok_or_else(|| bad("--calibrate", format!("cannot decode 0x{a:x}")))?;
@@ -235,7 +265,7 @@ pub fn plan(program_path: &Path, specs: &[String], mechanism: Mechanism, calibra
 /// Plans the points and runs the program to its end (or Ctrl-C) with them armed.
 pub fn record_events(options: &EventOptions, progress: &mut dyn FnMut(u64)) -> Result<EventOutcome, ProbeError> {
     let program_path = resolve_program(&options.program)?;
-    let plan = plan(&program_path, &options.probes, options.mechanism, options.calibrate)?;
+    let plan = plan(&program_path, &options.probes, options.mechanism, &options.calibrate)?;
     match options.mechanism {
         Mechanism::Uprobe => run_uprobes(plan, &options.args, progress),
         Mechanism::Trap => run_traps(plan, &options.args, progress),

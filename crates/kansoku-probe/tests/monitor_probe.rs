@@ -44,7 +44,7 @@ fn check_mechanism(mechanism: Mechanism, singles: usize) {
         args: vec![rounds.to_string(), spin_ns.to_string(), out.path().display().to_string()],
         probes: probes(singles),
         mechanism,
-        calibrate: true,
+        calibrate: kansoku_probe::events::Calibrate::FirstProbe,
     };
     let r = record_events(&options, &mut |_| {}).expect("event run");
     assert_eq!(r.lost, 0, "no hits lost");
@@ -107,7 +107,7 @@ fn trap_events_with_1000_points_count_exactly_and_time_within_five_percent() {
 #[test]
 fn missing_symbol_is_a_clear_error() {
     let program = example("events");
-    let options = EventOptions { program, args: vec![], probes: vec!["no_such_function".into()], mechanism: Mechanism::Trap, calibrate: false };
+    let options = EventOptions { program, args: vec![], probes: vec!["no_such_function".into()], mechanism: Mechanism::Trap, calibrate: kansoku_probe::events::Calibrate::Off };
     let e = record_events(&options, &mut |_| {}).unwrap_err().to_string();
     assert!(e.contains("no function named 'no_such_function'"), "{e}");
 }

@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use kansoku_monitor::events::{analyse, calibrate, calibration_differences, Calibration, EventReport};
 use kansoku_monitor::sampling::{summarise, Observation, Summary, SummaryOptions};
-use kansoku_probe::events::{record_events, EventOptions, Mechanism};
+use kansoku_probe::events::{record_events, Calibrate, EventOptions, Mechanism};
 use kansoku_probe::spawn::{resolve_program, ExecGate};
 use kansoku_probe::sysstat::{Monitor, TargetStart};
 
@@ -75,9 +75,14 @@ pub struct EventArgs {
     /// How points are planted.
     #[arg(long, value_enum, default_value_t = MechanismArg::Uprobe)]
     pub mechanism: MechanismArg,
-    /// Plant two points on consecutive instructions to measure the per-hit overhead, and subtract it.
+    /// Plant two points on consecutive instructions to measure the per-hit overhead, and subtract it
+    /// (next to the first probe's entry, unless --calibrate-on says where).
     #[arg(long)]
     pub calibrate: bool,
+    /// Calibrate at the entry of this function (implies --calibrate): a function called often
+    /// and not itself measured, so the overhead does not depend on the order of the probes.
+    #[arg(long, value_name = "FUNC")]
+    pub calibrate_on: Option<String>,
     #[arg(long)]
     pub json: bool,
     /// Write the report (text, or JSON with --json) to FILE instead of stderr.
@@ -329,6 +334,8 @@ pub struct EventsJson {
     pub interrupted: bool,
     pub lost: u64,
     pub calibration: Option<Calibration>,
+    /// The first point of the calibration pair (a probe, or `calibrate:FUNC`).
+    pub calibrated_at: Option<String>,
     pub report: EventReport,
 }
 
@@ -343,12 +350,18 @@ pub fn run_events(args: EventArgs) -> Result<EventsJson> {
     if mechanism == Mechanism::Uprobe && !kansoku_probe::perf::uprobes_available() {
         bail!("this kernel has no uprobe PMU (/sys/bus/event_source/devices/uprobe); use --mechanism trap");
     }
-    let options = EventOptions { program: PathBuf::from(program), args: rest.to_vec(), probes: args.probes.clone(), mechanism, calibrate: args.calibrate };
+    let calibrate_at = match (&args.calibrate_on, args.calibrate) {
+        (Some(f), _) => Calibrate::At(f.clone()),
+        (None, true) => Calibrate::FirstProbe,
+        (None, false) => Calibrate::Off,
+    };
+    let options = EventOptions { program: PathBuf::from(program), args: rest.to_vec(), probes: args.probes.clone(), mechanism, calibrate: calibrate_at };
     let bar = crate::output::spinner("measuring", "hits");
     let r = record_events(&options, &mut |n| bar.set_position(n))?;
     bar.finish_and_clear();
     let calibration = r.plan.calibration.and_then(|(a, b)| calibrate(&calibration_differences(&r.hits, a, b)));
-    if args.calibrate && calibration.is_none() {
+    let calibrated_at = r.plan.calibration.map(|(a, _)| r.plan.points[a as usize].point.name.clone());
+    if (args.calibrate || args.calibrate_on.is_some()) && calibration.is_none() {
         eprintln!("kansoku: warning: the calibration points were never hit in sequence; no overhead subtracted");
     }
     let points: Vec<_> = r.plan.points.iter().map(|p| p.point.clone()).collect();
@@ -359,7 +372,7 @@ pub fn run_events(args: EventArgs) -> Result<EventsJson> {
         kansoku_core::ExitStatus::Killed(s) => format!("killed by {}", crate::output::signal_name(s)),
         other => format!("{other:?}"),
     };
-    let out = EventsJson { mechanism: mechanism.to_string(), program: r.plan.program.display().to_string(), exit, interrupted: r.interrupted, lost: r.lost, calibration, report };
+    let out = EventsJson { mechanism: mechanism.to_string(), program: r.plan.program.display().to_string(), exit, interrupted: r.interrupted, lost: r.lost, calibration, calibrated_at, report };
     if let Some(dir) = &args.svg {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         for rt in &out.report.routines {
@@ -393,8 +406,12 @@ pub fn events_text(e: &EventsJson, limit: usize) -> String {
     );
     if let Some(c) = &e.calibration {
         out.push_str(&format!(
-            "overhead per hit (two points on consecutive instructions, {} pairs): median {:.0} ns, mean {:.0} ns, p99 {:.0} ns — subtracted\n",
-            c.samples, c.median_ns, c.mean_ns, c.p99_ns
+            "overhead per hit (two points on consecutive instructions at {}, {} pairs): median {:.0} ns, mean {:.0} ns, p99 {:.0} ns — the median is subtracted per hit\n",
+            e.calibrated_at.as_deref().unwrap_or("?"),
+            c.samples,
+            c.median_ns,
+            c.mean_ns,
+            c.p99_ns
         ));
     }
     if !r.routines.is_empty() {
@@ -413,6 +430,15 @@ pub fn events_text(e: &EventsJson, limit: usize) -> String {
             ]);
             if x.unfinished + x.abandoned + x.unmatched_exits > 0 {
                 out.push_str(&format!("note: {}: {} unfinished, {} abandoned, {} unmatched exits\n", x.name, x.unfinished, x.abandoned, x.unmatched_exits));
+            }
+            if x.clamped_at_zero > 0 {
+                out.push_str(&format!(
+                    "note: {}: {} of {} calls ({:.0} %) measured shorter than the overhead subtracted and are reported as 0 ns: the routine is shorter than this mechanism resolves\n",
+                    x.name,
+                    x.clamped_at_zero,
+                    x.calls,
+                    100.0 * x.clamped_at_zero as f64 / x.calls.max(1) as f64
+                ));
             }
         }
         out.push_str(&t.render());
@@ -474,7 +500,7 @@ pub fn events_demo_stage(dir: &Path) -> Result<String> {
             args: vec!["50".into(), "200000".into()],
             probes: vec!["spin".into(), "leaf".into(), "recurse".into()],
             mechanism: if matches!(mechanism, MechanismArg::Trap) { Mechanism::Trap } else { Mechanism::Uprobe },
-            calibrate: true,
+            calibrate: kansoku_probe::events::Calibrate::FirstProbe,
         };
         let r = record_events(&options, &mut |_| {})?;
         let cal = r.plan.calibration.and_then(|(a, b)| calibrate(&calibration_differences(&r.hits, a, b)));
