@@ -12,8 +12,11 @@ cd "$(dirname "$0")/.."
 extent=${1:-16}
 budget=${2:-60}
 shift 2 2>/dev/null || shift $#
-cargo build --release -q -p kansoku-cli
-K=${CARGO_TARGET_DIR:-$PWD/target}/release/kansoku
+# KANSOKU=path: a copy of the binary, so that builds during a long run do not change it.
+if [ -z "${KANSOKU:-}" ]; then
+  cargo build --release -q -p kansoku-cli
+fi
+K=${KANSOKU:-${CARGO_TARGET_DIR:-$PWD/target}/release/kansoku}
 dir=crates/kansoku-cache/polybench
 kernels=("$@")
 [ ${#kernels[@]} -eq 0 ] && kernels=($(cd $dir && ls *.c | sed 's/\.c$//'))

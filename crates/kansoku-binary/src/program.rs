@@ -108,7 +108,7 @@ pub struct Program {
     functions: Vec<FunctionSymbol>,
     segments: Vec<LoadSegment>,
     code: Vec<CodeSection>,
-    lines: Arc<std::sync::OnceLock<Option<addr2line::Loader>>>,
+    lines: std::rc::Rc<std::cell::OnceCell<Option<addr2line::Loader>>>,
 }
 
 impl std::fmt::Debug for Program {
@@ -172,7 +172,7 @@ impl Program {
             functions,
             segments,
             code,
-            lines: Arc::new(std::sync::OnceLock::new()),
+            lines: std::rc::Rc::new(std::cell::OnceCell::new()),
         })
     }
 

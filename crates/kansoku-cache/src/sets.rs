@@ -62,6 +62,10 @@ pub struct SetModelOptions {
     /// default to their extent (indices stay inside the arrays; beyond, arrays would
     /// overlap and the sets — and formulas — grow much more complex).
     pub param_max: ParamValues,
+    /// Derive the formulas for these parameter values only (a concrete query, e.g. a
+    /// PolyBench size preset): the context fixes every listed parameter, so isl's
+    /// operations meet no parametric pieces. The formulas hold at that point alone.
+    pub at: ParamValues,
     /// Keep the intermediate sets as isl text (`--explain`).
     pub explain: bool,
     /// isl operation budget per reference (0 = unbounded).
@@ -84,7 +88,7 @@ pub struct SetModelOptions {
 
 impl SetModelOptions {
     pub fn new(layout: LayoutSpec, cache: CacheConfig) -> Self {
-        SetModelOptions { layout, cache, extents: ParamValues::new(), param_min: 1, param_max: ParamValues::new(), explain: false, max_operations: 0, refs: Vec::new(), time_budget: None, lexmin_chain_above: None, split_by_array_above: Some(SPLIT_BY_ARRAY_ABOVE) }
+        SetModelOptions { layout, cache, extents: ParamValues::new(), param_min: 1, param_max: ParamValues::new(), at: ParamValues::new(), explain: false, max_operations: 0, refs: Vec::new(), time_budget: None, lexmin_chain_above: None, split_by_array_above: Some(SPLIT_BY_ARRAY_ABOVE) }
     }
 }
 
@@ -355,6 +359,10 @@ pub fn build_set_model(k: &Kernel, opts: &SetModelOptions) -> Result<SetFormulas
             context.constraints.push(Constraint { equality: false, coeffs: unit(i, -1), constant: *max });
             context_text.push(format!("{p} <= {max}"));
         }
+        if let Some(v) = opts.at.get(p) {
+            context.constraints.push(Constraint { equality: true, coeffs: unit(i, -1), constant: *v });
+            context_text.push(format!("{p} = {v}"));
+        }
     }
     let mut access_text = Vec::new();
     for (r, sp) in sched.iter().enumerate() {
@@ -365,9 +373,15 @@ pub fn build_set_model(k: &Kernel, opts: &SetModelOptions) -> Result<SetFormulas
     let deadline = opts.time_budget.map(|b| t0 + b);
     let selected: Vec<usize> = if opts.refs.is_empty() { (0..k.refs.len()).collect() } else { opts.refs.clone() };
     let mut refs = Vec::new();
+    let total = selected.len();
     for r in selected {
         let t = Instant::now();
-        let (accesses, compulsory, conflict, explain) = reference_formulas(k, r, &access_text, opts, &context, deadline)?;
+        // Say how far the build got: the references are built in order.
+        let done = |e: CacheError| match e {
+            CacheError::Model(m) if !refs.is_empty() => CacheError::Model(format!("{m}; {} of {total} references were built, in {:.1} s", refs.len(), t0.elapsed().as_secs_f64())),
+            e => e,
+        };
+        let (accesses, compulsory, conflict, explain) = reference_formulas(k, r, &access_text, opts, &context, deadline).map_err(done)?;
         let rf = &k.refs[r];
         refs.push(RefSetFormulas {
             reference: format!("P{r}"),
@@ -413,7 +427,17 @@ fn reference_formulas(k: &Kernel, r: usize, access_text: &[String], opts: &SetMo
     let ctx = Ctx::new();
     ctx.set_max_operations(opts.max_operations);
     let name = format!("P{r}");
-    let b = Builder { ctx: &ctx, params: format!("[{}]", k.params.join(",")), dim: 2 * k.max_depth() + 2 };
+    // The budget holds inside isl too: one lexmax once ran 3 minutes past a 10 s budget.
+    let r = ctx.with_deadline(deadline, || reference_sets(&ctx, k, r, access_text, opts, context, deadline));
+    if ctx.aborted() {
+        return Err(budget_exceeded(&name));
+    }
+    r
+}
+
+fn reference_sets(ctx: &Ctx, k: &Kernel, r: usize, access_text: &[String], opts: &SetModelOptions, context: &Domain, deadline: Option<Instant>) -> Result<RefResult> {
+    let name = format!("P{r}");
+    let b = Builder { ctx, params: format!("[{}]", k.params.join(",")), dim: 2 * k.max_depth() + 2 };
     let acc_r = b.map(&access_text[r])?;
     let acc_all = b.map(&access_text.join("; "))?;
     let earlier = b.earlier()?;
@@ -730,15 +754,19 @@ fn same_set_map<'c>(b: &Builder<'c>, acc_r: &Map<'c>, sets: u32, name: &str) -> 
     m(acc_r.clone().map_apply_range(congruent), "same set", name)
 }
 
-/// Parametric number of points of `set`: disjoint basic sets with explicit divisions,
-/// lifted, each counted by PolyLib.
 fn out_of_time(deadline: Option<Instant>, reference: &str) -> Result<()> {
     if deadline.is_some_and(|d| Instant::now() > d) {
-        return Err(CacheError::Model(format!("{reference}: the set method exceeded its time budget (use --method interpolate, or a larger --budget)")));
+        return Err(budget_exceeded(reference));
     }
     Ok(())
 }
 
+fn budget_exceeded(reference: &str) -> CacheError {
+    CacheError::Model(format!("{reference}: the set method exceeded its time budget (use --method interpolate, or a larger --budget)"))
+}
+
+/// Parametric number of points of `set`: disjoint basic sets with explicit divisions,
+/// lifted, each counted by PolyLib.
 fn count(set: &Set<'_>, context: &Domain, names: &[String], reference: &str, deadline: Option<Instant>) -> Result<PwQp> {
     let t = Instant::now();
     let s = m(set.clone().set_compute_divs(), "explicit divisions", reference)?;

@@ -299,6 +299,95 @@ impl CacheSim {
     }
 }
 
+impl CacheSim {
+    /// Looks `line` up and makes it most recently used; on a miss inserts it and returns
+    /// the line it evicted (for the hierarchy, which counts per level itself).
+    fn touch(&mut self, line: i64) -> (bool, Option<i64>) {
+        let a = self.assoc;
+        let set = line.rem_euclid(self.sets) as usize;
+        let slot = &mut self.tags[set * a..set * a + a];
+        if let Some(i) = slot.iter().position(|&t| t == line) {
+            slot[..=i].rotate_right(1);
+            return (true, None);
+        }
+        let victim = slot[a - 1];
+        slot.rotate_right(1);
+        slot[0] = line;
+        (false, (victim != i64::MIN).then_some(victim))
+    }
+
+    /// Removes `line` if present (inclusion: the level below evicted it).
+    fn invalidate(&mut self, line: i64) {
+        let a = self.assoc;
+        let set = line.rem_euclid(self.sets) as usize;
+        let slot = &mut self.tags[set * a..set * a + a];
+        if let Some(i) = slot.iter().position(|&t| t == line) {
+            slot[i..].rotate_left(1);
+            slot[a - 1] = i64::MIN;
+        }
+    }
+}
+
+/// An inclusive cache hierarchy (L1, L2, …) with LRU in every level: an access that misses
+/// a level goes to the next one; a hit updates only the level that hit (the levels below
+/// do not see it, as in hardware); a line a level evicts is invalidated in every level
+/// above it (back-invalidation keeps inclusion). Per level and reference it counts the
+/// accesses that reached the level, hits, compulsory misses (first touch of the line) and
+/// other misses. All levels must share one line size.
+pub struct HierarchySim {
+    levels: Vec<CacheSim>,
+    line: i64,
+}
+
+impl HierarchySim {
+    pub fn new(levels: &[CacheConfig], nrefs: usize) -> Result<HierarchySim> {
+        let line = levels.first().ok_or_else(|| CacheError::Model("a hierarchy needs at least one level".into()))?.line;
+        if let Some(c) = levels.iter().find(|c| c.line != line) {
+            return Err(CacheError::Model(format!("every level of an inclusive hierarchy needs the same line size ({line} B and {} B given)", c.line)));
+        }
+        Ok(HierarchySim { levels: levels.iter().map(|c| CacheSim::new(*c, nrefs, 0, 0)).collect(), line: line as i64 })
+    }
+
+    /// One access by reference `r` to byte address `addr`.
+    pub fn access(&mut self, r: usize, addr: i64) {
+        let line = addr.div_euclid(self.line);
+        for l in 0..self.levels.len() {
+            let level = &mut self.levels[l];
+            let (hit, evicted) = level.touch(line);
+            let first = !hit && level.seen.insert(line);
+            let st = &mut level.stats[r];
+            st.accesses += 1;
+            match (hit, first) {
+                (true, _) => st.hits += 1,
+                (false, true) => st.compulsory += 1,
+                (false, false) => st.other += 1,
+            }
+            if let Some(v) = evicted.filter(|_| l > 0) {
+                for above in &mut self.levels[..l] {
+                    above.invalidate(v);
+                }
+            }
+            if hit {
+                return;
+            }
+        }
+    }
+
+    /// Per level, per reference.
+    pub fn stats(self) -> Vec<Vec<RefStats>> {
+        self.levels.into_iter().map(|l| l.stats).collect()
+    }
+}
+
+impl Program {
+    /// Simulates an inclusive hierarchy (see [`HierarchySim`]) on this program's accesses.
+    pub fn simulate_hierarchy(&self, levels: &[CacheConfig]) -> Result<Vec<Vec<RefStats>>> {
+        let mut h = HierarchySim::new(levels, self.nrefs)?;
+        self.for_each_access(|r, a| h.access(r, a));
+        Ok(h.stats())
+    }
+}
+
 /// Convenience: instantiate and simulate one cache.
 pub fn simulate(k: &Kernel, params: &ParamValues, layout: &LayoutSpec, cache: CacheConfig) -> Result<Vec<RefStats>> {
     let p = Program::new(k, params, layout)?;

@@ -119,3 +119,98 @@ proptest! {
         }
     }
 }
+
+/// Naive inclusive two-level LRU, written from the rule and not from the simulator: per
+/// level per set a list of (line, last use); an L1 miss looks in L2; L2's victim leaves L1.
+fn naive_inclusive(prog: &Program, nrefs: usize, l1: CacheConfig, l2: CacheConfig) -> [Vec<(u64, u64, u64, u64)>; 2] {
+    type Level = HashMap<i64, Vec<(i64, u64)>>;
+    fn lookup(level: &mut Level, c: CacheConfig, line: i64, time: u64) -> (bool, Option<i64>) {
+        let set = level.entry(line.rem_euclid(c.sets as i64)).or_default();
+        if let Some(e) = set.iter_mut().find(|e| e.0 == line) {
+            e.1 = time;
+            return (true, None);
+        }
+        let mut victim = None;
+        if set.len() == c.assoc as usize {
+            let lru = set.iter().enumerate().min_by_key(|(_, e)| e.1).unwrap().0;
+            victim = Some(set.remove(lru).0);
+        }
+        set.push((line, time));
+        (false, victim)
+    }
+    let (mut a, mut b): (Level, Level) = Default::default();
+    let (mut seen1, mut seen2) = (HashSet::new(), HashSet::new());
+    let mut out = [vec![(0, 0, 0, 0); nrefs], vec![(0, 0, 0, 0); nrefs]];
+    let mut time = 0u64;
+    prog.for_each_access(|r, addr| {
+        time += 1;
+        let line = addr.div_euclid(l1.line as i64);
+        out[0][r].0 += 1;
+        if lookup(&mut a, l1, line, time).0 {
+            out[0][r].1 += 1;
+            return;
+        }
+        if seen1.insert(line) { out[0][r].2 += 1 } else { out[0][r].3 += 1 }
+        out[1][r].0 += 1;
+        let (hit, victim) = lookup(&mut b, l2, line, time);
+        if hit {
+            out[1][r].1 += 1;
+        } else if seen2.insert(line) {
+            out[1][r].2 += 1
+        } else {
+            out[1][r].3 += 1
+        }
+        if let Some(v) = victim {
+            let set = a.entry(v.rem_euclid(l1.sets as i64)).or_default();
+            set.retain(|e| e.0 != v);
+        }
+    });
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, .. ProptestConfig::default() })]
+
+    #[test]
+    fn inclusive_hierarchy_equals_naive(
+        kname in prop::sample::select(vec!["seed", "atax", "mvt", "jacobi2d", "gemm"]),
+        n in 1i64..20,
+        (a1, s1, a2, s2) in (1u32..=4, 1u32..=8, 1u32..=8, 1u32..=16),
+        lshift in 0u32..=3,
+    ) {
+        let k = kernel(kname);
+        let params: ParamValues = k.params.iter().map(|p| (p.clone(), if p == "T" { 2 } else { n })).collect();
+        let layout = if kname == "seed" { LayoutSpec::parse_bases("A=0,B=800,C=1600").unwrap() } else { LayoutSpec::default() };
+        let prog = Program::new(&k, &params, &layout).unwrap();
+        let (l1, l2) = (CacheConfig { assoc: a1, line: 8 << lshift, sets: s1 }, CacheConfig { assoc: a2, line: 8 << lshift, sets: s2 });
+        let fast = prog.simulate_hierarchy(&[l1, l2]).unwrap();
+        let slow = naive_inclusive(&prog, k.refs.len(), l1, l2);
+        for level in 0..2 {
+            for (r, (f, s)) in fast[level].iter().zip(&slow[level]).enumerate() {
+                prop_assert_eq!((f.accesses, f.hits, f.compulsory, f.other), *s, "L{} P{}", level + 1, r);
+            }
+        }
+    }
+}
+
+/// A second level that holds every line never back-invalidates: L1 counts as alone, and L2
+/// sees only first touches (all its misses compulsory).
+#[test]
+fn large_second_level_leaves_l1_alone() {
+    let k = kernel("gemm");
+    let params: ParamValues = k.params.iter().map(|p| (p.clone(), 24)).collect();
+    let prog = Program::new(&k, &params, &LayoutSpec::default()).unwrap();
+    let l1 = CacheConfig { assoc: 2, line: 32, sets: 8 };
+    let l2 = CacheConfig { assoc: 64, line: 32, sets: 64 };
+    let h = prog.simulate_hierarchy(&[l1, l2]).unwrap();
+    let alone = prog.simulate(&[l1]).pop().unwrap();
+    assert_eq!(h[0], alone);
+    for (r, s) in h[1].iter().enumerate() {
+        assert_eq!(s.accesses, alone[r].misses(), "P{r}");
+        assert_eq!(s.other, 0, "P{r}");
+        assert_eq!(s.compulsory, alone[r].compulsory, "P{r}");
+    }
+    // Unequal line sizes are refused with a reason.
+    let e = prog.simulate_hierarchy(&[l1, CacheConfig { line: 64, ..l2 }]).unwrap_err();
+    assert!(e.to_string().contains("same line size"), "{e}");
+}

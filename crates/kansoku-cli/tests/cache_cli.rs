@@ -161,3 +161,50 @@ fn polybench_c_equals_the_kernel_language() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("nussinov.c:16:4") && err.contains("if"), "{err}");
 }
+
+/// A realistic L1 at concrete sizes: the set method's misses equal one simulation's at
+/// gemm MINI; at SMALL, `auto` gives up on the set method within its budget (twice: the
+/// default construction, then the lexmin chain) and answers by simulation, saying so.
+#[test]
+fn realistic_l1_by_the_set_method_or_by_simulation() {
+    let gemm = format!("{}/../kansoku-cache/polybench/gemm.c", env!("CARGO_MANIFEST_DIR"));
+    let l1 = "32KiB,8-way,64B";
+    let sim_misses = |size: &str| -> Vec<u64> {
+        let v: serde_json::Value = serde_json::from_str(&ok(&["cache", "simulate", &gemm, "--size", size, "--cache", l1, "--json"])).unwrap();
+        v["refs"].as_array().unwrap().iter().map(|r| r["compulsory"].as_u64().unwrap() + r["other"].as_u64().unwrap()).collect()
+    };
+    let v: serde_json::Value = serde_json::from_str(&ok(&["cache", "model", &gemm, "--size", "MINI", "--cache", l1, "--method", "sets", "--json"])).unwrap();
+    let method: Vec<u64> = v["evaluation"].as_array().unwrap().iter().map(|r| (r["compulsory"].as_i64().unwrap() + r["conflict"].as_i64().unwrap()) as u64).collect();
+    assert_eq!(method, sim_misses("MINI"));
+    assert!(method.iter().sum::<u64>() > 0);
+
+    let t = std::time::Instant::now();
+    let o = kansoku(&["cache", "model", &gemm, "--size", "SMALL", "--cache", l1, "--budget", "1", "--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(t.elapsed() < std::time::Duration::from_secs(30), "took {:?}", t.elapsed());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("simulating at NI=40,NJ=50,NK=60 instead"), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let fallback: Vec<u64> = v["refs"].as_array().unwrap().iter().map(|r| r["compulsory"].as_u64().unwrap() + r["other"].as_u64().unwrap()).collect();
+    assert_eq!(fallback, sim_misses("SMALL"));
+}
+
+/// `--l2`: an inclusive second level sees exactly the first level's misses.
+#[test]
+fn inclusive_l2_sees_the_l1_misses() {
+    let gemm = format!("{}/../kansoku-cache/polybench/gemm.c", env!("CARGO_MANIFEST_DIR"));
+    let v: serde_json::Value = serde_json::from_str(&ok(&["cache", "simulate", &gemm, "--size", "SMALL", "--cache", "4KiB,4-way,64B", "--l2", "32KiB,8-way,64B", "--json"])).unwrap();
+    let l2 = &v["lower_levels"][0];
+    assert_eq!(l2["cache"]["assoc"].as_u64(), Some(8));
+    for (r1, r2) in v["refs"].as_array().unwrap().iter().zip(l2["refs"].as_array().unwrap()) {
+        assert_eq!(r2["accesses"].as_u64().unwrap(), r1["compulsory"].as_u64().unwrap() + r1["other"].as_u64().unwrap(), "{}", r1["reference"]);
+    }
+    // B (24 KB) fits this L2 and not the L1: most L1 misses hit in the L2.
+    assert!(l2["total_misses"].as_u64().unwrap() * 10 < v["total_misses"].as_u64().unwrap(), "{l2}");
+    let o = kansoku(&["cache", "simulate", &gemm, "--size", "MINI", "--l2", "16KiB,8-way,32B", "--cache", "4KiB,4-way,64B"]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("same line size"));
+    let o = kansoku(&["cache", "model", &format!("{}/../kansoku-cache/kernels/seed.k", env!("CARGO_MANIFEST_DIR")), "--l2", "16KiB,8-way,64B"]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("one cache level"), "{}", String::from_utf8_lossy(&o.stderr));
+}

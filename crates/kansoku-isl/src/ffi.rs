@@ -31,6 +31,8 @@ extern "C" {
     pub fn isl_options_set_on_error(ctx: *mut isl_ctx, val: c_int) -> c_int;
     pub fn isl_ctx_set_max_operations(ctx: *mut isl_ctx, max: c_ulong);
     pub fn isl_ctx_reset_operations(ctx: *mut isl_ctx);
+    pub fn isl_ctx_abort(ctx: *mut isl_ctx);
+    pub fn isl_ctx_aborted(ctx: *mut isl_ctx) -> c_int;
     pub fn isl_ctx_last_error_msg(ctx: *mut isl_ctx) -> *const c_char;
     pub fn isl_ctx_reset_error(ctx: *mut isl_ctx);
 

@@ -50,6 +50,36 @@ impl Ctx {
         }
     }
 
+    /// Runs `work` with a watchdog that aborts this context's running operation once
+    /// `deadline` passes: isl checks the abort flag inside long operations (a lexmax or a
+    /// coalesce that runs for minutes), where a check between operations never gets to run.
+    /// After an abort every later operation fails too, so [`Ctx::aborted`] tells why.
+    pub fn with_deadline<R>(&self, deadline: Option<std::time::Instant>, work: impl FnOnce() -> R) -> R {
+        let Some(deadline) = deadline else { return work() };
+        let (done, wait) = std::sync::mpsc::channel::<()>();
+        let raw = AbortHandle(self.raw);
+        std::thread::scope(|s| {
+            s.spawn(move || {
+                let raw = raw;
+                let left = deadline.saturating_duration_since(std::time::Instant::now());
+                if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = wait.recv_timeout(left) {
+                    // SAFETY: the scope keeps the context alive until this thread ends;
+                    // isl_ctx_abort only sets a flag that isl's operations poll (isl's
+                    // manual offers it for signal handlers, i.e. asynchronous callers).
+                    unsafe { ffi::isl_ctx_abort(raw.0) }
+                }
+            });
+            let r = work();
+            let _ = done.send(());
+            r
+        })
+    }
+
+    /// Whether [`Ctx::with_deadline`]'s watchdog aborted this context.
+    pub fn aborted(&self) -> bool {
+        unsafe { ffi::isl_ctx_aborted(self.raw) != 0 }
+    }
+
     fn error(&self, op: &'static str) -> IslError {
         // SAFETY: the message pointer is owned by the context and valid until the next error.
         let msg = unsafe {
@@ -73,6 +103,12 @@ impl Ctx {
         Map::wrap(self, unsafe { ffi::isl_map_read_from_str(self.raw, c.as_ptr()) }, "read map")
     }
 }
+
+/// A context's pointer handed to the watchdog thread, which only calls `isl_ctx_abort`.
+#[derive(Clone, Copy)]
+struct AbortHandle(*mut ffi::isl_ctx);
+// SAFETY: the handle is used for isl_ctx_abort alone, within the context's lifetime.
+unsafe impl Send for AbortHandle {}
 
 impl Default for Ctx {
     fn default() -> Self {

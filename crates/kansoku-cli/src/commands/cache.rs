@@ -2,7 +2,7 @@
 
 use anyhow::{bail, Context, Result};
 use kansoku_cache::model::{build_model, Family, KernelFormulas, ModelOptions};
-use kansoku_cache::{kernel_info, parse_params, CacheConfig, Kernel, LayoutSpec, ParamValues, Program};
+use kansoku_cache::{kernel_info, parse_params, CacheConfig, Kernel, LayoutSpec, ParamValues, Program, RefStats};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -27,6 +27,11 @@ pub struct CacheArgs {
     /// Cache: `assoc=2,line=32,sets=4` or `32KiB,8-way,64B` (line size must be a power of two; ways and sets may be any positive number).
     #[arg(long, default_value = DEFAULT_CACHE)]
     pub cache: String,
+    /// A second, inclusive level below `--cache` (same line size), e.g. `256KiB,4-way,64B`:
+    /// simulated as a hierarchy (L1 misses go to L2; L2's evictions leave L1). The set method
+    /// models one level; with `--l2` its answers come from the simulator.
+    #[arg(long)]
+    pub l2: Option<String>,
     /// Base addresses of every array, e.g. `A=0,B=800,C=1600` (otherwise arrays are placed one after the other).
     #[arg(long)]
     pub base: Option<String>,
@@ -41,6 +46,14 @@ pub struct CacheArgs {
 impl CacheArgs {
     fn cache(&self) -> Result<CacheConfig> {
         Ok(CacheConfig::parse(&self.cache)?)
+    }
+    /// `--cache`, then `--l2` if given.
+    fn levels(&self) -> Result<Vec<CacheConfig>> {
+        let mut v = vec![self.cache()?];
+        if let Some(l2) = &self.l2 {
+            v.push(CacheConfig::parse(l2)?);
+        }
+        Ok(v)
     }
     fn layout(&self) -> Result<LayoutSpec> {
         match &self.base {
@@ -238,6 +251,9 @@ fn info(a: InfoArgs) -> Result<()> {
     let (k, sizes) = load(&a.kernel, &a.c)?;
     let p = params_over(a.param.as_deref(), &sizes)?;
     let pos = a.reference.as_deref().map(|s| find_ref(&k, s)).transpose()?;
+    if a.cache.l2.is_some() {
+        bail!("--l2 applies to `cache simulate` and `cache model`; `info` describes one cache (--cache)");
+    }
     let info = kernel_info(&k, a.cache.cache()?, &a.cache.layout()?, p.as_ref(), pos)?;
     if a.json {
         crate::output::print_json(&info)?;
@@ -297,23 +313,28 @@ struct SimReport {
     total_misses: u64,
     seconds: f64,
     accesses_per_second: f64,
+    /// The inclusive levels below `cache` (`--l2`), each seeing the level above's misses.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    lower_levels: Vec<SimLevel>,
 }
 
-fn sim_report(k: &Kernel, p: &ParamValues, layout: &LayoutSpec, cache: CacheConfig) -> Result<SimReport> {
+#[derive(Serialize)]
+struct SimLevel {
+    cache: CacheConfig,
+    refs: Vec<SimRow>,
+    total_accesses: u64,
+    total_misses: u64,
+}
+
+fn sim_report(k: &Kernel, p: &ParamValues, layout: &LayoutSpec, levels: &[CacheConfig]) -> Result<SimReport> {
     let prog = Program::new(k, p, layout)?;
     let t = Instant::now();
-    let stats = prog.simulate(&[cache]).pop().unwrap();
+    let mut stats = if levels.len() == 1 { prog.simulate(levels) } else { prog.simulate_hierarchy(levels)? };
     let secs = t.elapsed().as_secs_f64();
-    let total: u64 = stats.iter().map(|s| s.accesses).sum();
-    Ok(SimReport {
-        kernel: k.file.clone(),
-        cache,
-        params: p.clone(),
-        data: prog.data.clone(),
-        refs: k
-            .refs
+    let rows = |stats: &[RefStats]| -> Vec<SimRow> {
+        k.refs
             .iter()
-            .zip(&stats)
+            .zip(stats)
             .map(|(r, s)| SimRow {
                 reference: format!("P{}", r.id),
                 statement: k.statements[r.stmt].label.clone(),
@@ -325,25 +346,56 @@ fn sim_report(k: &Kernel, p: &ParamValues, layout: &LayoutSpec, cache: CacheConf
                 compulsory: s.compulsory,
                 other: s.other,
             })
-            .collect(),
+            .collect()
+    };
+    let lower_levels = stats
+        .drain(1..)
+        .zip(&levels[1..])
+        .map(|(st, c)| SimLevel { cache: *c, refs: rows(&st), total_accesses: st.iter().map(|s| s.accesses).sum(), total_misses: st.iter().map(|s| s.misses()).sum() })
+        .collect();
+    let stats = &stats[0];
+    let total: u64 = stats.iter().map(|s| s.accesses).sum();
+    Ok(SimReport {
+        kernel: k.file.clone(),
+        cache: levels[0],
+        params: p.clone(),
+        data: prog.data.clone(),
+        refs: rows(stats),
         total_accesses: total,
         total_misses: stats.iter().map(|s| s.misses()).sum(),
         seconds: secs,
         accesses_per_second: total as f64 / secs.max(1e-9),
+        lower_levels,
     })
 }
 
 fn simulate(a: SimulateArgs) -> Result<()> {
     let (k, sizes) = load(&a.kernel, &a.c)?;
     let p = params_over(a.param.as_deref(), &sizes)?.with_context(|| format!("{}: give the sizes with --param (or -D/--size for a C file)", a.kernel.display()))?;
-    let rep = sim_report(&k, &p, &a.cache.layout()?, a.cache.cache()?)?;
-    if a.json {
-        crate::output::print_json(&rep)?;
+    let rep = sim_report(&k, &p, &a.cache.layout()?, &a.cache.levels()?)?;
+    print_simulation(&rep, a.json)
+}
+
+fn print_simulation(rep: &SimReport, json: bool) -> Result<()> {
+    if json {
+        crate::output::print_json(rep)?;
         return Ok(());
     }
-    println!("{}  cache {}  {}", rep.kernel, rep.cache, fmt_params(&rep.params));
+    let l1 = if rep.lower_levels.is_empty() { "" } else { "L1 " };
+    println!("{}  {l1}cache {}  {}", rep.kernel, rep.cache, fmt_params(&rep.params));
+    print_sim_rows(&rep.refs);
+    println!("  {} accesses, {} misses, {:.3} s ({:.1} M accesses/s)", rep.total_accesses, rep.total_misses, rep.seconds, rep.accesses_per_second / 1e6);
+    for (i, l) in rep.lower_levels.iter().enumerate() {
+        println!("L{} cache {} (inclusive; sees the L{} misses)", i + 2, l.cache, i + 1);
+        print_sim_rows(&l.refs);
+        println!("  {} accesses, {} misses", l.total_accesses, l.total_misses);
+    }
+    Ok(())
+}
+
+fn print_sim_rows(rows: &[SimRow]) {
     println!("  {:<4} {:<14} {:<14} {:>12} {:>12} {:>11} {:>11}", "ref", "position", "reference", "accesses", "hits", "compulsory", "other");
-    for r in &rep.refs {
+    for r in rows {
         println!(
             "  {:<4} {:<14} {:<14} {:>12} {:>12} {:>11} {:>11}",
             r.reference,
@@ -355,8 +407,6 @@ fn simulate(a: SimulateArgs) -> Result<()> {
             r.other
         );
     }
-    println!("  {} accesses, {} misses, {:.3} s ({:.1} M accesses/s)", rep.total_accesses, rep.total_misses, rep.seconds, rep.accesses_per_second / 1e6);
-    Ok(())
 }
 
 fn fmt_params(p: &ParamValues) -> String {
@@ -364,20 +414,54 @@ fn fmt_params(p: &ParamValues) -> String {
 }
 
 fn model(mut a: ModelArgs) -> Result<()> {
-    // a C file's sizes (-D, --size) are where the formulas are evaluated, unless --param says
+    // A C file's sizes (-D, --size) are where the formulas are evaluated, unless --param
+    // says otherwise; its arrays are as large as those sizes, unless --extent says otherwise.
+    // With neither --param nor --extent, the question is the misses at those sizes: the
+    // set method then works at that one point (`at`), much faster than in all sizes.
+    let mut concrete = None;
+    let mut at = None;
     if a.param.is_none() {
         let (_, sizes) = load(&a.kernel, &a.c)?;
         if !sizes.is_empty() {
             a.param = Some(fmt_params(&sizes));
+            if a.extent.is_none() {
+                a.extent = Some(fmt_params(&sizes));
+                at = Some(sizes.clone());
+            }
+            concrete = Some(sizes);
         }
     }
+    if a.cache.l2.is_some() {
+        // LRU state of an inclusive L2 depends on what L1 filters out, so a level's
+        // formulas alone do not give it (docs/rooms/seed004-cache.md, "Two levels").
+        let Some(sizes) = concrete else {
+            bail!("--l2: the formulas model one cache level; give concrete sizes (-D/--size) to simulate the inclusive hierarchy, or model each level with --cache alone");
+        };
+        eprintln!("note: --l2: the inclusive hierarchy is answered by the simulator at {}", fmt_params(&sizes));
+        let (k, _) = load(&a.kernel, &a.c)?;
+        return print_simulation(&sim_report(&k, &sizes, &a.cache.layout()?, &a.cache.levels()?)?, a.json);
+    }
     let interpolation_args = !a.vary.is_empty() || a.fix.is_some() || a.from != 1;
+    let started = Instant::now();
     match a.method {
         Method::Interpolate => interpolate_model(a),
-        Method::Sets => sets_model(&a),
+        Method::Sets => sets_model(&a, at.as_ref()),
         Method::Auto if interpolation_args => interpolate_model(a),
-        Method::Auto => match sets_model(&a) {
+        Method::Auto => match sets_model(&a, at.as_ref()) {
             Ok(()) => Ok(()),
+            // Concrete sizes: one simulation answers at once, where interpolation would
+            // simulate many sizes and the set method has already run out of time.
+            Err(e) if e.downcast_ref::<SetsUnavailable>().is_some() && concrete.is_some() => {
+                let sizes = concrete.expect("checked");
+                eprintln!(
+                    "note: the set method did not get there ({e:#}; {:.1} s); simulating at {} instead (--method sets --budget S to insist)",
+                    started.elapsed().as_secs_f64(),
+                    fmt_params(&sizes)
+                );
+                let (k, _) = load(&a.kernel, &a.c)?;
+                let rep = sim_report(&k, &sizes, &a.cache.layout()?, &a.cache.levels()?)?;
+                print_simulation(&rep, a.json)
+            }
             Err(e) if e.downcast_ref::<SetsUnavailable>().is_some() => {
                 eprintln!("note: the set method cannot be used here ({e:#}); using interpolation in one size variable (--method interpolate)");
                 interpolate_model(a)
@@ -401,7 +485,8 @@ impl std::error::Error for SetsUnavailable {}
 /// value measured on the 2-D stencils and mvt 8-way, docs/BENCHMARKS.md, seed 004).
 const CHAIN_RETRY_CHARS: usize = 4000;
 
-fn sets_model(a: &ModelArgs) -> Result<()> {
+/// `at`: derive the formulas for these sizes only (see `SetModelOptions::at`).
+fn sets_model(a: &ModelArgs, at: Option<&ParamValues>) -> Result<()> {
     use kansoku_cache::sets::{build_set_model, SetModelOptions};
     let (k, _) = load(&a.kernel, &a.c)?;
     let extents = a.extent.as_deref().map(params).transpose()?.unwrap_or_default();
@@ -409,6 +494,10 @@ fn sets_model(a: &ModelArgs) -> Result<()> {
     let mut opts = SetModelOptions::new(a.cache.layout()?, a.cache.cache()?);
     opts.extents = extents;
     opts.explain = a.explain;
+    if let Some(at) = at {
+        opts.at = at.clone();
+        eprintln!("note: formulas for {} only (give --extent to derive them in every size up to the extents)", fmt_params(at));
+    }
     opts.time_budget = Some(std::time::Duration::from_secs_f64(a.budget.max(0.0)));
     opts.lexmin_chain_above = a.lexmin_chain;
     if let Some(sel) = &a.reference {
@@ -743,7 +832,7 @@ pub fn demo_stage(dir: &Path) -> Result<String> {
     let f = build_model(&k, &ModelOptions::new(family.clone(), layout.clone(), vec![cache]))?.pop().unwrap();
     std::fs::write(dir.join("seed-formulas.json"), serde_json::to_string_pretty(&f)?)?;
     let p = parse_params("X=10,Y=10,Z=10")?;
-    let rep = sim_report(&k, &p, &layout, cache)?;
+    let rep = sim_report(&k, &p, &layout, &[cache])?;
     std::fs::write(dir.join("seed-simulation.json"), serde_json::to_string_pretty(&rep)?)?;
     let r = find_ref(&k, ex::REFERENCE)?;
     let ev = f.eval(&p)?;

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Seed 004 on a realistic L1 (issue 17): per PolyBench-style kernel and preset size
+# (MINI, SMALL, MEDIUM; the next size only after the smaller one was built), the set
+# method at the concrete sizes (`cache model FILE.c --size S --method sets`, array
+# extents = the sizes) beside one simulation of the same run, both timed here.
+# Usage: bench/polybench-l1.sh [BUDGET_SECONDS] [KERNEL...]   (KANSOKU=path: a fixed binary)
+# Prints TSV: kernel, size, method seconds, method misses, simulator seconds, simulator
+# misses, equal (yes/no/-), note (why the method did not get there).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+budget=${1:-30}
+shift 1 2>/dev/null || true
+if [ -z "${KANSOKU:-}" ]; then
+  cargo build --release -q -p kansoku-cli
+fi
+K=${KANSOKU:-${CARGO_TARGET_DIR:-$PWD/target}/release/kansoku}
+cache=${CACHE:-32KiB,8-way,64B}
+dir=crates/kansoku-cache/polybench
+kernels=("$@")
+[ ${#kernels[@]} -eq 0 ] && kernels=($(cd $dir && ls *.c | sed 's/\.c$//'))
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+misses() { python3 -c 'import json,sys
+d=json.load(sys.stdin)
+ev=d.get("evaluation")
+print(sum(r["compulsory"]+r["conflict"] for r in ev) if ev is not None else d["total_misses"])'; }
+printf 'kernel\tsize\tmethod_s\tmethod_misses\tsim_s\tsim_misses\tequal\tnote\n'
+for k in "${kernels[@]}"; do
+  for size in MINI SMALL MEDIUM; do
+    s=$(date +%s.%N)
+    "$K" cache simulate "$dir/$k.c" --size $size --cache "$cache" --json > "$work/sim.json" 2> "$work/err" || { printf '%s\t%s\t-\t-\t-\t-\t-\trefused: %s\n' "$k" $size "$(head -1 "$work/err")"; break; }
+    sim_s=$(echo "$(date +%s.%N) - $s" | bc)
+    sim_m=$(misses < "$work/sim.json")
+    s=$(date +%s.%N)
+    "$K" cache model "$dir/$k.c" --size $size --cache "$cache" --method sets --budget "$budget" --json > "$work/model.json" 2> "$work/err"
+    rc=$?
+    m_s=$(echo "$(date +%s.%N) - $s" | bc)
+    if [ $rc -ne 0 ]; then
+      printf '%s\t%s\t%.1f\t-\t%.2f\t%s\t-\t%s\n' "$k" $size "$m_s" "$sim_s" "$sim_m" "$(grep -v '^$' "$work/err" | grep -v '^note' | tail -1 | cut -c1-200)"
+      break
+    fi
+    m_m=$(misses < "$work/model.json")
+    eq=no; [ "$m_m" = "$sim_m" ] && eq=yes
+    printf '%s\t%s\t%.1f\t%s\t%.2f\t%s\t%s\t\n' "$k" $size "$m_s" "$m_m" "$sim_s" "$sim_m" "$eq"
+  done
+done
