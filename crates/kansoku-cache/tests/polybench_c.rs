@@ -127,3 +127,23 @@ fn the_set_method_keeps_to_its_time_budget_inside_isl() {
     assert!(t.elapsed() < Duration::from_secs(10), "took {:?}", t.elapsed());
     assert!(e.to_string().contains("exceeded its time budget"), "{e}");
 }
+
+/// The budget holds in the counter too: gemm's B[k][j] at MEDIUM sizes, fixed as a point
+/// (`at`), ran 90 s past a 10 s budget in one sum over residue classes before the counter
+/// checked its deadline per class.
+#[test]
+fn the_set_method_keeps_to_its_time_budget_while_counting() {
+    let sizes = [("NI", "200"), ("NJ", "220"), ("NK", "240")];
+    let k = lowered("gemm", &sizes).kernel;
+    let at: ParamValues = sizes.iter().map(|(n, v)| (n.to_string(), v.parse().unwrap())).collect();
+    let k = k.with_fixed_extents(&at).unwrap();
+    let mut opts = SetModelOptions::new(LayoutSpec::default(), CacheConfig::parse("32KiB,8-way,64B").unwrap());
+    opts.extents = at.clone();
+    opts.at = at;
+    opts.refs = vec![k.find_ref("S2:right:3").unwrap()];
+    opts.time_budget = Some(Duration::from_secs(3));
+    let t = std::time::Instant::now();
+    let e = build_set_model(&k, &opts).expect_err("B[k][j] at MEDIUM does not build in 3 s");
+    assert!(t.elapsed() < Duration::from_secs(12), "took {:?}", t.elapsed());
+    assert!(e.to_string().contains("time budget"), "{e}");
+}

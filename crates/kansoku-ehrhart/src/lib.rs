@@ -332,8 +332,10 @@ fn substitute_residue(f: &Poly, x: usize, d: i64, r: i64, atoms: &mut Atoms) -> 
     out
 }
 
-/// Σ_{x = ceil(lo/a)}^{floor(hi/b)} f, where `lo`, `hi` are rows without x.
-fn sum_over(f: &Poly, x: usize, lo: &Row, a: i64, hi: &Row, b: i64, atoms: &mut Atoms) -> Poly {
+/// Σ_{x = ceil(lo/a)}^{floor(hi/b)} f, where `lo`, `hi` are rows without x. Gives up after
+/// `deadline`, checked per residue class: one sum over many classes of a large summand ran
+/// 90 s past a 10 s budget (gemm MEDIUM, 8-way, docs/rooms/seed004-cache.md).
+fn sum_over(f: &Poly, x: usize, (lo, a): (&Row, i64), (hi, b): (&Row, i64), atoms: &mut Atoms, deadline: Option<std::time::Instant>) -> Result<Poly, EhrhartError> {
     let w = atoms.w;
     let mut d: i64 = 1;
     for mono in f.0.keys() {
@@ -347,6 +349,9 @@ fn sum_over(f: &Poly, x: usize, lo: &Row, a: i64, hi: &Row, b: i64, atoms: &mut 
     }
     let mut total = Poly::default();
     for r in 0..d {
+        if deadline.is_some_and(|d| std::time::Instant::now() > d) {
+            return Err(EhrhartError::OutOfTime);
+        }
         let g = substitute_residue(f, x, d, r, atoms);
         // q from ceil((lo - a r)/(a d)) to floor((hi - b r)/(b d)).
         let mut neg_lo: Row = lo.iter().map(|v| -v).collect();
@@ -374,7 +379,7 @@ fn sum_over(f: &Poly, x: usize, lo: &Row, a: i64, hi: &Row, b: i64, atoms: &mut 
             total.add_assign(&coeff.mul(&s));
         }
     }
-    total
+    Ok(total)
 }
 
 /// Integer emptiness of `rows` (over w columns, params after n_vars) within the context.
@@ -486,7 +491,7 @@ impl Counter<'_> {
                 if !feasible || is_empty(&self.ctx, &new_rows, self.n_vars, self.n_params, self.context)? {
                     continue;
                 }
-                let g = sum_over(&f, x, li, *ai, uj, *bj, &mut self.atoms);
+                let g = sum_over(&f, x, (li, *ai), (uj, *bj), &mut self.atoms, self.deadline)?;
                 if g.0.is_empty() {
                     continue;
                 }
