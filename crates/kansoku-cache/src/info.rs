@@ -11,6 +11,9 @@ pub struct ProgramLine {
     pub label: String,
     pub text: String,
     pub line: u32,
+    /// The enclosing ifs' conditions, as `g >= 0` in the kernel's loop variables.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub guards: Vec<String>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -80,7 +83,7 @@ pub fn kernel_info(k: &Kernel, cache: CacheConfig, layout: &LayoutSpec, params: 
     Ok(KernelInfo {
         file: k.file.clone(),
         params: k.params.clone(),
-        program: k.statements.iter().map(|s| ProgramLine { label: s.label.clone(), text: s.text.clone(), line: s.pos.line }).collect(),
+        program: k.statements.iter().map(|s| ProgramLine { label: s.label.clone(), text: s.text.clone(), line: s.pos.line, guards: s.guards.iter().map(|g| format!("{g} >= 0")).collect() }).collect(),
         arrays: k
             .arrays
             .iter()

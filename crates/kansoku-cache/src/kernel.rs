@@ -75,6 +75,9 @@ pub struct Statement {
     /// Reference ids in execution order.
     pub refs: Vec<usize>,
     pub pos: Pos,
+    /// The conditions of the enclosing `if`s, each `g >= 0` (empty: always executed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub guards: Vec<Affine>,
 }
 
 /// The loop-nest tree.

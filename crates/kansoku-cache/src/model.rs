@@ -779,6 +779,7 @@ pub fn horizon(k: &Kernel, family: &Family, layout: &LayoutSpec, caches: &[Cache
     let konst = |a: &crate::affine::Affine| a.constant.abs();
     h += k.arrays.iter().flat_map(|a| a.dims.iter()).map(konst).max().unwrap_or(0);
     h += k.loops.iter().flat_map(|l| [konst(&l.lower), konst(&l.upper)]).max().unwrap_or(0);
+    h += k.statements.iter().flat_map(|s| s.guards.iter()).map(konst).max().unwrap_or(0);
     h += k.refs.iter().flat_map(|r| r.subscripts.iter()).map(konst).max().unwrap_or(0);
     h += caches.iter().map(|c| (c.size_bytes() as i64 + c.line as i64) / min_elem).max().unwrap_or(0);
     h

@@ -160,6 +160,8 @@ struct Parser<'a> {
     nesting: usize,
     /// Operators in the current statement or loop header.
     operators: usize,
+    /// Conditions of the `if`s enclosing the current point, each `g >= 0`.
+    guards: Vec<Affine>,
 }
 
 /// Limits that keep every later pass (reference collection, affine forms, the simulator,
@@ -168,6 +170,8 @@ struct Parser<'a> {
 const MAX_LOOP_DEPTH: usize = 32;
 const MAX_NESTING: usize = 200;
 const MAX_OPERATORS: usize = 5000;
+/// Conditions of the `if`s around one statement (each nested `if` adds at least one).
+const MAX_GUARDS: usize = 64;
 
 /// Parses kernel source text; `file` is used in error messages.
 pub fn parse_kernel(file: &str, src: &str) -> Result<Kernel> {
@@ -182,12 +186,10 @@ pub fn parse_kernel(file: &str, src: &str) -> Result<Kernel> {
         refs: vec![],
         body: vec![],
     };
-    let mut p = Parser { file, src, toks, i: 0, k, scalars: HashSet::new(), loop_stack: vec![], mirrored: vec![], nesting: 0, operators: 0 };
+    let mut p = Parser { file, src, toks, i: 0, k, scalars: HashSet::new(), loop_stack: vec![], mirrored: vec![], nesting: 0, operators: 0, guards: vec![] };
     let mut body = Vec::new();
     while p.peek() != &Tok::Eof {
-        if let Some(n) = p.item()? {
-            body.push(n);
-        }
+        body.extend(p.item()?);
     }
     p.k.body = body;
     if p.k.statements.is_empty() {
@@ -251,7 +253,7 @@ impl Parser<'_> {
         }
     }
 
-    fn item(&mut self) -> Result<Option<Node>> {
+    fn item(&mut self) -> Result<Vec<Node>> {
         match self.peek().clone() {
             Tok::Ident(s) if s == "param" => {
                 self.next();
@@ -264,13 +266,13 @@ impl Parser<'_> {
                     }
                 }
                 self.expect(";")?;
-                Ok(None)
+                Ok(vec![])
             }
             Tok::Ident(s) if elem_size(&s).is_some() || s == "const" || s == "unsigned" => {
                 self.declaration()?;
-                Ok(None)
+                Ok(vec![])
             }
-            _ => self.stmt().map(Some),
+            _ => self.stmt(),
         }
     }
 
@@ -327,13 +329,75 @@ impl Parser<'_> {
         Ok(())
     }
 
-    fn stmt(&mut self) -> Result<Node> {
+    /// One statement: a loop, an assignment, or an `if` (whose statements it returns).
+    fn stmt(&mut self) -> Result<Vec<Node>> {
         self.operators = 0;
         match self.peek().clone() {
-            Tok::Punct("{") => Err(self.err_at(self.pos(), "a block must follow a for loop")),
-            Tok::Ident(s) if s == "for" => self.for_loop(),
-            _ => self.assignment(),
+            Tok::Punct("{") => Err(self.err_at(self.pos(), "a block must follow a for loop or an if")),
+            Tok::Ident(s) if s == "for" => Ok(vec![self.for_loop()?]),
+            Tok::Ident(s) if s == "if" => self.if_stmt(),
+            Tok::Ident(s) if s == "else" => Err(self.err_at(self.pos(), "'else' without an 'if'")),
+            _ => Ok(vec![self.assignment()?]),
         }
+    }
+
+    /// `if (c1 && c2 ...) body [else body]` with affine comparisons of loop variables and
+    /// parameters: the conditions restrict the domain of every statement inside (PolyBench's
+    /// nussinov). The iteration domains stay polyhedra: `else` is taken only after a single
+    /// inequality, whose negation is one inequality too; `!=`, `||` and conditions on data
+    /// are refused.
+    fn if_stmt(&mut self) -> Result<Vec<Node>> {
+        self.next();
+        self.expect("(")?;
+        let mut conds = Vec::new();
+        let mut equality = false;
+        loop {
+            let lhs = self.additive()?;
+            let pos = self.pos();
+            let op = match self.next().tok {
+                Tok::Punct(p @ ("<" | "<=" | ">" | ">=" | "==")) => p,
+                t => return Err(self.err_at(pos, format!("expected a comparison (<, <=, >, >=, ==) in the condition, found {}", Self::describe(&t)))),
+            };
+            let rhs = self.additive()?;
+            let (a, b) = (self.affine(&lhs, "the condition", true)?, self.affine(&rhs, "the condition", true)?);
+            match op {
+                "<" => conds.push(b.sub(&a).add(&Affine::constant(-1))),
+                "<=" => conds.push(b.sub(&a)),
+                ">" => conds.push(a.sub(&b).add(&Affine::constant(-1))),
+                ">=" => conds.push(a.sub(&b)),
+                _ => {
+                    equality = true;
+                    conds.push(a.sub(&b));
+                    conds.push(b.sub(&a));
+                }
+            }
+            if !self.eat("&&") {
+                break;
+            }
+        }
+        if matches!(self.peek(), Tok::Punct("||")) {
+            return Err(self.err_at(self.pos(), "'||' in a condition: the statements' domains would not be polyhedra (write two ifs)"));
+        }
+        let close = self.expect(")")?;
+        if self.guards.len() + conds.len() > MAX_GUARDS {
+            return Err(self.err_at(close.pos, format!("more than {MAX_GUARDS} conditions of nested ifs around one statement")));
+        }
+        let outer = self.guards.len();
+        self.guards.extend(conds.iter().cloned());
+        let mut body = self.block_or_stmt()?;
+        self.guards.truncate(outer);
+        if matches!(self.peek(), Tok::Ident(s) if s == "else") {
+            let pos = self.pos();
+            if conds.len() != 1 || equality {
+                return Err(self.err_at(pos, "'else' after a condition of more than one inequality: its domain would not be a polyhedron (write the complementary ifs)"));
+            }
+            self.next();
+            // not (g >= 0)  <=>  -g - 1 >= 0
+            self.guards.push(conds[0].scale(-1).add(&Affine::constant(-1)));
+            body.extend(self.block_or_stmt()?);
+            self.guards.truncate(outer);
+        }
+        Ok(body)
     }
 
     fn block_or_stmt(&mut self) -> Result<Vec<Node>> {
@@ -346,11 +410,11 @@ impl Parser<'_> {
                 if matches!(self.peek(), Tok::Ident(s) if elem_size(s).is_some()) {
                     return Err(self.err_at(self.pos(), "declarations must come before the loops"));
                 }
-                body.push(self.stmt()?);
+                body.extend(self.stmt()?);
             }
             Ok(body)
         } else {
-            Ok(vec![self.stmt()?])
+            self.stmt()
         }
     }
 
@@ -504,7 +568,7 @@ impl Parser<'_> {
             }
         }
         collect_refs(&rhs, &mut reads);
-        self.k.statements.push(Statement { label, text, refs: vec![], pos: spos });
+        self.k.statements.push(Statement { label, text, refs: vec![], pos: spos, guards: self.guards.clone() });
         // Check the left-hand side first so that errors come in source order.
         if let Expr::Index(..) = &lhs {
             self.make_ref(&lhs, stmt_id, Side::Left, 1, true)?;

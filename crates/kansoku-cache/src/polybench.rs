@@ -403,7 +403,7 @@ fn lower(file: &str, src: &str, input: &CInput) -> Result<(String, Vec<(String, 
 /// Why a C keyword of the region has no counterpart in the kernel language, if it has none.
 fn unsupported(word: &str) -> Option<&'static str> {
     Some(match word {
-        "if" | "else" | "switch" | "case" => "conditions are not in the kernel language (affine loop nests of assignments only: the set method needs every access's domain as a polyhedron)",
+        "switch" | "case" => "switch is not in the kernel language (affine loop nests of assignments and ifs on affine conditions only: the set method needs every access's domain as a polyhedron)",
         "while" | "do" => "only `for` loops with affine bounds are in the kernel language",
         "return" | "goto" | "break" | "continue" => "control flow leaving a loop is not in the kernel language",
         _ => return None,
@@ -530,9 +530,19 @@ void kernel_gemm(int ni, int nj, int nk,
         // a `while` loop
         let e = refused(&GEMM.replace("for (i = 0; i < _PB_NI; i++) {", "while (i < _PB_NI) {"));
         assert!(e.starts_with("bad.c:16:3: 'while'"), "{e}");
-        // a condition in the region
-        let e = refused(&GEMM.replace("\tC[i][j] *= beta;", "\tif (i > j) C[i][j] *= beta;"));
-        assert!(e.starts_with("bad.c:18:") && e.contains("conditions are not"), "{e}");
+        // conditions the domains cannot take: on data, with `||`, `else` after two
+        // inequalities; a switch
+        let e = refused(&GEMM.replace("\tC[i][j] *= beta;", "\tif (C[i][j] > 0) C[i][j] *= beta;"));
+        assert!(e.starts_with("bad.c:18:6: the condition is not affine: it reads the array element 'C[...]'"), "{e}");
+        let e = refused(&GEMM.replace("\tC[i][j] *= beta;", "\tif (i > j || j > 3) C[i][j] *= beta;"));
+        assert!(e.starts_with("bad.c:18:12: '||'"), "{e}");
+        let e = refused(&GEMM.replace("\tC[i][j] *= beta;", "\tif (i > j && j > 3) C[i][j] *= beta; else C[i][j] = 0;"));
+        assert!(e.starts_with("bad.c:18:") && e.contains("'else' after a condition of more than one inequality"), "{e}");
+        let e = refused(&GEMM.replace("\tC[i][j] *= beta;", "\tswitch (i) { case 0: C[i][j] *= beta; }"));
+        assert!(e.starts_with("bad.c:18:2: 'switch'"), "{e}");
+        // a data-independent one is read
+        let l = parse_c_kernel("ok.c", &GEMM.replace("\tC[i][j] *= beta;", "\tif (i > j) C[i][j] *= beta;"), &CInput::default()).unwrap();
+        assert_eq!(l.kernel.statements[0].guards.len(), 1);
         // a non-affine subscript
         let e = refused(&GEMM.replace("A[i][k] * B[k][j]", "A[i*k][k] * B[k][j]"));
         assert!(e.starts_with("bad.c:21:"), "{e}");

@@ -259,7 +259,10 @@ fn schedule(k: &Kernel) -> Vec<AccessSpace> {
                             tuple.push("0".into());
                         }
                         tuple.push(pos.to_string());
-                        out[r] = Some(AccessSpace { tuple, constraints: cons.clone() });
+                        // The enclosing ifs restrict the domain (each guard `g >= 0`).
+                        let mut constraints = cons.clone();
+                        constraints.extend(k.statements[*s].guards.iter().map(|g| format!("{} >= 0", isl_affine(g, &k.params))));
+                        out[r] = Some(AccessSpace { tuple, constraints });
                     }
                 }
             }

@@ -47,7 +47,8 @@ impl LinForm {
 #[derive(Clone, Debug)]
 enum PNode {
     Loop { depth: usize, lower: LinForm, upper: LinForm, step: i64, body: Vec<PNode>, innermost: bool },
-    Stmt(Vec<(usize, LinForm)>),
+    /// A statement's references, and its guards (each `g >= 0`; empty: always runs).
+    Stmt(Vec<(usize, LinForm)>, Vec<LinForm>),
 }
 
 /// A kernel instantiated at concrete parameter values and layout: loops and byte
@@ -99,7 +100,10 @@ impl Program {
             nodes
                 .iter()
                 .map(|n| match n {
-                    Node::Stmt(s) => PNode::Stmt(k.statements[*s].refs.iter().map(|&r| (r, rf[r].clone())).collect()),
+                    Node::Stmt(s) => {
+                        let st = &k.statements[*s];
+                        PNode::Stmt(st.refs.iter().map(|&r| (r, rf[r].clone())).collect(), st.guards.iter().map(|g| subst(g, params, vars)).collect())
+                    }
                     Node::Loop { id, body } => {
                         let l = &k.loops[*id];
                         let lower = subst(&l.lower, params, vars);
@@ -107,7 +111,8 @@ impl Program {
                         vars.push((l.var.clone(), l.depth));
                         let body_nodes = build(k, body, params, vars, rf);
                         vars.pop();
-                        let innermost = body_nodes.iter().all(|b| matches!(b, PNode::Stmt(_)));
+                        // Unguarded statements only: their addresses advance by a constant.
+                        let innermost = body_nodes.iter().all(|b| matches!(b, PNode::Stmt(_, g) if g.is_empty()));
                         PNode::Loop { depth: l.depth, lower, upper, step: l.step, body: body_nodes, innermost }
                     }
                 })
@@ -146,9 +151,11 @@ impl Program {
 fn run_nodes(nodes: &[PNode], vars: &mut [i64], f: &mut impl FnMut(usize, i64)) {
     for n in nodes {
         match n {
-            PNode::Stmt(refs) => {
-                for (r, form) in refs {
-                    f(*r, form.eval(vars));
+            PNode::Stmt(refs, guards) => {
+                if guards.iter().all(|g| g.eval(vars) >= 0) {
+                    for (r, form) in refs {
+                        f(*r, form.eval(vars));
+                    }
                 }
             }
             PNode::Loop { depth, lower, upper, step, body, innermost } => {
@@ -162,7 +169,7 @@ fn run_nodes(nodes: &[PNode], vars: &mut [i64], f: &mut impl FnMut(usize, i64)) 
                     vars[*depth] = lo;
                     let mut cur: Vec<(usize, i64, i64)> = Vec::new();
                     for b in body {
-                        if let PNode::Stmt(refs) = b {
+                        if let PNode::Stmt(refs, _) = b {
                             for (r, form) in refs {
                                 let coeff: i64 = form.terms.iter().filter(|(d, _)| d == depth).map(|(_, c)| c).sum();
                                 cur.push((*r, form.eval(vars), coeff * step));

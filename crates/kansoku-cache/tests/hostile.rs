@@ -35,6 +35,9 @@ fn deep_nesting_is_refused_with_a_position() {
     loops.push_str("A[0] = 0;\n");
     let e = on_small_stack(move || parse_err(&loops));
     assert!(e.starts_with("deep.k:35:1:") && e.contains("loops nested deeper than 32"), "{e}");
+    let ifs = format!("param N;\ndouble A[N];\nfor (i = 0; i < N; i++)\n{}A[i] = 0;\n", "if (i < N) ".repeat(20_000));
+    let e = on_small_stack(move || parse_err(&ifs));
+    assert!(e.starts_with("deep.k:4:") && e.contains("more than 64 conditions of nested ifs"), "{e}");
 }
 
 #[test]

@@ -156,10 +156,9 @@ fn polybench_c_equals_the_kernel_language() {
     let v: serde_json::Value = serde_json::from_str(&ok(&["cache", "simulate", &format!("{dir}/polybench/atax.c"), "--size", "MINI", "--json"])).unwrap();
     assert!(v["refs"].as_array().unwrap().len() >= 4, "{v}");
 
-    let o = kansoku(&["cache", "info", &format!("{dir}/polybench/nussinov.c"), "--size", "MINI"]);
-    assert!(!o.status.success());
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("nussinov.c:16:4") && err.contains("if"), "{err}");
+    // nussinov's ifs restrict its statements' domains; the table says when each runs.
+    let info = ok(&["cache", "info", &format!("{dir}/polybench/nussinov.c"), "--size", "MINI"]);
+    assert!(info.contains("S3   line 22") && info.contains("(when "), "{info}");
 }
 
 /// A realistic L1 at concrete sizes: the set method's misses equal one simulation's at

@@ -261,7 +261,8 @@ fn info(a: InfoArgs) -> Result<()> {
     }
     println!("Program information ({}), parameters: {}", info.file, if info.params.is_empty() { "none".into() } else { info.params.join(", ") });
     for s in &info.program {
-        println!("  {:<4} line {:<3} {}", s.label, s.line, s.text.split_whitespace().collect::<Vec<_>>().join(" "));
+        let guard = if s.guards.is_empty() { String::new() } else { format!("   (when {})", s.guards.join(" and ")) };
+        println!("  {:<4} line {:<3} {}{guard}", s.label, s.line, s.text.split_whitespace().collect::<Vec<_>>().join(" "));
     }
     println!("\nData information");
     println!("  {:<8} {:<8} {:>9} {:>12} {:>14}", "array", "type", "elem size", "start", "elements");
