@@ -87,9 +87,9 @@ fn guarded_statements_run_where_c_runs_them() {
         let mut runs = [0u64; 5];
         for i in (0..n).rev() {
             for j in i + 1..n {
-                runs[0] += (j - 1 >= 0) as u64;
+                runs[0] += (j > 0) as u64; // C: if (j-1>=0)
                 runs[1] += (i + 1 < n) as u64;
-                if j - 1 >= 0 && i + 1 < n {
+                if j > 0 && i + 1 < n {
                     runs[if i < j - 1 { 2 } else { 3 }] += 1;
                 }
                 runs[4] += (j - (i + 1)).max(0) as u64;
