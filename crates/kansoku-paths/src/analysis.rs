@@ -8,6 +8,7 @@ use kansoku_binary::InstructionKind;
 use kansoku_core::{Event, ExitStatus, Header, RecordingError, RecordingKind, RecordingWriter};
 
 use crate::code::{BlockId, CodeMap, Scope};
+use crate::costs::CallTracker;
 use crate::lackey::{module_from_syms, parse_line, LackeyLine};
 use crate::normalize::{BasicBlockStream, InstructionReducer, SuperblockSplitter, VEX_MAX_INSNS};
 use crate::profile::{BackEdgeMode, CallMode, PathProfiler};
@@ -23,11 +24,14 @@ pub struct AnalysisOptions {
     pub program: Option<String>,
     /// Count block-to-block transitions too (needed for CFG pictures).
     pub track_edges: bool,
+    /// Follow a shadow call stack per thread too (calls, inclusive costs and stacks of
+    /// [`PathAnalysis::costs`], for the exports).
+    pub track_calls: bool,
 }
 
 impl Default for AnalysisOptions {
     fn default() -> Self {
-        AnalysisOptions { calls: CallMode::Split, back_edges: BackEdgeMode::Address, scope: Scope::Program, program: None, track_edges: false }
+        AnalysisOptions { calls: CallMode::Split, back_edges: BackEdgeMode::Address, scope: Scope::Program, program: None, track_edges: false, track_calls: false }
     }
 }
 
@@ -125,6 +129,8 @@ pub struct PathAnalysis {
     seen_tids: std::collections::HashSet<u32>,
     /// Decoder of kansoku's Valgrind tool stream, once such a stream is fed.
     stream: Option<StreamDecoder>,
+    /// Shadow call stacks, when asked for ([`AnalysisOptions::track_calls`]).
+    pub call_tracker: Option<CallTracker>,
 }
 
 #[derive(Default)]
@@ -134,9 +140,16 @@ struct ThreadSplitters {
     basic: BasicBlockStream,
 }
 
-fn emit<'a>(profiler: &'a mut PathProfiler, recorder: &'a mut Option<BlockRecorder>) -> impl FnMut(&mut CodeMap, BlockId, InstructionKind) + 'a {
+fn emit<'a>(
+    profiler: &'a mut PathProfiler,
+    recorder: &'a mut Option<BlockRecorder>,
+    tracker: &'a mut Option<CallTracker>,
+) -> impl FnMut(&mut CodeMap, BlockId, InstructionKind) + 'a {
     move |code: &mut CodeMap, b: BlockId, k: InstructionKind| {
         profiler.enter(b, k, &*code);
+        if let Some(t) = tracker {
+            t.enter(b, k, code);
+        }
         if let Some(r) = recorder {
             r.write(&Event::Block { addr: code.block(b).addr });
         }
@@ -162,6 +175,7 @@ impl PathAnalysis {
             awaiting_fault: false,
             seen_tids: Default::default(),
             stream: None,
+            call_tracker: options.track_calls.then(CallTracker::new),
         }
     }
 
@@ -185,6 +199,9 @@ impl PathAnalysis {
             self.parked.insert(self.tid, old);
             self.tid = tid;
             self.profiler.switch_thread(tid);
+            if let Some(t) = &mut self.call_tracker {
+                t.switch_thread(tid);
+            }
             if let Some(r) = &mut self.recorder {
                 r.write(&Event::Thread { tid });
             }
@@ -206,18 +223,18 @@ impl PathAnalysis {
             Event::Thread { tid } => self.thread(*tid),
             Event::Instruction { addr } => {
                 self.stats.instructions += 1;
-                self.current.instructions.push(*addr, &mut self.code, &mut emit(&mut self.profiler, &mut self.recorder));
+                self.current.instructions.push(*addr, &mut self.code, &mut emit(&mut self.profiler, &mut self.recorder, &mut self.call_tracker));
             }
             Event::Block { addr } => {
                 self.stats.block_events += 1;
                 match self.block_kind {
                     BlockKind::Basic => {
-                        self.current.basic.push(*addr, &mut self.code, &mut emit(&mut self.profiler, &mut self.recorder));
+                        self.current.basic.push(*addr, &mut self.code, &mut emit(&mut self.profiler, &mut self.recorder, &mut self.call_tracker));
                     }
                     BlockKind::Superblocks => {
                         self.stats.superblocks += 1;
                         let s = self.current.superblocks.get_or_insert_with(|| SuperblockSplitter::new(VEX_MAX_INSNS));
-                        s.push(*addr, &mut self.code, &mut emit(&mut self.profiler, &mut self.recorder));
+                        s.push(*addr, &mut self.code, &mut emit(&mut self.profiler, &mut self.recorder, &mut self.call_tracker));
                     }
                 }
             }
@@ -245,7 +262,7 @@ impl PathAnalysis {
             LackeyLine::Superblock(addr) => {
                 self.stats.superblocks += 1;
                 let s = self.current.superblocks.get_or_insert_with(|| SuperblockSplitter::new(VEX_MAX_INSNS));
-                s.push(addr, &mut self.code, &mut emit(&mut self.profiler, &mut self.recorder));
+                s.push(addr, &mut self.code, &mut emit(&mut self.profiler, &mut self.recorder, &mut self.call_tracker));
             }
             LackeyLine::ObjectPath(p) => self.pending_object = Some(p.to_string()),
             LackeyLine::ObjectAddresses { svma, avma } => {
@@ -273,7 +290,7 @@ impl PathAnalysis {
                 }
                 // A superblock may be missing here: end the one in progress and cut the paths.
                 if let Some(s) = &mut self.current.superblocks {
-                    s.reset(&mut self.code, &mut emit(&mut self.profiler, &mut self.recorder));
+                    s.reset(&mut self.code, &mut emit(&mut self.profiler, &mut self.recorder, &mut self.call_tracker));
                 }
                 self.profiler.cut_thread();
             }
@@ -294,7 +311,7 @@ impl PathAnalysis {
             Item::Superblock(addr) => {
                 self.stats.superblocks += 1;
                 let s = self.current.superblocks.get_or_insert_with(|| SuperblockSplitter::new(VEX_MAX_INSNS));
-                s.push(addr, &mut self.code, &mut emit(&mut self.profiler, &mut self.recorder));
+                s.push(addr, &mut self.code, &mut emit(&mut self.profiler, &mut self.recorder, &mut self.call_tracker));
             }
             Item::Module { avma, svma, path } => {
                 if let Some(m) = module_from_syms(path, svma, avma) {
@@ -312,7 +329,7 @@ impl PathAnalysis {
                 }
                 // Superblocks may be missing here: end the one in progress and cut the paths.
                 if let Some(s) = &mut self.current.superblocks {
-                    s.reset(&mut self.code, &mut emit(&mut self.profiler, &mut self.recorder));
+                    s.reset(&mut self.code, &mut emit(&mut self.profiler, &mut self.recorder, &mut self.call_tracker));
                 }
                 self.profiler.cut_thread();
             }
@@ -358,11 +375,14 @@ impl PathAnalysis {
         for tid in tids {
             self.switch_thread(tid);
             if let Some(mut s) = self.current.superblocks.take() {
-                s.finish(fault.filter(|_| tid == last_tid), &mut self.code, &mut emit(&mut self.profiler, &mut self.recorder));
+                s.finish(fault.filter(|_| tid == last_tid), &mut self.code, &mut emit(&mut self.profiler, &mut self.recorder, &mut self.call_tracker));
                 self.stats.unexpected_superblock_cuts += s.unexpected_cuts;
             }
         }
         self.profiler.finish();
+        if let Some(t) = &mut self.call_tracker {
+            t.finish();
+        }
         if let Some(r) = self.recorder.take() {
             let mut r = r;
             if let Some(sig) = self.stats.signal {

@@ -23,6 +23,13 @@ pub struct BlockRef {
     pub address: String,
     /// `file:line` when the program has DWARF.
     pub line: Option<String>,
+    /// The same position with the file as DWARF names it (the exports need the whole path;
+    /// not in the JSON, whose `line` stays short).
+    #[serde(skip)]
+    pub source: Option<kansoku_binary::SourceLine>,
+    /// `address` as a number (not in the JSON).
+    #[serde(skip)]
+    pub link_address: u64,
 }
 
 impl BlockRef {
@@ -68,6 +75,8 @@ pub struct FunctionRow {
     pub blocks: usize,
     pub blocks_executed: usize,
     pub block_executions: u64,
+    /// Instructions executed in the function's blocks (callgrind's `Ir` of the function).
+    pub instructions: u64,
     /// Distinct observed paths lying in this function.
     pub paths_observed: usize,
     /// Ball–Larus paths of the function's acyclic CFG (null when over 2^64).
@@ -116,8 +125,9 @@ impl PathAnalysis {
                 None => format!("0x{:x}", info.addr),
             },
         };
-        let line = self.code.symbolizer.source_line(info.addr).map(|l| l.to_string());
-        BlockRef { function, block: info.cfg_block, offset: info.offset, address: format!("0x{:x}", info.link.unwrap_or(info.addr)), line }
+        let source = self.code.symbolizer.source_line(info.addr);
+        let line = source.as_ref().map(|l| l.to_string());
+        BlockRef { function, block: info.cfg_block, offset: info.offset, address: format!("0x{:x}", info.link.unwrap_or(info.addr)), line, source, link_address: info.link.unwrap_or(info.addr) }
     }
 
     /// Text form of a path: blocks grouped by function.
@@ -219,7 +229,7 @@ impl PathAnalysis {
             });
         }
         // Functions with executed in-scope blocks.
-        let mut fstats: HashMap<u32, (BTreeSet<u32>, u64)> = HashMap::new();
+        let mut fstats: HashMap<u32, (BTreeSet<u32>, u64, u64)> = HashMap::new();
         for (b, info) in self.code.blocks().iter().enumerate() {
             let c = self.profiler.block_counts.get(b).copied().unwrap_or(0);
             if c == 0 || !info.in_program {
@@ -229,13 +239,14 @@ impl PathAnalysis {
                 let e = fstats.entry(f).or_default();
                 e.0.insert(cb);
                 e.1 += c;
+                e.2 += c * u64::from(info.instructions);
             }
         }
         let mut functions: Vec<FunctionRow> = Vec::new();
         let mut fids: Vec<u32> = fstats.keys().copied().collect();
         fids.sort_by_key(|f| std::cmp::Reverse(fstats[f].1));
         for f in fids {
-            let (blocks_set, execs) = &fstats[&f];
+            let (blocks_set, execs, instructions) = &fstats[&f];
             let fi = &self.code.functions()[f as usize];
             let (observed, ids) = per_function.get(&f).cloned().unwrap_or_default();
             let possible = self.ball_larus_of(f, &mut bl_cache).num_paths.and_then(|n| u64::try_from(n).ok());
@@ -246,6 +257,7 @@ impl PathAnalysis {
                 blocks: fi.cfg.blocks.len(),
                 blocks_executed: blocks_set.len(),
                 block_executions: *execs,
+                instructions: *instructions,
                 paths_observed: observed,
                 possible_paths: possible,
                 possible_paths_run: ids.len(),

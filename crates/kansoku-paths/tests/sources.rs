@@ -12,7 +12,7 @@ use kansoku_probe::valgrind::{spawn_lackey, spawn_tool, LackeyOptions};
 use kansoku_probe::{trace_exact, ExactTraceOptions};
 
 fn opts(calls: CallMode, program: &Path) -> AnalysisOptions {
-    AnalysisOptions { calls, back_edges: BackEdgeMode::Address, scope: Scope::Program, program: Some(program.to_string_lossy().into()), track_edges: false }
+    AnalysisOptions { calls, back_edges: BackEdgeMode::Address, scope: Scope::Program, program: Some(program.to_string_lossy().into()), track_edges: false, track_calls: false }
 }
 
 fn valgrind_options(program: &Path, args: &[&str]) -> LackeyOptions {

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use kansoku_core::{ExitStatus, RecordingKind};
+use kansoku_export::Format;
 use kansoku_paths::{AnalysisOptions, BackEdgeMode, BlockKind, BlockRecorder, CallMode, PathAnalysis, PathReport, Scope};
 use kansoku_probe::blocks::{run_source, BlockSource};
 use kansoku_probe::valgrind::{tool_dir, LackeyOptions};
@@ -82,6 +83,13 @@ pub struct Args {
     /// Also record the basic-block stream into this .ksk, to analyse it again offline.
     #[arg(long)]
     pub record: Option<PathBuf>,
+    /// Also write the profile for a viewer, as FORMAT=FILE (repeatable): `callgrind`
+    /// (instructions per function, line and call: `callgrind_annotate FILE`, `kcachegrind
+    /// FILE`), `collapsed` (instructions per call stack: `flamegraph.pl FILE > out.svg`,
+    /// `inferno-flamegraph`), `pprof` (one sample per path, gzipped profile.proto: `go tool
+    /// pprof -top FILE`).
+    #[arg(long, value_name = "FORMAT=FILE", value_parser = parse_export)]
+    pub export: Vec<(Format, PathBuf)>,
     /// The valgrind launcher to run.
     #[arg(long, default_value = "valgrind")]
     pub valgrind: PathBuf,
@@ -117,7 +125,56 @@ fn options(args: &Args, program: Option<String>) -> AnalysisOptions {
         },
         program,
         track_edges: args.cfg.is_some(),
+        track_calls: args.export.iter().any(|(f, _)| matches!(f, Format::Callgrind | Format::Collapsed)),
     }
+}
+
+/// `--export FORMAT=FILE`.
+fn parse_export(s: &str) -> Result<(Format, PathBuf), String> {
+    let names = Format::ALL.map(Format::name).join(", ");
+    let (name, file) = s.split_once('=').ok_or_else(|| format!("expected FORMAT=FILE (FORMAT one of {names})"))?;
+    let format = Format::from_name(name).ok_or_else(|| format!("unknown export format `{name}` (known: {names})"))?;
+    if file.is_empty() {
+        return Err(format!("--export {name}= needs a file name after `=`"));
+    }
+    Ok((format, PathBuf::from(file)))
+}
+
+/// Creates the `--export` files before the program runs: a path that cannot be written is
+/// said at once, not after a long run whose results would then be lost.
+fn create_exports(args: &Args) -> Result<Vec<File>> {
+    args.export.iter().map(|(_, path)| File::create(path).with_context(|| format!("creating {}", path.display()))).collect()
+}
+
+/// Writes the `--export` files; returns one line per file saying how to open it.
+fn write_exports(args: &Args, files: Vec<File>, r: &mut PathsRun) -> Result<Vec<String>> {
+    let mut done = Vec::new();
+    let costs = if args.export.iter().any(|(f, _)| *f != Format::Pprof) { Some(r.analysis.costs()) } else { None };
+    let command = if args.command.is_empty() { args.source.clone() } else { args.command.join(" ") };
+    for ((format, path), file) in args.export.iter().zip(files) {
+        let out = BufWriter::new(file);
+        let written = match format {
+            Format::Callgrind => costs.as_ref().map(|c| kansoku_export::write_callgrind(c, &command, out)),
+            Format::Collapsed => costs.as_ref().map(|c| kansoku_export::write_collapsed(c, out)),
+            Format::Pprof => {
+                let comment = format!("kansoku paths of {command} (source {}, calls {:?}, back edges {:?}, scope {:?})", r.source, r.report.calls, r.report.back_edges, r.report.scope);
+                Some(kansoku_export::write_pprof(&r.report, &comment, out))
+            }
+            _ => None,
+        };
+        match written {
+            Some(result) => result.with_context(|| format!("writing {}", path.display()))?,
+            None => bail!("--export {}: this build cannot write that format from a path profile", format.name()),
+        }
+        let open = match format {
+            Format::Callgrind => format!("callgrind_annotate {0} (or kcachegrind {0})", path.display()),
+            Format::Collapsed => format!("flamegraph.pl {0} > flame.svg (or inferno-flamegraph {0})", path.display()),
+            Format::Pprof => format!("go tool pprof -top {0} (or -http=: {0})", path.display()),
+            _ => path.display().to_string(),
+        };
+        done.push(format!("{} export written to {}: open with {open}", format.name(), path.display()));
+    }
+    Ok(done)
 }
 
 /// The source `--source` names: a program under kansoku's Valgrind tool (Lackey where the
@@ -323,6 +380,7 @@ pub fn run(args: Args) -> Result<()> {
     }
     let runs_program = matches!(args.source.as_str(), "valgrind" | "lackey" | "exact" | "step");
     crate::output::report_to(crate::output::report_target(None, runs_program))?;
+    let export_files = create_exports(&args)?;
     let mut r = analyse(&args)?;
     for name in [&args.function, &args.cfg].into_iter().flatten() {
         r.analysis.check_function(name)?;
@@ -354,6 +412,7 @@ pub fn run(args: Args) -> Result<()> {
             render_svg(&dot, p)?;
         }
     }
+    let exported = write_exports(&args, export_files, &mut r)?;
     let mut shown = r.report.clone();
     shown.paths.truncate(args.top);
     if args.json {
@@ -421,6 +480,9 @@ pub fn run(args: Args) -> Result<()> {
     if let Some(p) = &args.record {
         reportln!("block stream recorded in {}", p.display());
     }
+    for line in exported {
+        reportln!("{line}");
+    }
     Ok(())
 }
 
@@ -442,6 +504,7 @@ pub fn demo_stage(dir: &Path) -> Result<String> {
         svg: Some(svg.clone()),
         dot: None,
         record: None,
+        export: Vec::new(),
         valgrind: "valgrind".into(),
         command: vec![program.to_string_lossy().into_owned(), "1000".into(), "10".into()],
     };

@@ -1,0 +1,134 @@
+//! `kansoku paths --export FORMAT=FILE` opened by the viewers people use (issue 16):
+//! `callgrind_annotate` (ships with Valgrind), `go tool pprof` (Debian golang-go) and the
+//! collapsed-stack format flame graph tools read, on Debian's gzip, against kansoku's own
+//! per-function counts and against `valgrind --tool=callgrind` of the same run.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn run(program: &str, args: &[&str]) -> Option<Output> {
+    Command::new(program).args(args).output().ok()
+}
+
+/// Per-function `Ir` from `callgrind_annotate FILE` (`N (p%)  file:function [object]`),
+/// and its PROGRAM TOTALS.
+fn annotate(file: &Path) -> (HashMap<String, u64>, u64) {
+    let o = run("callgrind_annotate", &["--threshold=100", file.to_str().unwrap()]).expect("callgrind_annotate runs");
+    assert!(o.status.success(), "callgrind_annotate {}: {}", file.display(), String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    let number = |s: &str| s.replace(',', "").parse::<u64>().ok();
+    let mut total = None;
+    let mut functions = HashMap::new();
+    for line in text.lines() {
+        let line = line.trim();
+        let Some((count, rest)) = line.split_once(' ') else { continue };
+        let Some(n) = number(count) else { continue };
+        if rest.contains("PROGRAM TOTALS") {
+            total = Some(n);
+        } else if let Some((_, f)) = rest.split_once(':') {
+            let name = f.split(" [").next().unwrap().to_string();
+            *functions.entry(name).or_insert(0) += n;
+        }
+    }
+    (functions, total.expect("callgrind_annotate printed PROGRAM TOTALS"))
+}
+
+/// A fixed input for gzip: text with repeats, so deflate's match search works.
+fn input(dir: &Path) -> String {
+    let mut text = String::new();
+    for i in 0..6000u32 {
+        text.push_str(&format!("line {} of the kansoku export test: {}\n", i, i.wrapping_mul(2654435761) % 977));
+    }
+    let path = dir.join("in.txt");
+    std::fs::write(&path, text).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+#[test]
+fn gzip_exports_open_in_callgrind_annotate_pprof_and_flame_graph_tools() {
+    if run("valgrind", &["--version"]).is_none() {
+        eprintln!("skipped: valgrind is not installed (scripts/setup installs it)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let input = input(d);
+    let file = |n: &str| d.join(n).to_str().unwrap().to_string();
+    let (cg, folded, pb, report) = (file("k.callgrind"), file("k.folded"), file("k.pb.gz"), file("report.json"));
+    let o = Command::new(env!("CARGO_BIN_EXE_kansoku"))
+        .args(["paths", "--top", "0", "-o", &report])
+        .args(["--export", &format!("callgrind={cg}"), "--export", &format!("collapsed={folded}"), "--export", &format!("pprof={pb}")])
+        .args(["--", "gzip", "-c", &input])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains(&format!("callgrind export written to {cg}: open with callgrind_annotate")), "{err}");
+    let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let total = r["summary"]["instructions_executed"].as_u64().unwrap();
+    let ours: HashMap<String, u64> =
+        r["functions"].as_array().unwrap().iter().map(|f| (f["function"].as_str().unwrap().to_string(), f["instructions"].as_u64().unwrap())).collect();
+
+    // callgrind_annotate reads the file and gives kansoku's own figures, function by function.
+    let (annotated, annotated_total) = annotate(Path::new(&cg));
+    assert_eq!(annotated_total, total);
+    for (f, n) in &ours {
+        if *n > 0 {
+            assert_eq!(annotated.get(f), Some(n), "{f}");
+        }
+    }
+
+    // ... and they are Callgrind's own for the same run: gzip is stripped, Callgrind names
+    // its functions 0x…ADDR where kansoku writes gzip+0xADDR; the boundaries of a few
+    // blocks between adjacent functions differ (measured: ≤ 241 of 3.47 M).
+    let vg = file("vg.callgrind");
+    let o = Command::new("valgrind").args(["--tool=callgrind", &format!("--callgrind-out-file={vg}"), "gzip", "-c", &input]).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (theirs, _) = annotate(Path::new(&vg));
+    let mut compared = 0;
+    for (f, n) in ours.iter().filter(|(_, &n)| n * 100 >= total) {
+        let addr = u64::from_str_radix(f.strip_prefix("gzip+0x").expect("stripped gzip: functions by address"), 16).unwrap();
+        let v = theirs[&format!("0x{addr:016x}")];
+        assert!(n.abs_diff(v) * 1000 <= v, "{f}: kansoku {n}, callgrind {v}");
+        compared += 1;
+    }
+    assert!(compared >= 3, "{compared} functions above 1 %");
+
+    // Collapsed stacks: `frame;frame count`, the counts summing to every instruction.
+    let text = std::fs::read_to_string(&folded).unwrap();
+    let mut sum = 0;
+    for line in text.lines() {
+        let (stack, n) = line.rsplit_once(' ').unwrap_or_else(|| panic!("{line:?}"));
+        assert!(!stack.is_empty() && stack.split(';').all(|f| !f.is_empty()), "{line:?}");
+        sum += n.parse::<u64>().unwrap();
+    }
+    assert_eq!(sum, total);
+
+    // go tool pprof reads the profile.proto: the same total, the hottest function first.
+    let Some(o) = run("go", &["tool", "pprof", "-top", &pb]) else {
+        eprintln!("skipped the pprof part: `go` is not installed (scripts/setup installs golang-go)");
+        return;
+    };
+    let top = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{top}{}", String::from_utf8_lossy(&o.stderr));
+    assert!(top.contains(&format!("of {total} total")), "{top}");
+    let hottest = ours.iter().max_by_key(|(_, &n)| n).unwrap().0;
+    let first_row = top.lines().skip_while(|l| !l.trim_start().starts_with("flat")).nth(1).unwrap();
+    assert!(first_row.ends_with(hottest.as_str()), "{first_row} (expected {hottest})");
+}
+
+#[test]
+fn bad_exports_are_refused_before_the_program_runs() {
+    let o = Command::new(env!("CARGO_BIN_EXE_kansoku")).args(["paths", "--export", "speedscope=x", "--", "true"]).output().unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("unknown export format `speedscope` (known: callgrind, collapsed, pprof)"), "{err}");
+    let o = Command::new(env!("CARGO_BIN_EXE_kansoku")).args(["paths", "--export", "pprof", "--", "true"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&o.stderr).contains("expected FORMAT=FILE"));
+    // A file that cannot be created is said before the program runs (it would print here).
+    let o = Command::new(env!("CARGO_BIN_EXE_kansoku")).args(["paths", "--export", "callgrind=/nonexistent/dir/k.cg", "--", "echo", "ran"]).output().unwrap();
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("creating /nonexistent/dir/k.cg"), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(o.stdout.is_empty(), "the program ran: {}", String::from_utf8_lossy(&o.stdout));
+}

@@ -1,0 +1,74 @@
+//! # kansoku-export — kansoku's results in the formats profile viewers read
+//!
+//! The analyses compute; this crate only writes what they computed in other people's
+//! formats, so a result opens where performance engineers already look:
+//!
+//! | format | from | opened by |
+//! |---|---|---|
+//! | [`callgrind`] | [`CostProfile`]: instructions per instruction address and source line, call arcs with inclusive cost | `callgrind_annotate FILE`, `kcachegrind FILE` |
+//! | [`collapsed`] | [`CostProfile`]: instructions per call stack | `flamegraph.pl`, `inferno-flamegraph`, speedscope |
+//! | [`pprof`] | [`PathReport`]: one sample per path, its blocks as locations with file:line | `go tool pprof -top FILE`, `-http` |
+//!
+//! Every writer takes the data and an `impl Write`; nothing here reads files, runs
+//! programs or prints.
+//!
+//! [`CostProfile`]: kansoku_paths::CostProfile
+//! [`PathReport`]: kansoku_paths::PathReport
+
+#![deny(missing_docs)]
+
+mod callgrind;
+mod collapsed;
+mod pprof;
+
+pub use callgrind::write_callgrind;
+pub use collapsed::write_collapsed;
+pub use pprof::{pprof_profile, write_pprof};
+
+/// The formats this crate writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Format {
+    /// Callgrind's profile data format (`callgrind.out.*`).
+    Callgrind,
+    /// One line per call stack: `outer;inner count`.
+    Collapsed,
+    /// pprof's `profile.proto`, gzip-compressed as pprof writes it.
+    Pprof,
+}
+
+impl Format {
+    /// Every format, in the order the documentation lists them.
+    pub const ALL: [Format; 3] = [Format::Callgrind, Format::Collapsed, Format::Pprof];
+
+    /// The name users type (`callgrind`, `collapsed`, `pprof`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Callgrind => "callgrind",
+            Format::Collapsed => "collapsed",
+            Format::Pprof => "pprof",
+        }
+    }
+
+    /// The format a name names.
+    pub fn from_name(name: &str) -> Option<Format> {
+        Format::ALL.into_iter().find(|f| f.name() == name)
+    }
+}
+
+/// What can go wrong while writing an export.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ExportError {
+    /// The output could not be written.
+    #[error("writing the {format} export: {source}")]
+    Write {
+        /// The format being written.
+        format: &'static str,
+        /// What the writer said.
+        source: std::io::Error,
+    },
+    /// The profile has nothing to write (no instructions in scope).
+    #[error("the {0} export would be empty: the analysis counted no instructions in scope")]
+    Empty(&'static str),
+}

@@ -1,0 +1,396 @@
+//! Instruction costs of one run, as the profile viewers want them: per instruction (with
+//! its source line), per function, per call arc (calls and inclusive cost) and per call
+//! stack. The path table says which paths ran; this says where the instructions went.
+//!
+//! Per-instruction counts come from the block counts (every block entry ran the block's
+//! instructions). Calls, inclusive costs and stacks come from a shadow call stack per
+//! thread ([`CallTracker`]) fed the same basic-block entries as the path profiler:
+//!
+//! * the block after a block ending in a call (not a system call) starts a frame;
+//! * a jump (or fall-through) into another function starts a frame too, marked as
+//!   entered by a jump (a tail call, a PLT stub's jump to its target), as Callgrind does;
+//! * a return ends the frames entered by jumps and then the one frame entered by a call.
+//!
+//! Cost is counted only for blocks in the analysis' scope; blocks out of scope still move
+//! the stack, so a library call between two program functions keeps its frame. Frames
+//! still open when the stream ends (a program that calls `exit`) are closed then, with the
+//! cost they had so far, as Callgrind closes them when it dumps.
+
+use std::collections::HashMap;
+
+use kansoku_binary::InstructionKind;
+use serde::Serialize;
+
+use crate::analysis::PathAnalysis;
+use crate::code::{BlockId, CodeMap};
+use crate::fxhash::FxHashMap;
+
+/// Deepest shadow call stack followed; deeper calls are counted in the deepest frame.
+const MAX_DEPTH: usize = 1 << 16;
+
+/// Who owns a block for the call graph: a function, or code outside every known function
+/// of a module (or of no module).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum Owner {
+    Function(u32),
+    Module(usize),
+    Unknown,
+}
+
+fn owner_of(code: &CodeMap, b: BlockId) -> Owner {
+    let info = code.block(b);
+    match (info.function, info.module) {
+        (Some(f), _) => Owner::Function(f),
+        (None, Some(m)) => Owner::Module(m),
+        (None, None) => Owner::Unknown,
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Frame {
+    /// Node of the call tree this frame's cost goes to.
+    node: u32,
+    owner: Owner,
+    /// The caller's owner and the block whose last instruction made the call (None for
+    /// the outermost frame of a thread).
+    arc: Option<(Owner, BlockId)>,
+    by_jump: bool,
+    /// The thread's in-scope instructions when the frame started.
+    entered_at: u64,
+}
+
+#[derive(Default)]
+struct ThreadStack {
+    frames: Vec<Frame>,
+    prev: Option<BlockId>,
+    instructions: u64,
+}
+
+#[derive(Default, Clone, Copy)]
+struct ArcCost {
+    calls: u64,
+    inclusive: u64,
+}
+
+/// The shadow call stacks of one run, and what they accumulated.
+#[derive(Default)]
+pub struct CallTracker {
+    /// Call tree: (parent node or u32::MAX for a root, owner) per node.
+    nodes: Vec<(u32, Owner)>,
+    node_index: FxHashMap<(u32, Owner), u32>,
+    /// In-scope instructions executed in each node's frame itself.
+    self_cost: Vec<u64>,
+    arcs: FxHashMap<(Owner, BlockId, Owner), ArcCost>,
+    current: ThreadStack,
+    tid: u32,
+    others: HashMap<u32, ThreadStack>,
+}
+
+impl CallTracker {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn node(&mut self, parent: u32, owner: Owner) -> u32 {
+        if let Some(&n) = self.node_index.get(&(parent, owner)) {
+            return n;
+        }
+        let n = self.nodes.len() as u32;
+        self.nodes.push((parent, owner));
+        self.self_cost.push(0);
+        self.node_index.insert((parent, owner), n);
+        n
+    }
+
+    /// Following blocks belong to thread `tid`.
+    pub fn switch_thread(&mut self, tid: u32) {
+        if tid == self.tid {
+            return;
+        }
+        let next = self.others.remove(&tid).unwrap_or_default();
+        let old = std::mem::replace(&mut self.current, next);
+        self.others.insert(self.tid, old);
+        self.tid = tid;
+    }
+
+    fn push(&mut self, owner: Owner, arc: Option<(Owner, BlockId)>, by_jump: bool) {
+        let parent = self.current.frames.last().map_or(u32::MAX, |f| f.node);
+        let node = self.node(parent, owner);
+        if let Some((caller, site)) = arc {
+            self.arcs.entry((caller, site, owner)).or_default().calls += 1;
+        }
+        self.current.frames.push(Frame { node, owner, arc, by_jump, entered_at: self.current.instructions });
+    }
+
+    /// A call from `caller`'s block `site`; beyond [`MAX_DEPTH`] the cost stays in the
+    /// deepest frame.
+    fn push_call(&mut self, callee: Owner, caller: Owner, site: BlockId) {
+        if self.current.frames.len() < MAX_DEPTH {
+            self.push(callee, Some((caller, site)), false);
+        }
+    }
+
+    fn pop(&mut self) -> Option<Frame> {
+        let f = self.current.frames.pop()?;
+        if let Some((caller, site)) = f.arc {
+            self.arcs.entry((caller, site, f.owner)).or_default().inclusive += self.current.instructions - f.entered_at;
+        }
+        Some(f)
+    }
+
+    /// One executed basic block; `prev_end` is the kind of the previous block's last instruction.
+    pub fn enter(&mut self, b: BlockId, prev_end: InstructionKind, code: &CodeMap) {
+        let owner = owner_of(code, b);
+        let prev = self.current.prev.replace(b);
+        match (prev, self.current.frames.last().copied()) {
+            (Some(p), Some(top)) => match prev_end {
+                InstructionKind::Call if !code.block(p).ends_in_syscall => self.push_call(owner, top.owner, p),
+                InstructionKind::Return => {
+                    while self.current.frames.last().is_some_and(|f| f.by_jump) {
+                        self.pop();
+                    }
+                    self.pop();
+                    match self.current.frames.last().copied() {
+                        // Back where the call came from.
+                        Some(f) if f.owner == owner => {}
+                        // Somewhere the stack does not know (a longjmp, a return into
+                        // code whose call was not seen): entered as by a jump.
+                        Some(f) => self.push(owner, Some((f.owner, p)), true),
+                        None => self.push(owner, None, false),
+                    }
+                }
+                _ if owner != top.owner && self.current.frames.len() < MAX_DEPTH => self.push(owner, Some((top.owner, p)), true),
+                _ => {}
+            },
+            _ => {
+                if self.current.frames.is_empty() {
+                    self.push(owner, None, false);
+                }
+            }
+        }
+        let info = code.block(b);
+        if info.in_program {
+            let n = u64::from(info.instructions);
+            self.current.instructions += n;
+            if let Some(top) = self.current.frames.last() {
+                self.self_cost[top.node as usize] += n;
+            }
+        }
+    }
+
+    /// The stream ended: every thread's open frames are closed with their cost so far.
+    pub fn finish(&mut self) {
+        let mut tids: Vec<u32> = self.others.keys().copied().collect();
+        tids.push(self.tid);
+        tids.sort_unstable();
+        for t in tids {
+            self.switch_thread(t);
+            while self.pop().is_some() {}
+            self.current.prev = None;
+        }
+    }
+}
+
+/// One instruction's executions.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct InstructionCost {
+    /// Link-time address (as in the module's file; the runtime address outside modules).
+    pub address: u64,
+    /// Source file (as DWARF names it) and line, when the module has line information.
+    pub file: Option<String>,
+    pub line: Option<u32>,
+    /// How often the instruction ran (callgrind's `Ir`).
+    pub executions: u64,
+}
+
+/// One function (or stretch of code outside known functions) of the run.
+#[derive(Clone, Debug, Serialize)]
+pub struct FunctionCost {
+    pub name: String,
+    /// Path of the module holding it, when known.
+    pub module: Option<String>,
+    /// Its executed in-scope instructions, by address. Empty for a function that only
+    /// appears on a call stack (out of scope, or never itself executing).
+    pub instructions: Vec<InstructionCost>,
+    /// Sum of `executions` over `instructions`: the function's self cost.
+    pub self_instructions: u64,
+}
+
+/// Calls from one call site to one function, with the instructions they executed
+/// (inclusive: the callee and everything it called, in scope).
+#[derive(Clone, Debug, Serialize)]
+pub struct CallCost {
+    /// Index into [`CostProfile::functions`].
+    pub caller: usize,
+    /// Link-time address of the calling (or jumping) instruction.
+    pub site: u64,
+    pub site_file: Option<String>,
+    pub site_line: Option<u32>,
+    pub callee: usize,
+    /// Address of the callee's entry (link-time) and its source line.
+    pub callee_entry: u64,
+    pub callee_line: Option<u32>,
+    pub calls: u64,
+    pub inclusive: u64,
+    /// Entered by a jump (tail call, PLT stub) rather than a call instruction.
+    pub by_jump: bool,
+}
+
+/// One distinct call stack with the in-scope instructions executed in its innermost frame.
+#[derive(Clone, Debug, Serialize)]
+pub struct StackCost {
+    /// Indexes into [`CostProfile::functions`], outermost first.
+    pub frames: Vec<usize>,
+    pub instructions: u64,
+}
+
+/// Where the instructions of a run went: what the callgrind, pprof and collapsed-stack
+/// exports write.
+#[derive(Clone, Debug, Serialize)]
+pub struct CostProfile {
+    pub program: Option<String>,
+    pub functions: Vec<FunctionCost>,
+    /// Empty when no call tracker ran.
+    pub calls: Vec<CallCost>,
+    /// Empty when no call tracker ran.
+    pub stacks: Vec<StackCost>,
+    /// In-scope instructions executed (the sum of every function's self cost).
+    pub total_instructions: u64,
+}
+
+struct Names {
+    index: HashMap<Owner, usize>,
+    functions: Vec<FunctionCost>,
+}
+
+impl Names {
+    fn get(&mut self, code: &CodeMap, owner: Owner) -> usize {
+        if let Some(&i) = self.index.get(&owner) {
+            return i;
+        }
+        let modules = code.symbolizer.modules();
+        let (name, module) = match owner {
+            Owner::Function(f) => {
+                let fi = &code.functions()[f as usize];
+                (fi.name.clone(), Some(modules[fi.module].path.clone()))
+            }
+            Owner::Module(m) => (format!("{} (outside known functions)", modules[m].short_name()), Some(modules[m].path.clone())),
+            Owner::Unknown => ("(code outside every module)".to_string(), None),
+        };
+        let i = self.functions.len();
+        self.functions.push(FunctionCost { name, module, instructions: Vec::new(), self_instructions: 0 });
+        self.index.insert(owner, i);
+        i
+    }
+}
+
+impl PathAnalysis {
+    /// Link-time address of a runtime address (the runtime address outside modules).
+    fn link_of(&mut self, addr: u64) -> u64 {
+        self.code.symbolizer.resolve(addr).map_or(addr, |r| r.link_address)
+    }
+
+    /// Runtime addresses of a block's instructions.
+    fn block_addresses(&mut self, b: BlockId) -> Vec<u64> {
+        let info = self.code.block(b);
+        let (mut a, n) = (info.addr, info.instructions);
+        let mut out = Vec::with_capacity(n as usize);
+        for _ in 0..n {
+            out.push(a);
+            let len = self.code.insn(a).len;
+            if len == 0 {
+                break;
+            }
+            a += u64::from(len);
+        }
+        out
+    }
+
+    /// Where the instructions went: per instruction (from the block counts), per call arc
+    /// and per stack (from the call tracker, when the analysis ran one).
+    pub fn costs(&mut self) -> CostProfile {
+        let mut names = Names { index: HashMap::new(), functions: Vec::new() };
+        // Per owner: runtime address → executions.
+        let mut per_owner: HashMap<Owner, FxHashMap<u64, u64>> = HashMap::new();
+        for b in 0..self.code.blocks().len() as BlockId {
+            let count = self.profiler.block_counts.get(b as usize).copied().unwrap_or(0);
+            if count == 0 || !self.code.block(b).in_program {
+                continue;
+            }
+            let owner = owner_of(&self.code, b);
+            let addrs = self.block_addresses(b);
+            let map = per_owner.entry(owner).or_default();
+            for a in addrs {
+                *map.entry(a).or_insert(0) += count;
+            }
+        }
+        let mut owners: Vec<Owner> = per_owner.keys().copied().collect();
+        owners.sort();
+        let mut total = 0;
+        for owner in owners {
+            let i = names.get(&self.code, owner);
+            let mut addrs: Vec<(u64, u64)> = per_owner[&owner].iter().map(|(&a, &c)| (a, c)).collect();
+            addrs.sort_unstable();
+            let mut instructions = Vec::with_capacity(addrs.len());
+            for (a, executions) in addrs {
+                let source = self.code.symbolizer.source_line(a);
+                instructions.push(InstructionCost {
+                    address: self.link_of(a),
+                    file: source.as_ref().map(|s| s.file.clone()),
+                    line: source.map(|s| s.line),
+                    executions,
+                });
+            }
+            let f = &mut names.functions[i];
+            f.self_instructions = instructions.iter().map(|x| x.executions).sum();
+            total += f.self_instructions;
+            f.instructions = instructions;
+        }
+        let mut calls = Vec::new();
+        let mut stacks = Vec::new();
+        if let Some(tracker) = self.call_tracker.take() {
+            let mut arcs: Vec<((Owner, BlockId, Owner), ArcCost)> = tracker.arcs.iter().map(|(k, v)| (*k, *v)).collect();
+            arcs.sort_unstable_by_key(|(k, _)| *k);
+            for ((caller, site_block, callee), cost) in arcs {
+                if cost.inclusive == 0 {
+                    continue;
+                }
+                let site = self.block_addresses(site_block).last().copied().unwrap_or(self.code.block(site_block).addr);
+                let by_jump = !matches!(self.code.block(site_block).terminator, InstructionKind::Call);
+                let source = self.code.symbolizer.source_line(site);
+                let callee_entry = match callee {
+                    Owner::Function(f) => self.code.functions()[f as usize].base,
+                    _ => site,
+                };
+                calls.push(CallCost {
+                    caller: names.get(&self.code, caller),
+                    site: self.link_of(site),
+                    site_file: source.as_ref().map(|s| s.file.clone()),
+                    site_line: source.map(|s| s.line),
+                    callee: names.get(&self.code, callee),
+                    callee_entry: self.link_of(callee_entry),
+                    callee_line: self.code.symbolizer.source_line(callee_entry).map(|s| s.line),
+                    calls: cost.calls,
+                    inclusive: cost.inclusive,
+                    by_jump,
+                });
+            }
+            for (n, &cost) in tracker.self_cost.iter().enumerate() {
+                if cost == 0 {
+                    continue;
+                }
+                let mut frames = Vec::new();
+                let mut at = n as u32;
+                while at != u32::MAX {
+                    let (parent, owner) = tracker.nodes[at as usize];
+                    frames.push(names.get(&self.code, owner));
+                    at = parent;
+                }
+                frames.reverse();
+                stacks.push(StackCost { frames, instructions: cost });
+            }
+            self.call_tracker = Some(tracker);
+        }
+        CostProfile { program: self.code.program_path().map(str::to_string), functions: names.functions, calls, stacks, total_instructions: total }
+    }
+}
