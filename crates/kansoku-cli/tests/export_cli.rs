@@ -34,6 +34,31 @@ fn annotate(file: &Path) -> (HashMap<String, u64>, u64) {
     (functions, total.expect("callgrind_annotate printed PROGRAM TOTALS"))
 }
 
+/// Calls per callee in a callgrind file (`cfn=` then `calls=N …`), names decompressed.
+fn calls_per_callee(file: &Path) -> HashMap<String, u64> {
+    let text = std::fs::read_to_string(file).unwrap();
+    let (mut names, mut calls) = (HashMap::new(), HashMap::new());
+    let mut callee: Option<String> = None;
+    for line in text.lines() {
+        let name = |spec: &str, names: &mut HashMap<String, String>| {
+            let (id, name) = spec.split_once(") ").map(|(i, n)| (i.to_string(), Some(n.trim().to_string()))).unwrap_or((spec.trim_end_matches(')').to_string(), None));
+            if let Some(n) = name {
+                names.insert(id.clone(), n);
+            }
+            names.get(&id).cloned()
+        };
+        if let Some(spec) = line.strip_prefix("fn=(") {
+            name(spec, &mut names);
+        } else if let Some(spec) = line.strip_prefix("cfn=(") {
+            callee = name(spec, &mut names);
+        } else if let Some(rest) = line.strip_prefix("calls=") {
+            let n: u64 = rest.split(' ').next().unwrap().parse().unwrap();
+            *calls.entry(callee.clone().expect("calls= after cfn=")).or_insert(0) += n;
+        }
+    }
+    calls
+}
+
 /// A fixed input for gzip: text with repeats, so deflate's match search works.
 fn input(dir: &Path) -> String {
     let mut text = String::new();
@@ -94,6 +119,16 @@ fn gzip_exports_open_in_callgrind_annotate_pprof_and_flame_graph_tools() {
         compared += 1;
     }
     assert!(compared >= 3, "{compared} functions above 1 %");
+    // Calls: per gzip function called at least 100 times, Callgrind's count (measured: equal,
+    // or one apart where the first entry is counted differently).
+    let (our_calls, their_calls) = (calls_per_callee(Path::new(&cg)), calls_per_callee(Path::new(&vg)));
+    let mut checked = 0;
+    for (f, &n) in their_calls.iter().filter(|(f, &n)| f.starts_with("0x") && n >= 100) {
+        let ours = our_calls.get(&format!("gzip+0x{:x}", u64::from_str_radix(&f[2..], 16).unwrap())).copied().unwrap_or(0);
+        assert!(ours.abs_diff(n) <= 1, "calls of {f}: kansoku {ours}, callgrind {n}");
+        checked += 1;
+    }
+    assert!(checked >= 2, "{their_calls:?}");
 
     // Collapsed stacks: `frame;frame count`, the counts summing to every instruction.
     let text = std::fs::read_to_string(&folded).unwrap();
