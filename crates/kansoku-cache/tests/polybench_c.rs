@@ -129,24 +129,34 @@ fn formulas_of_lowered_c_equal_the_simulator() {
     }
 }
 
-/// The time budget holds inside a single isl operation: gemm at PolyBench's SMALL sizes on
-/// a 32 KiB 8-way L1, reference B[k][j] alone, ran for minutes inside one isl call before
-/// the watchdog (190 s with a 10 s budget, measured); with a 2 s budget it now stops at
-/// about 2 s and says which reference ran out.
+/// Builds gemm's B[k][j] on a 32 KiB 8-way L1 at `sizes` (also the extents; the formulas
+/// at that point alone when `at_point`) with `budget` seconds, which it must not finish in:
+/// the error and how long it took to give up.
+fn gemm_b_out_of_budget(sizes: [(&str, &str); 3], at_point: bool, budget: u64) -> (String, Duration) {
+    let k = lowered("gemm", &sizes).kernel;
+    let values: ParamValues = sizes.iter().map(|(n, v)| (n.to_string(), v.parse().unwrap())).collect();
+    let k = k.with_fixed_extents(&values).unwrap();
+    let mut opts = SetModelOptions::new(LayoutSpec::default(), CacheConfig::parse("32KiB,8-way,64B").unwrap());
+    opts.extents = values.clone();
+    if at_point {
+        opts.at = values;
+    }
+    opts.refs = vec![k.find_ref("S2:right:3").unwrap()];
+    opts.time_budget = Some(Duration::from_secs(budget));
+    let t = std::time::Instant::now();
+    let e = build_set_model(&k, &opts).expect_err("B[k][j] does not build within the budget");
+    (e.to_string(), t.elapsed())
+}
+
+/// The time budget holds inside a single isl operation: gemm at SMALL sizes on a 32 KiB
+/// 8-way L1, reference B[k][j] alone, ran for minutes inside one isl call before the
+/// watchdog (190 s with a 10 s budget, measured); with a 2 s budget it now stops at about
+/// 2 s and says which reference ran out.
 #[test]
 fn the_set_method_keeps_to_its_time_budget_inside_isl() {
-    let sizes = [("NI", "40"), ("NJ", "50"), ("NK", "60")];
-    let k = lowered("gemm", &sizes).kernel;
-    let ext: ParamValues = sizes.iter().map(|(n, v)| (n.to_string(), v.parse().unwrap())).collect();
-    let k = k.with_fixed_extents(&ext).unwrap();
-    let mut opts = SetModelOptions::new(LayoutSpec::default(), CacheConfig::parse("32KiB,8-way,64B").unwrap());
-    opts.extents = ext;
-    opts.refs = vec![k.find_ref("S2:right:3").unwrap()];
-    opts.time_budget = Some(Duration::from_secs(2));
-    let t = std::time::Instant::now();
-    let e = build_set_model(&k, &opts).expect_err("B[k][j] does not build in 2 s");
-    assert!(t.elapsed() < Duration::from_secs(10), "took {:?}", t.elapsed());
-    assert!(e.to_string().contains("exceeded its time budget"), "{e}");
+    let (e, took) = gemm_b_out_of_budget([("NI", "40"), ("NJ", "50"), ("NK", "60")], false, 2);
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+    assert!(e.contains("exceeded its time budget"), "{e}");
 }
 
 /// The budget holds in the counter too: gemm's B[k][j] at MEDIUM sizes, fixed as a point
@@ -154,17 +164,7 @@ fn the_set_method_keeps_to_its_time_budget_inside_isl() {
 /// checked its deadline per class.
 #[test]
 fn the_set_method_keeps_to_its_time_budget_while_counting() {
-    let sizes = [("NI", "200"), ("NJ", "220"), ("NK", "240")];
-    let k = lowered("gemm", &sizes).kernel;
-    let at: ParamValues = sizes.iter().map(|(n, v)| (n.to_string(), v.parse().unwrap())).collect();
-    let k = k.with_fixed_extents(&at).unwrap();
-    let mut opts = SetModelOptions::new(LayoutSpec::default(), CacheConfig::parse("32KiB,8-way,64B").unwrap());
-    opts.extents = at.clone();
-    opts.at = at;
-    opts.refs = vec![k.find_ref("S2:right:3").unwrap()];
-    opts.time_budget = Some(Duration::from_secs(3));
-    let t = std::time::Instant::now();
-    let e = build_set_model(&k, &opts).expect_err("B[k][j] at MEDIUM does not build in 3 s");
-    assert!(t.elapsed() < Duration::from_secs(12), "took {:?}", t.elapsed());
-    assert!(e.to_string().contains("time budget"), "{e}");
+    let (e, took) = gemm_b_out_of_budget([("NI", "200"), ("NJ", "220"), ("NK", "240")], true, 3);
+    assert!(took < Duration::from_secs(12), "took {took:?}");
+    assert!(e.contains("time budget"), "{e}");
 }
