@@ -431,57 +431,56 @@ fn reference_formulas(k: &Kernel, r: usize, access_text: &[String], opts: &SetMo
     ctx.set_max_operations(opts.max_operations);
     let name = format!("P{r}");
     // The budget holds inside isl too: one lexmax once ran 3 minutes past a 10 s budget.
-    let r = ctx.with_deadline(deadline, || reference_sets(&ctx, k, r, access_text, opts, context, deadline));
+    let r = ctx.with_deadline(deadline, || reference_sets(&ctx, k, (r, &name), access_text, opts, context, deadline));
     if ctx.aborted() {
         return Err(budget_exceeded(&name));
     }
     r
 }
 
-fn reference_sets(ctx: &Ctx, k: &Kernel, r: usize, access_text: &[String], opts: &SetModelOptions, context: &Domain, deadline: Option<Instant>) -> Result<RefResult> {
-    let name = format!("P{r}");
+fn reference_sets(ctx: &Ctx, k: &Kernel, (r, name): (usize, &str), access_text: &[String], opts: &SetModelOptions, context: &Domain, deadline: Option<Instant>) -> Result<RefResult> {
     let b = Builder { ctx, params: format!("[{}]", k.params.join(",")), dim: 2 * k.max_depth() + 2 };
     let acc_r = b.map(&access_text[r])?;
     let acc_all = b.map(&access_text.join("; "))?;
     let earlier = b.earlier()?;
     // Hit condition: earlier accesses of the same line.
-    let line_to_access = m(acc_all.clone().map_reverse(), "same line", &name)?;
-    let same_line = m(acc_r.clone().map_apply_range(line_to_access), "same line", &name)?;
-    let hit_condition = m(m(same_line.map_intersect(earlier.clone()), "hit condition", &name)?.map_coalesce(), "hit condition", &name)?;
+    let line_to_access = m(acc_all.clone().map_reverse(), "same line", name)?;
+    let same_line = m(acc_r.clone().map_apply_range(line_to_access), "same line", name)?;
+    let hit_condition = m(m(same_line.map_intersect(earlier.clone()), "hit condition", name)?.map_coalesce(), "hit condition", name)?;
     let t = Instant::now();
-    let hit_source = m(hit_condition.clone().map_lexmax(), "hit source (lexmax)", &name)?;
-    trace(&name, "hit source", t, || hit_source.to_string().len());
-    let domain = m(acc_r.clone().map_domain(), "domain", &name)?;
-    let with_source = m(hit_source.clone().map_domain(), "domain of hit source", &name)?;
-    let compulsory_set = m(m(domain.clone().set_subtract(with_source.clone()), "compulsory", &name)?.set_coalesce(), "compulsory", &name)?;
+    let hit_source = m(hit_condition.clone().map_lexmax(), "hit source (lexmax)", name)?;
+    trace(name, "hit source", t, || hit_source.to_string().len());
+    let domain = m(acc_r.clone().map_domain(), "domain", name)?;
+    let with_source = m(hit_source.clone().map_domain(), "domain of hit source", name)?;
+    let compulsory_set = m(m(domain.clone().set_subtract(with_source.clone()), "compulsory", name)?.set_coalesce(), "compulsory", name)?;
 
     // Accesses strictly between the hit source and the access.
-    let later = m(earlier.clone().map_reverse(), "order", &name)?;
-    let between = m(m(hit_source.clone().map_apply_range(later), "between", &name)?.map_intersect(earlier), "between", &name)?;
-    let same_set = same_set_map(&b, &acc_r, opts.cache.sets, &name)?;
-    let lines = m(m(between.clone().map_apply_range(acc_all), "lines between", &name)?.map_intersect(same_set.clone()), "lines between", &name)?;
-    let lines = m(lines.map_coalesce(), "lines between", &name)?;
-    trace(&name, "E_1 (lines between)", t, || lines.to_string().len());
+    let later = m(earlier.clone().map_reverse(), "order", name)?;
+    let between = m(m(hit_source.clone().map_apply_range(later), "between", name)?.map_intersect(earlier), "between", name)?;
+    let same_set = same_set_map(&b, &acc_r, opts.cache.sets, name)?;
+    let lines = m(m(between.clone().map_apply_range(acc_all), "lines between", name)?.map_intersect(same_set.clone()), "lines between", name)?;
+    let lines = m(lines.map_coalesce(), "lines between", name)?;
+    trace(name, "E_1 (lines between)", t, || lines.to_string().len());
 
     // Lines of different groups (arrays whose lines never meet) are distinct, so the
     // distinct-line count is a sum over groups: each group's chain stays small (gemm 8-way,
     // B[k][j]: one chain over all lines grew to 131 000 characters at E_8).
-    let groups = line_groups(&b, k, access_text, &name)?;
+    let groups = line_groups(&b, k, access_text, name)?;
     // Not combined with the lexmin chain: the chain already keeps E_k small there, and
     // with both on `lexmin_chain_slow_pairs` took 247 s instead of 141 s (release).
     let give_up = opts.split_by_array_above.filter(|_| groups.len() > 1 && opts.lexmin_chain_above.is_none());
     let mut distinct = vec![String::new(); opts.cache.assoc as usize];
     let mut levels = Vec::new();
-    if let Some(chain) = distinct_line_chain(&b, &lines, opts, &name, deadline, give_up)? {
+    if let Some(chain) = distinct_line_chain(&b, &lines, opts, name, deadline, give_up)? {
         for (i, e) in chain.iter().enumerate().filter(|_| opts.explain) {
             distinct[i] = e.to_string();
         }
         levels.push(chain);
     } else {
-        trace(&name, &format!("split by array: {} groups", groups.len()), Instant::now(), || 0);
+        trace(name, &format!("split by array: {} groups", groups.len()), Instant::now(), || 0);
         for (label, group_lines) in &groups {
-            let lines_g = m(m(lines.clone().map_intersect_range(group_lines.clone()), "lines of a group", &name)?.map_coalesce(), "lines of a group", &name)?;
-            let chain = distinct_line_chain(&b, &lines_g, opts, &name, deadline, None)?.expect("no size limit");
+            let lines_g = m(m(lines.clone().map_intersect_range(group_lines.clone()), "lines of a group", name)?.map_coalesce(), "lines of a group", name)?;
+            let chain = distinct_line_chain(&b, &lines_g, opts, name, deadline, None)?.expect("no size limit");
             for (i, e) in chain.iter().enumerate().filter(|_| opts.explain) {
                 let sep = if distinct[i].is_empty() { "" } else { "; " };
                 distinct[i] += &format!("{sep}[{label}] {e}");
@@ -490,32 +489,32 @@ fn reference_sets(ctx: &Ctx, k: &Kernel, r: usize, access_text: &[String], opts:
         }
     }
     let t = Instant::now();
-    let conflict_parts = at_least_lines(&levels, &with_source, opts.cache.assoc as usize, &name)?;
-    trace(&name, &format!("conflict set ({} parts)", conflict_parts.len()), t, || conflict_parts.iter().map(|p| p.to_string().len()).sum());
+    let conflict_parts = at_least_lines(&levels, &with_source, opts.cache.assoc as usize, name)?;
+    trace(name, &format!("conflict set ({} parts)", conflict_parts.len()), t, || conflict_parts.iter().map(|p| p.to_string().len()).sum());
     let distinct: Vec<String> = distinct.into_iter().map(|d| if d.is_empty() { "{ }".to_string() } else { d }).collect();
 
     let names = k.params.clone();
-    let c = |s: &Set<'_>| count(s, context, &names, &name, deadline);
-    out_of_time(deadline, &name)?;
+    let c = |s: &Set<'_>| count(s, context, &names, name, deadline);
+    out_of_time(deadline, name)?;
     let t = Instant::now();
     let (accesses, compulsory) = (c(&domain)?, c(&compulsory_set)?);
-    trace(&name, "count accesses + compulsory", t, || 0);
+    trace(name, "count accesses + compulsory", t, || 0);
     let t = Instant::now();
     let conflict = kansoku_ehrhart::sum(conflict_parts.iter().map(c).collect::<Result<_>>()?, &names, context);
-    trace(&name, &format!("count conflict ({} cells)", conflict.cells.len()), t, || 0);
+    trace(name, &format!("count conflict ({} cells)", conflict.cells.len()), t, || 0);
     let explain = if opts.explain {
         let mut factors = Vec::new();
         let mut factor_maps = Vec::new();
         for (q, text) in access_text.iter().enumerate() {
             let acc_q = b.map(text)?;
-            let f = m(m(between.clone().map_apply_range(acc_q), "factor", &name)?.map_intersect(same_set.clone()), "factor", &name)?;
-            let f = m(f.map_coalesce(), "factor", &name)?;
-            if !m(f.map_is_empty(), "factor", &name)? {
+            let f = m(m(between.clone().map_apply_range(acc_q), "factor", name)?.map_intersect(same_set.clone()), "factor", name)?;
+            let f = m(f.map_coalesce(), "factor", name)?;
+            if !m(f.map_is_empty(), "factor", name)? {
                 factors.push((format!("P{q} {}", k.ref_text(&k.refs[q])), f.to_string()));
                 factor_maps.push(f);
             }
         }
-        let seed_conflict = match seed_style_conflict_set(&b, &factor_maps, &with_source, opts.cache.assoc, &name)? {
+        let seed_conflict = match seed_style_conflict_set(&b, &factor_maps, &with_source, opts.cache.assoc, name)? {
             Some(set) => Some(c(&set)?),
             None => None,
         };
@@ -769,7 +768,7 @@ fn budget_exceeded(reference: &str) -> CacheError {
 }
 
 /// Parametric number of points of `set`: disjoint basic sets with explicit divisions,
-/// lifted, each counted by PolyLib.
+/// lifted, each counted by kansoku-ehrhart.
 fn count(set: &Set<'_>, context: &Domain, names: &[String], reference: &str, deadline: Option<Instant>) -> Result<PwQp> {
     let t = Instant::now();
     let s = m(set.clone().set_compute_divs(), "explicit divisions", reference)?;

@@ -332,6 +332,14 @@ fn substitute_residue(f: &Poly, x: usize, d: i64, r: i64, atoms: &mut Atoms) -> 
     out
 }
 
+/// [`EhrhartError::OutOfTime`] once `deadline` has passed.
+fn out_of_time(deadline: Option<std::time::Instant>) -> Result<(), EhrhartError> {
+    match deadline {
+        Some(d) if std::time::Instant::now() > d => Err(EhrhartError::OutOfTime),
+        _ => Ok(()),
+    }
+}
+
 /// Σ_{x = ceil(lo/a)}^{floor(hi/b)} f, where `lo`, `hi` are rows without x. Gives up after
 /// `deadline`, checked per residue class: one sum over many classes of a large summand ran
 /// 90 s past a 10 s budget (gemm MEDIUM, 8-way, docs/rooms/seed004-cache.md).
@@ -349,9 +357,7 @@ fn sum_over(f: &Poly, x: usize, (lo, a): (&Row, i64), (hi, b): (&Row, i64), atom
     }
     let mut total = Poly::default();
     for r in 0..d {
-        if deadline.is_some_and(|d| std::time::Instant::now() > d) {
-            return Err(EhrhartError::OutOfTime);
-        }
+        out_of_time(deadline)?;
         let g = substitute_residue(f, x, d, r, atoms);
         // q from ceil((lo - a r)/(a d)) to floor((hi - b r)/(b d)).
         let mut neg_lo: Row = lo.iter().map(|v| -v).collect();
@@ -424,9 +430,7 @@ impl Counter<'_> {
         if self.chambers > MAX_CHAMBERS {
             return Err(EhrhartError::TooManyChambers(MAX_CHAMBERS));
         }
-        if self.deadline.is_some_and(|d| std::time::Instant::now() > d) {
-            return Err(EhrhartError::OutOfTime);
-        }
+        out_of_time(self.deadline)?;
         // Prefer a variable that no floor term of the summand contains (no residue
         // classes: one Faulhaber sum), then the one with the fewest chamber pairs.
         let pick = (0..self.n_vars).filter(|&v| live[v]).min_by_key(|&v| {

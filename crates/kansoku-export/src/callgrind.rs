@@ -29,23 +29,19 @@ use std::io::Write;
 
 use kansoku_paths::CostProfile;
 
-use crate::ExportError;
+use crate::{ExportError, Interner};
 
 /// Name compression for one of the format's name spaces (objects, files, functions).
 #[derive(Default)]
-struct Names {
-    ids: HashMap<String, usize>,
-}
+struct Names(Interner);
 
 impl Names {
-    /// `(id) name` on first use, `(id)` afterwards.
+    /// `(id) name` on first use, `(id)` afterwards (ids from 1).
     fn spec(&mut self, name: &str) -> String {
-        if let Some(id) = self.ids.get(name) {
-            return format!("({id})");
+        match self.0.intern(name) {
+            (i, true) => format!("({}) {name}", i + 1),
+            (i, false) => format!("({})", i + 1),
         }
-        let id = self.ids.len() + 1;
-        self.ids.insert(name.to_string(), id);
-        format!("({id}) {name}")
     }
 }
 

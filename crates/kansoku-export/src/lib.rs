@@ -25,6 +25,27 @@ pub use callgrind::write_callgrind;
 pub use collapsed::write_collapsed;
 pub use pprof::{pprof_profile, write_pprof};
 
+/// Interned names: each distinct name gets the next index, in first-use order (callgrind's
+/// name compression and pprof's string table both number their names this way).
+#[derive(Default)]
+struct Interner {
+    index: std::collections::HashMap<String, usize>,
+    names: Vec<String>,
+}
+
+impl Interner {
+    /// The index of `name`, and whether this is its first use.
+    fn intern(&mut self, name: &str) -> (usize, bool) {
+        if let Some(&i) = self.index.get(name) {
+            return (i, false);
+        }
+        let i = self.names.len();
+        self.names.push(name.to_string());
+        self.index.insert(name.to_string(), i);
+        (i, true)
+    }
+}
+
 /// The formats this crate writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]

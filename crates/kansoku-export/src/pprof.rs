@@ -15,7 +15,7 @@ use flate2::write::GzEncoder;
 use kansoku_paths::PathReport;
 use prost::Message;
 
-use crate::ExportError;
+use crate::{ExportError, Interner};
 
 /// `perftools.profiles.Profile`.
 #[derive(Clone, PartialEq, Message)]
@@ -120,24 +120,17 @@ pub(crate) struct Function {
 }
 
 /// The string table: index 0 is the empty string, as the format requires.
-struct Strings {
-    table: Vec<String>,
-    index: HashMap<String, i64>,
-}
+struct Strings(Interner);
 
 impl Strings {
     fn new() -> Self {
-        Strings { table: vec![String::new()], index: HashMap::from([(String::new(), 0)]) }
+        let mut names = Interner::default();
+        names.intern("");
+        Strings(names)
     }
 
     fn id(&mut self, s: &str) -> i64 {
-        if let Some(&i) = self.index.get(s) {
-            return i;
-        }
-        let i = self.table.len() as i64;
-        self.table.push(s.to_string());
-        self.index.insert(s.to_string(), i);
-        i
+        self.0.intern(s).0 as i64
     }
 }
 
@@ -204,7 +197,7 @@ pub(crate) fn build_profile(report: &PathReport, comment: &str) -> Profile {
         mapping: Vec::new(),
         location: locations,
         function: functions,
-        string_table: strings.table,
+        string_table: strings.0.names,
         period_type,
         period: 1,
         comment,

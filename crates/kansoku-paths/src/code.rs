@@ -297,6 +297,22 @@ impl CodeMap {
         info
     }
 
+    /// Runtime addresses of block `b`'s instructions, in order.
+    pub fn block_instructions(&mut self, b: BlockId) -> Vec<u64> {
+        let info = self.block(b);
+        let (mut a, n) = (info.addr, info.instructions);
+        let mut out = Vec::with_capacity(n as usize);
+        for _ in 0..n {
+            out.push(a);
+            let len = self.insn(a).len;
+            if len == 0 {
+                break;
+            }
+            a += u64::from(len);
+        }
+        out
+    }
+
     /// The first control transfer executed from `addr` on (None: unknown bytes first).
     fn first_transfer(&mut self, addr: u64) -> Option<InsnInfo> {
         let mut a = addr;

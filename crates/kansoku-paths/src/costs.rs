@@ -290,22 +290,6 @@ impl PathAnalysis {
         self.code.symbolizer.resolve(addr).map_or(addr, |r| r.link_address)
     }
 
-    /// Runtime addresses of a block's instructions.
-    fn block_addresses(&mut self, b: BlockId) -> Vec<u64> {
-        let info = self.code.block(b);
-        let (mut a, n) = (info.addr, info.instructions);
-        let mut out = Vec::with_capacity(n as usize);
-        for _ in 0..n {
-            out.push(a);
-            let len = self.code.insn(a).len;
-            if len == 0 {
-                break;
-            }
-            a += u64::from(len);
-        }
-        out
-    }
-
     /// Where the instructions went: per instruction (from the block counts), per call arc
     /// and per stack (from the call tracker, when the analysis ran one).
     pub fn costs(&mut self) -> CostProfile {
@@ -318,7 +302,7 @@ impl PathAnalysis {
                 continue;
             }
             let owner = owner_of(&self.code, b);
-            let addrs = self.block_addresses(b);
+            let addrs = self.code.block_instructions(b);
             let map = per_owner.entry(owner).or_default();
             for a in addrs {
                 *map.entry(a).or_insert(0) += count;
@@ -355,7 +339,7 @@ impl PathAnalysis {
                 if cost.inclusive == 0 {
                     continue;
                 }
-                let site = self.block_addresses(site_block).last().copied().unwrap_or(self.code.block(site_block).addr);
+                let site = self.code.block_instructions(site_block).last().copied().unwrap_or(self.code.block(site_block).addr);
                 let by_jump = !matches!(self.code.block(site_block).terminator, InstructionKind::Call);
                 let source = self.code.symbolizer.source_line(site);
                 let callee_entry = match callee {
