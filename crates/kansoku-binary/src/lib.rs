@@ -22,5 +22,5 @@ mod unwind;
 pub use cfg::{BasicBlock, FunctionCfg, Loop};
 pub use decode::{DecodedInstruction, InstructionKind};
 pub use jump_table::JumpTable;
-pub use program::{BinaryError, FunctionSymbol, Program, SourceLine};
+pub use program::{BinaryError, FunctionSymbol, Program, SourceLine, SymbolSource};
 pub use symbolize::Symbolizer;

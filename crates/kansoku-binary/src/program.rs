@@ -105,6 +105,8 @@ pub struct Program {
     pub is_pie: bool,
     pub build_id: Option<String>,
     pub has_static_symbols: bool,
+    /// The dynamic linker named in `PT_INTERP` (None: a static executable or a library).
+    pub interpreter: Option<PathBuf>,
     functions: Vec<FunctionSymbol>,
     segments: Vec<LoadSegment>,
     code: Vec<CodeSection>,
@@ -161,6 +163,7 @@ impl Program {
             })
             .collect();
         let has_static_symbols = file.symbols().any(|s| s.kind() == SymbolKind::Text);
+        let interpreter = interpreter_of(&data);
         let module = module_name(&path);
         let functions = collect_functions(&file, &data, &code, has_static_symbols, &module);
         Ok(Program {
@@ -169,6 +172,7 @@ impl Program {
             is_pie,
             build_id,
             has_static_symbols,
+            interpreter,
             functions,
             segments,
             code,
@@ -233,6 +237,17 @@ impl Program {
     }
 
     /// The code bytes from `addr` to the end of its executable section.
+    /// The resolver address of the GNU IFUNC symbol `name` (e.g. libc's `memcpy`): its
+    /// implementation is chosen by the dynamic linker at run time, per machine.
+    pub fn ifunc_named(&self, name: &str) -> Option<u64> {
+        let file = object::File::parse(&**self.data).ok()?;
+        let sym = file.dynamic_symbols().find(|s| s.name() == Ok(name))?;
+        match sym.flags() {
+            object::SymbolFlags::Elf { st_info, .. } if st_info & 0xf == object::elf::STT_GNU_IFUNC => Some(sym.address()),
+            _ => None,
+        }
+    }
+
     pub fn code_at(&self, addr: u64) -> Option<&[u8]> {
         let s = self.code.iter().find(|s| s.contains(addr))?;
         let start = s.data_offset.checked_add(usize::try_from(addr - s.address).ok()?)?;
@@ -301,6 +316,17 @@ fn module_name(path: &Path) -> String {
 /// sizes filled in for zero-sized symbols. A stripped program adds one function per
 /// `.eh_frame` FDE, and the remaining gaps of executable sections that are not alignment
 /// padding become address-range pseudo functions, so every code address has a name.
+/// The path in the `PT_INTERP` program header, if there is one.
+fn interpreter_of(data: &[u8]) -> Option<PathBuf> {
+    use object::read::elf::{ElfFile64, ProgramHeader};
+    let elf = ElfFile64::<object::Endianness>::parse(data).ok()?;
+    let endian = elf.endian();
+    let header = elf.elf_program_headers().iter().find(|h| h.p_type(endian) == object::elf::PT_INTERP)?;
+    let bytes = header.data(endian, data).ok()?;
+    let path = bytes.split(|&b| b == 0).next()?;
+    Some(PathBuf::from(std::str::from_utf8(path).ok()?))
+}
+
 fn collect_functions(file: &object::File, data: &[u8], code: &[CodeSection], has_static: bool, module: &str) -> Vec<FunctionSymbol> {
     let mut funcs = merge_aliases(symbol_functions(file, has_static));
     add_unless_covered(&mut funcs, plt_functions(file, data));

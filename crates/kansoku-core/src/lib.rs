@@ -15,6 +15,7 @@
 //! Data flows one way: program → probe → recording → analysis → report. This crate is the
 //! "recording" step and the names every other step uses.
 
+pub mod agent_abi;
 pub mod event;
 pub mod feed;
 pub mod fxhash;

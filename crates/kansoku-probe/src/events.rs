@@ -42,6 +42,8 @@ pub const UPROBES_PER_SESSION: usize = 500;
 /// How points are planted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mechanism {
+    /// kansoku's in-process agent (LD_PRELOAD, patched entries, shared-memory rings).
+    Agent,
     Uprobe,
     Trap,
 }
@@ -49,6 +51,7 @@ pub enum Mechanism {
 impl std::fmt::Display for Mechanism {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
+            Mechanism::Agent => "agent",
             Mechanism::Uprobe => "uprobe",
             Mechanism::Trap => "trap",
         })
@@ -82,7 +85,11 @@ pub enum Calibrate {
 #[derive(Clone, Debug)]
 pub struct PlannedPoint {
     pub point: Point,
+    /// The shared library the point is in (`FUNC@LIB`); `None`: the program itself.
+    pub module: Option<PathBuf>,
     pub vaddr: u64,
+    /// The function's size in bytes (0 for a point that is not a function's entry).
+    pub size: u64,
     /// For the uprobe mechanism: this point is a uretprobe on the function at `vaddr`.
     pub is_return: bool,
 }
@@ -107,8 +114,10 @@ pub struct EventOutcome {
     pub measured_ns: u64,
     pub exit: ExitStatus,
     pub interrupted: bool,
-    /// Hits the kernel dropped (uprobe ring buffers full).
+    /// Hits the kernel dropped (uprobe ring buffers full) or the agent could not write.
     pub lost: u64,
+    /// What the user should know about how the points were planted.
+    pub notes: Vec<String>,
 }
 
 /// Why a probe spec could not be planted.
@@ -127,139 +136,254 @@ fn parse_number(s: &str) -> Option<u64> {
     }
 }
 
-/// Resolves probe specs against the program.
+/// The shared libraries a dynamic program loads at start, as its dynamic linker lists
+/// them (`ld.so --list`, which reads the program without running it).
+fn libraries_of(program: &Program, path: &Path) -> Result<Vec<PathBuf>, String> {
+    let interpreter = program.interpreter.as_ref().ok_or_else(|| format!("{} is statically linked: it loads no shared libraries", path.display()))?;
+    let out = std::process::Command::new(interpreter)
+        .arg("--list")
+        .arg(path)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| format!("running {} --list {}: {e}", interpreter.display(), path.display()))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    // lines: `libz.so.1 => /lib/x86_64-linux-gnu/libz.so.1 (0x…)` or `/lib64/ld-linux-x86-64.so.2 (0x…)`
+    Ok(text
+        .lines()
+        .filter_map(|l| {
+            let l = l.trim();
+            let l = l.split_once("=>").map_or(l, |(_, p)| p.trim());
+            let p = l.split_whitespace().next()?;
+            p.starts_with('/').then(|| std::fs::canonicalize(p).unwrap_or_else(|_| PathBuf::from(p)))
+        })
+        .collect())
+}
+
+/// Whether library file `name` is what the user called `lib`: `libz.so.1` is `libz.so.1`,
+/// `libz`, `libz.so` and `z`.
+fn library_matches(name: &str, lib: &str) -> bool {
+    let stem = |n: &str| n.split(".so").next().unwrap_or(n).to_string();
+    name == lib || stem(name) == lib || stem(name) == format!("lib{lib}") || name.starts_with(&format!("{lib}.so"))
+}
+
+/// The program and the libraries named so far, opened once each.
+struct Modules {
+    program: Program,
+    display: String,
+    libraries: Option<Vec<PathBuf>>,
+    opened: Vec<(PathBuf, Program)>,
+}
+
+impl Modules {
+    /// The module `lib` names (None: the program) and its path.
+    fn module(&mut self, spec: &str, lib: Option<&str>) -> Result<(Option<PathBuf>, &Program), ProbeError> {
+        let bad = |reason: String| ProbeError::Spec(SpecError::Bad { spec: spec.into(), reason });
+        let Some(lib) = lib else { return Ok((None, &self.program)) };
+        let path = if lib.contains('/') {
+            std::fs::canonicalize(lib).map_err(|e| bad(format!("library {lib}: {e}")))?
+        } else {
+            if self.libraries.is_none() {
+                self.libraries = Some(libraries_of(&self.program, self.program.path()).map_err(bad)?);
+            }
+            let all = self.libraries.as_ref().expect("listed above");
+            let found = all.iter().find(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| library_matches(n, lib)));
+            let names: Vec<String> = all.iter().filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned())).collect();
+            found.cloned().ok_or_else(|| bad(format!("{} loads no library '{lib}' at start (it loads: {})", self.display, names.join(", "))))?
+        };
+        if !self.opened.iter().any(|(p, _)| *p == path) {
+            let program = Program::open(&path)?;
+            self.opened.push((path.clone(), program));
+        }
+        let program = &self.opened.iter().find(|(p, _)| *p == path).expect("opened above").1;
+        Ok((Some(path), program))
+    }
+}
+
+/// Splits `FUNC@LIB` (uftrace's form) into the function and the library.
+fn split_library(name: &str) -> (&str, Option<&str>) {
+    match name.split_once('@') {
+        Some((f, lib)) if !lib.is_empty() && !f.is_empty() => (f, Some(lib)),
+        _ => (name, None),
+    }
+}
+
+/// Resolves probe specs against the program (and, for `FUNC@LIB`, the libraries it loads).
 pub fn plan(program_path: &Path, specs: &[String], mechanism: Mechanism, calibrate: &Calibrate) -> Result<Plan, ProbeError> {
     let program = Program::open(program_path)?;
     let display = program_path.display().to_string();
+    let mut modules = Modules { program, display: display.clone(), libraries: None, opened: Vec::new() };
     let mut points: Vec<PlannedPoint> = Vec::new();
     let mut routines: Vec<String> = Vec::new();
-    let function = |spec: &str, name: &str| {
-        program.function_named(name).map_err(|_| SpecError::NoSuchFunction { spec: spec.into(), name: name.into(), program: display.clone() })
-    };
     let bad = |spec: &str, reason: String| ProbeError::Spec(SpecError::Bad { spec: spec.into(), reason });
+    let single = |name: &str, module: &Option<PathBuf>, vaddr: u64, size: u64, is_return: bool| PlannedPoint {
+        point: Point { name: name.into(), address: vaddr, role: PointRole::Single },
+        module: module.clone(),
+        vaddr,
+        size,
+        is_return,
+    };
     for spec in specs {
         let spec = spec.trim();
         if spec.is_empty() {
             return Err(bad(spec, "empty probe spec".into()));
         }
+        let program = &modules.program;
         if spec.starts_with("0x") || spec.chars().all(|c| c.is_ascii_digit()) {
             let vaddr = parse_number(spec).ok_or_else(|| bad(spec, "not an address".into()))?;
             if program.code_at(vaddr).is_none() {
                 return Err(bad(spec, format!("address 0x{vaddr:x} is not in an executable section of {display}")));
             }
-            points.push(PlannedPoint { point: Point { name: spec.into(), address: vaddr, role: PointRole::Single }, vaddr, is_return: false });
+            points.push(single(spec, &None, vaddr, 0, false));
             continue;
         }
         if let Some((name, off)) = spec.split_once('+') {
-            let f = function(spec, name)?;
+            let (name, lib) = split_library(name);
+            let (module, program) = modules.module(spec, lib)?;
+            let f = program.function_named(name).map_err(|_| no_such(spec, name, program))?;
             let off = parse_number(off).ok_or_else(|| bad(spec, format!("offset '{off}' is not a number")))?;
             if off >= f.size.max(1) {
                 return Err(bad(spec, format!("offset {off} is outside {name} ({} bytes)", f.size)));
             }
             let vaddr = f.address + off;
-            let cfg = FunctionCfg::build(&program, f);
+            let cfg = FunctionCfg::build(program, f);
             if cfg.instruction_index(vaddr).is_none() {
                 return Err(bad(spec, format!("{name}+{off} is not the start of an instruction")));
             }
-            points.push(PlannedPoint { point: Point { name: spec.into(), address: vaddr, role: PointRole::Single }, vaddr, is_return: false });
+            if mechanism == Mechanism::Agent {
+                return Err(bad(spec, "the agent probes function entries and exits; a point inside a function needs --mechanism uprobe or trap".into()));
+            }
+            points.push(single(spec, &module, vaddr, 0, false));
             continue;
         }
         // `FUNC:entry` / `FUNC:exit` alone are single points (hits and frequency);
         // `FUNC` is a routine (entry and exit paired into execution times).
-        let (name, entry, exit) = match spec.rsplit_once(':') {
+        let (full, entry, exit) = match spec.rsplit_once(':') {
             Some((n, "entry")) => (n, true, false),
             Some((n, "exit")) => (n, false, true),
             Some((_, other)) => return Err(bad(spec, format!("unknown point kind ':{other}' (use :entry or :exit)"))),
             None => (spec, true, true),
         };
-        let f = function(spec, name)?;
+        let (name, lib) = split_library(full);
+        let (module, program) = modules.module(spec, lib)?;
+        let f = match program.function_named(name) {
+            Ok(f) => f.clone(),
+            // A GNU IFUNC: only the agent, inside the process, learns which implementation
+            // the dynamic linker chose (address 0 tells it to ask).
+            Err(_) if module.is_some() && program.ifunc_named(name).is_some() => {
+                if mechanism != Mechanism::Agent {
+                    return Err(bad(spec, format!("{name} is a GNU IFUNC: its implementation is chosen at run time; probe it with --mechanism agent")));
+                }
+                kansoku_binary::FunctionSymbol { name: name.into(), address: 0, size: 0, source: kansoku_binary::SymbolSource::Dynamic, aliases: Vec::new() }
+            }
+            Err(_) => return Err(no_such(spec, name, program)),
+        };
+        if module.is_some() && mechanism == Mechanism::Trap {
+            return Err(bad(spec, "the trap mechanism plants its traps at exec, before libraries are loaded; use --mechanism agent or uprobe for FUNC@LIB".into()));
+        }
+        let exits = |program: &Program| -> Vec<u64> {
+            let cfg = FunctionCfg::build(program, &f);
+            cfg.instructions.iter().filter(|i| i.kind == InstructionKind::Return).map(|i| i.address).collect()
+        };
         if !(entry && exit) {
             if entry {
-                points.push(PlannedPoint { point: Point { name: spec.into(), address: f.address, role: PointRole::Single }, vaddr: f.address, is_return: false });
+                points.push(single(spec, &module, f.address, f.size, false));
             } else {
                 match mechanism {
-                    Mechanism::Uprobe => points.push(PlannedPoint { point: Point { name: spec.into(), address: f.address, role: PointRole::Single }, vaddr: f.address, is_return: true }),
-                    Mechanism::Trap => {
-                        let cfg = FunctionCfg::build(&program, f);
-                        for i in cfg.instructions.iter().filter(|i| i.kind == InstructionKind::Return) {
-                            points.push(PlannedPoint { point: Point { name: spec.into(), address: i.address, role: PointRole::Single }, vaddr: i.address, is_return: false });
-                        }
-                    }
+                    Mechanism::Uprobe | Mechanism::Agent => points.push(single(spec, &module, f.address, f.size, true)),
+                    Mechanism::Trap => points.extend(exits(program).into_iter().map(|a| single(spec, &module, a, 0, false))),
                 }
             }
             continue;
         }
-        let r = match routines.iter().position(|x| x == name) {
-            Some(r) => r,
-            None => {
-                routines.push(name.to_string());
-                routines.len() - 1
+        // Several names at one address are one routine, counted once under all its names.
+        if let Some(same) = points.iter().position(|p| f.address != 0 && p.module == module && p.vaddr == f.address && matches!(p.point.role, PointRole::Entry(_))) {
+            let PointRole::Entry(r) = points[same].point.role else { unreachable!() };
+            if !routines[r].split(" = ").any(|n| n == full) {
+                routines[r] = format!("{} = {full}", routines[r]);
             }
+            continue;
+        }
+        routines.push(full.to_string());
+        let r = routines.len() - 1;
+        let routine = |name: String, vaddr: u64, size: u64, role: PointRole, is_return: bool| PlannedPoint {
+            point: Point { name, address: vaddr, role },
+            module: module.clone(),
+            vaddr,
+            size,
+            is_return,
         };
-        if entry {
-            points.push(PlannedPoint { point: Point { name: format!("{name}:entry"), address: f.address, role: PointRole::Entry(r) }, vaddr: f.address, is_return: false });
-        }
-        if exit {
-            match mechanism {
-                Mechanism::Uprobe => points.push(PlannedPoint {
-                    point: Point { name: format!("{name}:exit"), address: f.address, role: PointRole::Exit(r) },
-                    vaddr: f.address,
-                    is_return: true,
-                }),
-                Mechanism::Trap => {
-                    let cfg = FunctionCfg::build(&program, f);
-                    let rets: Vec<u64> = cfg.instructions.iter().filter(|i| i.kind == InstructionKind::Return).map(|i| i.address).collect();
-                    if rets.is_empty() {
-                        return Err(bad(spec, format!("{name} has no return instruction to plant an exit trap on (use --mechanism uprobe)")));
-                    }
-                    for a in rets {
-                        points.push(PlannedPoint { point: Point { name: format!("{name}:exit@0x{a:x}"), address: a, role: PointRole::Exit(r) }, vaddr: a, is_return: false });
-                    }
+        points.push(routine(format!("{full}:entry"), f.address, f.size, PointRole::Entry(r), false));
+        match mechanism {
+            Mechanism::Uprobe | Mechanism::Agent => points.push(routine(format!("{full}:exit"), f.address, f.size, PointRole::Exit(r), true)),
+            Mechanism::Trap => {
+                let rets = exits(program);
+                if rets.is_empty() {
+                    return Err(bad(spec, format!("{name} has no return instruction to plant an exit trap on (use --mechanism uprobe)")));
+                }
+                for a in rets {
+                    points.push(routine(format!("{full}:exit@0x{a:x}"), a, 0, PointRole::Exit(r), false));
                 }
             }
         }
     }
-    let mut calibration = None;
-    let first = match calibrate {
-        Calibrate::Off => None,
-        Calibrate::FirstProbe => Some(
-            points
-                .iter()
-                .position(|p| !p.is_return && matches!(p.point.role, PointRole::Entry(_) | PointRole::Single))
-                .ok_or_else(|| bad("--calibrate", "needs an entry or single point to calibrate next to".into()))?,
-        ),
-        Calibrate::At(name) => {
-            let f = function("--calibrate-on", name)?;
-            let a = f.address;
-            // a probe already there is the pair's first point; otherwise a point of its own
-            Some(match points.iter().position(|p| p.vaddr == a && !p.is_return && matches!(p.point.role, PointRole::Entry(_) | PointRole::Single)) {
-                Some(i) => i,
-                None => {
-                    points.push(PlannedPoint { point: Point { name: format!("calibrate:{name}"), address: a, role: PointRole::Single }, vaddr: a, is_return: false });
-                    points.len() - 1
-                }
-            })
-        }
-    };
-    if let Some(first) = first {
-        let a = points[first].vaddr;
-        let bytes = program.code_at(a).ok_or_else(|| bad("--calibrate", format!("no code at 0x{a:x}")))?;
-        let i = kansoku_binary::decode::decode_one(bytes, a).ok_or_else(|| bad("--calibrate", format!("cannot decode 0x{a:x}")))?;
-        if i.kind != InstructionKind::Other {
-            return Err(bad("--calibrate", format!("the instruction at 0x{a:x} transfers control; the next one is not consecutive in time")));
-        }
-        let next = i.next_address();
-        points.push(PlannedPoint {
-            point: Point { name: format!("calibrate@0x{next:x}"), address: next, role: PointRole::Single },
-            vaddr: next,
-            is_return: false,
-        });
-        calibration = Some((first as u32, (points.len() - 1) as u32));
-    }
+    let calibration = calibration_points(&mut points, &modules.program, mechanism, calibrate, &display)?;
     if points.is_empty() {
         return Err(bad("", "no probes given".into()));
     }
     Ok(Plan { program: program_path.to_path_buf(), points, routines, calibration })
+}
+
+fn no_such(spec: &str, name: &str, program: &Program) -> ProbeError {
+    let display = program.path().display().to_string();
+    ProbeError::Spec(SpecError::NoSuchFunction { spec: spec.into(), name: name.into(), program: display })
+}
+
+/// Adds the seed's calibration pair and returns its two point indices. With the agent the
+/// pair is the entry and exit of an empty routine of the agent's own (called by the agent
+/// before `main`): exactly what a probe adds to a call. With uprobes and traps it is two
+/// points on consecutive instructions, at `--calibrate-on FUNC` or next to the first probe.
+fn calibration_points(points: &mut Vec<PlannedPoint>, program: &Program, mechanism: Mechanism, calibrate: &Calibrate, display: &str) -> Result<Option<(u32, u32)>, ProbeError> {
+    let bad = |reason: String| ProbeError::Spec(SpecError::Bad { spec: "--calibrate".into(), reason });
+    if *calibrate == Calibrate::Off {
+        return Ok(None);
+    }
+    if mechanism == Mechanism::Agent {
+        if let Calibrate::At(name) = calibrate {
+            return Err(bad(format!("the agent calibrates on a routine of its own; --calibrate-on {name} is for uprobe and trap")));
+        }
+        for name in ["calibrate:agent:entry", "calibrate:agent:exit"] {
+            points.push(PlannedPoint { point: Point { name: name.into(), address: 0, role: PointRole::Single }, module: None, vaddr: 0, size: 0, is_return: false });
+        }
+        return Ok(Some(((points.len() - 2) as u32, (points.len() - 1) as u32)));
+    }
+    let first = match calibrate {
+        Calibrate::Off => unreachable!("returned above"),
+        Calibrate::FirstProbe => points
+            .iter()
+            .position(|p| p.module.is_none() && !p.is_return && matches!(p.point.role, PointRole::Entry(_) | PointRole::Single))
+            .ok_or_else(|| bad("needs an entry or single point of the program to calibrate next to".into()))?,
+        Calibrate::At(name) => {
+            let f = program.function_named(name).map_err(|_| no_such("--calibrate-on", name, program))?;
+            let a = f.address;
+            // a probe already there is the pair's first point; otherwise a point of its own
+            match points.iter().position(|p| p.module.is_none() && p.vaddr == a && !p.is_return && matches!(p.point.role, PointRole::Entry(_) | PointRole::Single)) {
+                Some(i) => i,
+                None => {
+                    points.push(PlannedPoint { point: Point { name: format!("calibrate:{name}"), address: a, role: PointRole::Single }, module: None, vaddr: a, size: 0, is_return: false });
+                    points.len() - 1
+                }
+            }
+        }
+    };
+    let a = points[first].vaddr;
+    let bytes = program.code_at(a).ok_or_else(|| bad(format!("no code at 0x{a:x} in {display}")))?;
+    let i = kansoku_binary::decode::decode_one(bytes, a).ok_or_else(|| bad(format!("cannot decode 0x{a:x}")))?;
+    if i.kind != InstructionKind::Other {
+        return Err(bad(format!("the instruction at 0x{a:x} transfers control; the next one is not consecutive in time")));
+    }
+    let next = i.next_address();
+    points.push(PlannedPoint { point: Point { name: format!("calibrate@0x{next:x}"), address: next, role: PointRole::Single }, module: None, vaddr: next, size: 0, is_return: false });
+    Ok(Some((first as u32, (points.len() - 1) as u32)))
 }
 
 /// Plans the points and runs the program to its end (or Ctrl-C) with them armed.
@@ -267,6 +391,7 @@ pub fn record_events(options: &EventOptions, progress: &mut dyn FnMut(u64)) -> R
     let program_path = resolve_program(&options.program)?;
     let plan = plan(&program_path, &options.probes, options.mechanism, &options.calibrate)?;
     match options.mechanism {
+        Mechanism::Agent => crate::agent::run_agent(plan, &options.args, progress),
         Mechanism::Uprobe => run_uprobes(plan, &options.args, progress),
         Mechanism::Trap => run_traps(plan, &options.args, progress),
     }
@@ -283,16 +408,24 @@ fn raise_fd_limit(need: u64) {
     }
 }
 
-fn run_uprobes(plan: Plan, args: &[String], progress: &mut dyn FnMut(u64)) -> Result<EventOutcome, ProbeError> {
-    let program = Program::open(&plan.program)?;
+/// The uprobes for `points` (file offsets in the program or their library).
+pub(crate) fn uprobe_specs(plan: &Plan, points: &[PlannedPoint]) -> Result<Vec<UprobeSpec>, ProbeError> {
+    let mut opened: Vec<(PathBuf, Program)> = vec![(plan.program.clone(), Program::open(&plan.program)?)];
     let mut specs = Vec::new();
-    for p in &plan.points {
-        let file_offset = program.file_offset_of_vaddr(p.vaddr).ok_or_else(|| ProbeError::MarkerNotMapped {
-            marker: p.point.name.clone(),
-            program: plan.program.clone(),
-        })?;
-        specs.push(UprobeSpec { path: plan.program.clone(), file_offset, is_return: p.is_return });
+    for p in points {
+        let path = p.module.clone().unwrap_or_else(|| plan.program.clone());
+        if !opened.iter().any(|(q, _)| *q == path) {
+            opened.push((path.clone(), Program::open(&path)?));
+        }
+        let program = &opened.iter().find(|(q, _)| *q == path).expect("opened above").1;
+        let file_offset = program.file_offset_of_vaddr(p.vaddr).ok_or_else(|| ProbeError::MarkerNotMapped { marker: p.point.name.clone(), program: path.clone() })?;
+        specs.push(UprobeSpec { path, file_offset, is_return: p.is_return });
     }
+    Ok(specs)
+}
+
+fn run_uprobes(plan: Plan, args: &[String], progress: &mut dyn FnMut(u64)) -> Result<EventOutcome, ProbeError> {
+    let specs = uprobe_specs(&plan, &plan.points)?;
     raise_fd_limit(specs.len() as u64 + specs.len().div_ceil(UPROBES_PER_SESSION) as u64);
     let gate = ExecGate::spawn(&plan.program, args)?;
     let mut sessions = Vec::new();
@@ -345,7 +478,7 @@ fn run_uprobes(plan: Plan, args: &[String], progress: &mut dyn FnMut(u64)) -> Re
         return Err(ProbeError::Spawn { program: plan.program.clone(), reason: "exec failed (is it a program for this machine?)".into() });
     }
     hits.sort_by_key(|h| (h.time_ns, h.point));
-    Ok(EventOutcome { plan, mechanism: Mechanism::Uprobe, hits, measured_ns, exit, interrupted, lost })
+    Ok(EventOutcome { plan, mechanism: Mechanism::Uprobe, hits, measured_ns, exit, interrupted, lost, notes: Vec::new() })
 }
 
 fn ptrace_err(operation: &'static str, pid: Pid) -> impl Fn(Errno) -> ProbeError {
@@ -508,5 +641,5 @@ fn run_traps_pinned(plan: Plan, args: &[String], progress: &mut dyn FnMut(u64)) 
         }
     }
     hits.sort_by_key(|h| (h.time_ns, h.point));
-    Ok(EventOutcome { plan, mechanism: Mechanism::Trap, hits, measured_ns, exit, interrupted, lost: 0 })
+    Ok(EventOutcome { plan, mechanism: Mechanism::Trap, hits, measured_ns, exit, interrupted, lost: 0, notes: Vec::new() })
 }

@@ -17,6 +17,7 @@
 //! * [`events`] — seed 001's event method: measurement points as uprobes or as ptrace traps (restore, step, re-arm).
 //! * [`wave`] — seed 001's program waveform: sampled (or single-stepped) code and data addresses.
 
+pub mod agent;
 pub mod blocks;
 pub mod exact;
 pub mod exact_valgrind;
@@ -57,6 +58,8 @@ pub enum ProbeError {
     Binary(#[from] kansoku_binary::BinaryError),
     #[error(transparent)]
     Recording(#[from] kansoku_core::RecordingError),
+    #[error("kansoku's probe agent: {reason}")]
+    Agent { reason: String },
     #[error("kansoku's Valgrind tool stream: {what}")]
     ToolStream { what: String },
 }

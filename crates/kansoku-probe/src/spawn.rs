@@ -68,8 +68,20 @@ pub struct ExecGate {
 
 impl ExecGate {
     pub fn spawn(program: &Path, args: &[String]) -> Result<ExecGate, ProbeError> {
+        Self::spawn_with_env(program, args, &[])
+    }
+
+    /// As [`ExecGate::spawn`], with `env` set (or replaced) in the program's environment.
+    pub fn spawn_with_env(program: &Path, args: &[String], env: &[(String, String)]) -> Result<ExecGate, ProbeError> {
         let spawn_err = |reason: String| ProbeError::Spawn { program: program.to_path_buf(), reason };
         let (path, argv) = c_argv(program, args)?;
+        // Built before the fork: the child only execs.
+        let envp: Vec<CString> = std::env::vars_os()
+            .filter(|(k, _)| !env.iter().any(|(n, _)| k.as_os_str() == n.as_str()))
+            .map(|(k, v)| [k.as_bytes(), b"=", v.as_bytes()].concat())
+            .chain(env.iter().map(|(k, v)| format!("{k}={v}").into_bytes()))
+            .filter_map(|b| CString::new(b).ok())
+            .collect();
         let (read, write) = nix::unistd::pipe().map_err(|e| spawn_err(format!("pipe: {e}")))?;
         let parent = nix::unistd::getpid();
         match unsafe { fork() }.map_err(|e| spawn_err(format!("fork: {e}")))? {
@@ -81,7 +93,7 @@ impl ExecGate {
                 if nix::unistd::read(std::os::fd::AsRawFd::as_raw_fd(&read), &mut byte) != Ok(1) {
                     unsafe { libc::_exit(126) }
                 }
-                let _ = execv(&path, &argv);
+                let _ = nix::unistd::execve(&path, &argv, &envp);
                 unsafe { libc::_exit(127) }
             }
             ForkResult::Parent { child } => Ok(ExecGate { pid: child, write }),

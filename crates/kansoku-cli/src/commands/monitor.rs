@@ -72,15 +72,21 @@ pub struct EventArgs {
     /// A point: FUNC (entry and exit: a routine), FUNC:entry, FUNC:exit, FUNC+OFF or 0xADDR. Repeatable.
     #[arg(long = "probe", required = true)]
     pub probes: Vec<String>,
-    /// How points are planted.
-    #[arg(long, value_enum, default_value_t = MechanismArg::Uprobe)]
-    pub mechanism: MechanismArg,
-    /// Plant two points on consecutive instructions to measure the per-hit overhead, and subtract it
-    /// (next to the first probe's entry, unless --calibrate-on says where).
+    /// How points are planted: kansoku's in-process agent (the default for dynamically linked
+    /// programs; about a hundred nanoseconds a hit), kernel uprobes (microseconds) or the seed's
+    /// ptrace traps (tens of microseconds). A probe spec is FUNC, FUNC:entry, FUNC:exit,
+    /// FUNC+OFF or 0xADDR; FUNC@LIB names a function of a shared library (malloc@libc,
+    /// deflate@libz).
+    #[arg(long, value_enum)]
+    pub mechanism: Option<MechanismArg>,
+    /// Measure the per-hit overhead and subtract it: with the agent, on an empty routine of the
+    /// agent's own; with uprobe and trap, by two points on consecutive instructions (next to the
+    /// first probe's entry, unless --calibrate-on says where).
     #[arg(long)]
     pub calibrate: bool,
-    /// Calibrate at the entry of this function (implies --calibrate): a function called often
-    /// and not itself measured, so the overhead does not depend on the order of the probes.
+    /// Calibrate at the entry of this function (implies --calibrate; uprobe and trap, and
+    /// without --mechanism it means uprobe): a function called often and not itself measured,
+    /// so the overhead does not depend on the order of the probes.
     #[arg(long, value_name = "FUNC")]
     pub calibrate_on: Option<String>,
     #[arg(long)]
@@ -100,6 +106,7 @@ pub struct EventArgs {
 
 #[derive(Clone, Copy, clap::ValueEnum)]
 pub enum MechanismArg {
+    Agent,
     Uprobe,
     Trap,
 }
@@ -339,13 +346,32 @@ pub struct EventsJson {
     pub report: EventReport,
 }
 
+/// The agent wherever it applies; uprobes otherwise, saying why.
+fn default_mechanism(program: &Path) -> Mechanism {
+    let why = match kansoku_probe::spawn::resolve_program(program) {
+        Ok(p) => kansoku_probe::agent::unsuitable(&p),
+        Err(e) => Some(e.to_string()),
+    };
+    match why {
+        None => Mechanism::Agent,
+        Some(why) => {
+            eprintln!("kansoku: probing by uprobe, not the agent: {why}");
+            Mechanism::Uprobe
+        }
+    }
+}
+
 pub fn run_events(args: EventArgs) -> Result<EventsJson> {
     kansoku_probe::interrupt::install();
     crate::output::report_to(crate::output::report_target(args.output.as_deref(), true))?;
     let (program, rest) = args.program.split_first().context("no program given after --")?;
     let mechanism = match args.mechanism {
-        MechanismArg::Uprobe => Mechanism::Uprobe,
-        MechanismArg::Trap => Mechanism::Trap,
+        Some(MechanismArg::Agent) => Mechanism::Agent,
+        Some(MechanismArg::Uprobe) => Mechanism::Uprobe,
+        Some(MechanismArg::Trap) => Mechanism::Trap,
+        // two points on consecutive instructions of FUNC: a uprobe pair
+        None if args.calibrate_on.is_some() => Mechanism::Uprobe,
+        None => default_mechanism(Path::new(program)),
     };
     if mechanism == Mechanism::Uprobe && !kansoku_probe::perf::uprobes_available() {
         bail!("this kernel has no uprobe PMU (/sys/bus/event_source/devices/uprobe); use --mechanism trap");
@@ -359,13 +385,16 @@ pub fn run_events(args: EventArgs) -> Result<EventsJson> {
     let bar = crate::output::spinner("measuring", "hits");
     let r = record_events(&options, &mut |n| bar.set_position(n))?;
     bar.finish_and_clear();
+    for note in &r.notes {
+        eprintln!("kansoku: {note}");
+    }
     let calibration = r.plan.calibration.and_then(|(a, b)| calibrate(&calibration_differences(&r.hits, a, b)));
     let calibrated_at = r.plan.calibration.map(|(a, _)| r.plan.points[a as usize].point.name.clone());
     if (args.calibrate || args.calibrate_on.is_some()) && calibration.is_none() {
         eprintln!("kansoku: warning: the calibration points were never hit in sequence; no overhead subtracted");
     }
     let points: Vec<_> = r.plan.points.iter().map(|p| p.point.clone()).collect();
-    let report = analyse(&points, &r.plan.routines, &r.hits, calibration.map(|c| c.median_ns), r.measured_ns);
+    let report = analyse(&points, &r.plan.routines, &r.hits, calibration.map(|c| c.overhead_ns), r.measured_ns);
     crate::output::exit_as(r.exit);
     let exit = match r.exit {
         kansoku_core::ExitStatus::Exited(c) => format!("exited with status {c}"),
@@ -405,10 +434,11 @@ pub fn events_text(e: &EventsJson, limit: usize) -> String {
         if e.interrupted { " (interrupted: what was measured so far)" } else { "" }
     );
     if let Some(c) = &e.calibration {
+        let how = if e.mechanism == "agent" { "an empty routine of the agent's own, probed".to_string() } else { format!("two points on consecutive instructions at {}", e.calibrated_at.as_deref().unwrap_or("?")) };
         out.push_str(&format!(
-            "overhead per hit (two points on consecutive instructions at {}, {} pairs): median {:.0} ns, mean {:.0} ns, p99 {:.0} ns — the median is subtracted per hit\n",
-            e.calibrated_at.as_deref().unwrap_or("?"),
+            "overhead per hit ({how}, {} pairs): {:.1} ns subtracted per hit (mean of the middle 80 %; median {:.0} ns, mean {:.0} ns, p99 {:.0} ns)\n",
             c.samples,
+            c.overhead_ns,
             c.median_ns,
             c.mean_ns,
             c.p99_ns
@@ -490,7 +520,7 @@ pub fn demo_stage(dir: &Path) -> Result<String> {
 pub fn events_demo_stage(dir: &Path) -> Result<String> {
     let program = kansoku_examples::build("events", &dir.join("bin"))?;
     let mut text = String::new();
-    for mechanism in [MechanismArg::Trap, MechanismArg::Uprobe] {
+    for mechanism in [MechanismArg::Trap, MechanismArg::Uprobe, MechanismArg::Agent] {
         if matches!(mechanism, MechanismArg::Uprobe) && !kansoku_probe::perf::uprobes_available() {
             text.push_str("uprobe: skipped (no uprobe PMU)\n");
             continue;
@@ -499,19 +529,30 @@ pub fn events_demo_stage(dir: &Path) -> Result<String> {
             program: program.clone(),
             args: vec!["50".into(), "200000".into()],
             probes: vec!["spin".into(), "leaf".into(), "recurse".into()],
-            mechanism: if matches!(mechanism, MechanismArg::Trap) { Mechanism::Trap } else { Mechanism::Uprobe },
+            mechanism: match mechanism {
+                MechanismArg::Trap => Mechanism::Trap,
+                MechanismArg::Uprobe => Mechanism::Uprobe,
+                MechanismArg::Agent => Mechanism::Agent,
+            },
             calibrate: kansoku_probe::events::Calibrate::FirstProbe,
         };
-        let r = record_events(&options, &mut |_| {})?;
+        let r = match record_events(&options, &mut |_| {}) {
+            Ok(r) => r,
+            Err(e @ kansoku_probe::ProbeError::Agent { .. }) => {
+                text.push_str(&format!("agent: skipped ({e})\n"));
+                continue;
+            }
+            Err(e) => return Err(e.into()),
+        };
         let cal = r.plan.calibration.and_then(|(a, b)| calibrate(&calibration_differences(&r.hits, a, b)));
         let points: Vec<_> = r.plan.points.iter().map(|p| p.point.clone()).collect();
-        let rep = analyse(&points, &r.plan.routines, &r.hits, cal.map(|c| c.median_ns), r.measured_ns);
+        let rep = analyse(&points, &r.plan.routines, &r.hits, cal.map(|c| c.overhead_ns), r.measured_ns);
         let m = options.mechanism.to_string();
         for rt in &rep.routines {
             text.push_str(&format!("{m}: {} calls={} p50 {:.0} ns mean {:.0} ns (uncorrected {:.0})\n", rt.name, rt.calls, rt.p50_ns, rt.mean_ns, rt.raw_mean_ns));
         }
         if let Some(c) = cal {
-            text.push_str(&format!("{m}: overhead per hit {:.0} ns (median of {})\n", c.median_ns, c.samples));
+            text.push_str(&format!("{m}: overhead per hit {:.1} ns (mean of the middle 80 % of {})\n", c.overhead_ns, c.samples));
         }
     }
     text.push_str("expected: spin 50 calls of 200000 ns (its own clock), leaf 150, recurse 250\n");

@@ -1,0 +1,432 @@
+//! kansoku's in-process probe agent (issue 12).
+//!
+//! kansoku starts the observed program with this library in `LD_PRELOAD` and two
+//! environment variables: the shared file ([`agent_abi::ENV_SHM`]) and the plan
+//! ([`agent_abi::ENV_PLAN`]). Before the program's `main` the agent's constructor finds
+//! each planned function in the loaded modules, moves its first instructions to a
+//! trampoline and writes a `jmp` over them ([`patch`]). From then on a probe hit is a few
+//! dozen instructions in the program's own thread: the stubs ([`stubs`]) save registers,
+//! the handler reads the time stamp counter and appends one 16-byte record to the thread's
+//! ring in the shared file. Nothing enters the kernel per hit.
+//!
+//! Without [`agent_abi::ENV_SHM`] the library does nothing, so a child that inherits
+//! `LD_PRELOAD` but not the variables runs untouched. A process that execs keeps both and
+//! patches whatever of the plan its new image contains (the same libraries, or the same
+//! program again): exec is followed. A forked child gets rings of its own.
+
+use std::cell::UnsafeCell;
+use std::ffi::{CStr, CString};
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+
+use kansoku_core::agent_abi::{self, *};
+
+pub mod patch;
+mod stubs;
+
+/// Activations a thread can have open at once; deeper calls are timed at entry only.
+const SHADOW_DEPTH: usize = 1024;
+const NO_EXIT: u32 = u32::MAX;
+
+/// What the handlers read on every hit; written once by the constructor, before any hit.
+struct Tables {
+    control: *const Control,
+    file: *mut u8,
+    tsc: bool,
+    /// Per entry point: where its moved prologue is.
+    continuation: Box<[u64]>,
+    /// Per entry point: its exit point, or [`NO_EXIT`].
+    exit_of: Box<[u32]>,
+}
+
+static TABLES: AtomicPtr<Tables> = AtomicPtr::new(std::ptr::null_mut());
+/// Bumped in a forked child so that its threads claim rings of their own.
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+
+#[derive(Clone, Copy)]
+struct Frame {
+    /// Where the return address was (the stack pointer at the function's entry).
+    slot: u64,
+    /// The return address the stub replaced.
+    ret: u64,
+    exit: u32,
+}
+
+struct ThreadState {
+    ring: *const RingHeader,
+    records: *mut Record,
+    head: u64,
+    /// `tail + RING_RECORDS` as last read: below it the ring has room without looking.
+    limit: u64,
+    generation: u64,
+    /// Inside a handler: a probed function called from there (or from a signal handler
+    /// that interrupted it) passes through untimed.
+    busy: bool,
+    /// The agent's constructor is running on this thread: its own calls of probed
+    /// functions (malloc, memcpy) are not the program's and are not counted at all.
+    in_agent: bool,
+    depth: usize,
+    frames: [Frame; SHADOW_DEPTH],
+}
+
+thread_local! {
+    static STATE: UnsafeCell<ThreadState> = const {
+        UnsafeCell::new(ThreadState {
+            ring: std::ptr::null(),
+            records: std::ptr::null_mut(),
+            head: 0,
+            limit: 0,
+            generation: u64::MAX,
+            busy: false,
+            in_agent: false,
+            depth: 0,
+            frames: [Frame { slot: 0, ret: 0, exit: 0 }; SHADOW_DEPTH],
+        })
+    };
+}
+
+#[inline(always)]
+fn now(tsc: bool) -> u64 {
+    if tsc {
+        unsafe { core::arch::x86_64::_rdtsc() }
+    } else {
+        let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
+        t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+    }
+}
+
+/// Called by the entry stub: `point` is the entry point, `slot` the address of the return
+/// address. Returns where the stub continues (the moved prologue).
+#[no_mangle]
+unsafe extern "C" fn on_entry(point: u64, slot: *mut u64) -> u64 {
+    let t = &*TABLES.load(Ordering::Relaxed);
+    let continuation = *t.continuation.get_unchecked(point as usize);
+    STATE.with(|s| {
+        let s = &mut *s.get();
+        if s.busy || s.in_agent {
+            if !s.in_agent {
+                (*t.control).lost.fetch_add(1, Ordering::Relaxed);
+            }
+            return;
+        }
+        s.busy = true;
+        let exit = *t.exit_of.get_unchecked(point as usize);
+        if exit != NO_EXIT && s.depth < SHADOW_DEPTH {
+            *s.frames.get_unchecked_mut(s.depth) = Frame { slot: slot as u64, ret: *slot, exit };
+            s.depth += 1;
+            *slot = stubs::kansoku_agent_exit_stub as *const () as u64;
+        }
+        // Last, so that the handler's own work falls before the routine's time starts.
+        // An exit probed alone is planted as entry = exit: its entry records nothing.
+        if exit != point as u32 {
+            append(s, t, point << 1, now(t.tsc));
+        }
+        s.busy = false;
+    });
+    continuation
+}
+
+/// Called by the exit stub with the stack pointer the function's `ret` left. Returns the
+/// real return address.
+#[no_mangle]
+unsafe extern "C" fn on_exit(sp: u64) -> u64 {
+    let t = &*TABLES.load(Ordering::Relaxed);
+    let time = now(t.tsc);
+    STATE.with(|s| {
+        let s = &mut *s.get();
+        let slot = sp - 8;
+        // The frame of this return; frames above it were left by longjmp or an exception
+        // (abandoned: the analysis counts them when this exit arrives).
+        let Some(k) = (0..s.depth).rev().find(|&k| s.frames[k].slot == slot) else {
+            fatal(b"kansoku agent: a probed function returned through a frame it does not know; aborting\n");
+        };
+        let f = s.frames[k];
+        s.depth = k;
+        if !s.busy {
+            s.busy = true;
+            append(s, t, (f.exit as u64) << 1 | 1, time);
+            s.busy = false;
+        }
+        f.ret
+    })
+}
+
+fn fatal(message: &[u8]) -> ! {
+    unsafe {
+        libc::write(2, message.as_ptr().cast(), message.len());
+        libc::abort()
+    }
+}
+
+/// Appends one record to the thread's ring, claiming a ring first if the thread (or the
+/// process, after a fork) has none.
+#[inline(always)]
+unsafe fn append(s: &mut ThreadState, t: &Tables, what: u64, time: u64) {
+    if s.generation != GENERATION.load(Ordering::Relaxed) && !claim(s, t) {
+        (*t.control).lost.fetch_add(1, Ordering::Relaxed);
+        return;
+    }
+    if s.head >= s.limit && !wait_for_room(s, t) {
+        (*t.control).lost.fetch_add(1, Ordering::Relaxed);
+        return;
+    }
+    *s.records.add((s.head % RING_RECORDS) as usize) = Record { time, what };
+    s.head += 1;
+    (*s.ring).head.store(s.head, Ordering::Release);
+}
+
+#[cold]
+unsafe fn claim(s: &mut ThreadState, t: &Tables) -> bool {
+    s.generation = GENERATION.load(Ordering::Relaxed);
+    let k = (*t.control).rings_claimed.fetch_add(1, Ordering::Relaxed) as usize;
+    if k >= MAX_RINGS {
+        s.ring = std::ptr::null();
+        return false;
+    }
+    let ring = t.file.add(ring_offset(k)) as *const RingHeader;
+    (*ring).pid.store(libc::getpid() as u32, Ordering::Relaxed);
+    (*ring).tid.store(libc::syscall(libc::SYS_gettid) as u32, Ordering::Relaxed);
+    s.ring = ring;
+    s.records = t.file.add(ring_offset(k) + std::mem::size_of::<RingHeader>()) as *mut Record;
+    // Fault the ring's pages in now rather than one per 256 hits inside timed calls.
+    for page in (0..RING_RECORDS as usize * std::mem::size_of::<Record>()).step_by(4096) {
+        std::ptr::write_volatile((s.records as *mut u8).add(page), 0);
+    }
+    s.head = 0;
+    s.limit = RING_RECORDS;
+    true
+}
+
+/// The ring looked full: read kansoku's tail again, and wait for it to drain (up to a
+/// second: kansoku drains every millisecond; longer means it is gone).
+#[cold]
+unsafe fn wait_for_room(s: &mut ThreadState, _t: &Tables) -> bool {
+    if s.ring.is_null() {
+        return false;
+    }
+    for _ in 0..20_000 {
+        s.limit = (*s.ring).tail.load(Ordering::Acquire) + RING_RECORDS;
+        if s.head < s.limit {
+            return true;
+        }
+        let pause = libc::timespec { tv_sec: 0, tv_nsec: 50_000 };
+        libc::nanosleep(&pause, std::ptr::null_mut());
+    }
+    false
+}
+
+extern "C" fn after_fork_in_child() {
+    GENERATION.fetch_add(1, Ordering::Relaxed);
+}
+
+#[used]
+#[link_section = ".init_array"]
+static INIT: extern "C" fn() = init;
+
+extern "C" fn init() {
+    let in_agent = |on: bool| STATE.with(|s| unsafe { (*s.get()).in_agent = on });
+    in_agent(true);
+    // A panic must not unwind into the dynamic linker.
+    let _ = std::panic::catch_unwind(|| unsafe { start() });
+    in_agent(false);
+}
+
+/// A loaded module as the dynamic linker sees it.
+struct Module {
+    path: String,
+    base: u64,
+    /// Its executable segments' extent: what the branch-target sweep reads.
+    code_start: u64,
+    code_end: u64,
+    /// The sweep's result, made on the module's first probe.
+    targets: Option<Vec<u64>>,
+}
+
+unsafe fn start() {
+    let Some(shm) = std::env::var_os(agent_abi::ENV_SHM) else { return };
+    let Some(plan) = std::env::var_os(agent_abi::ENV_PLAN).and_then(|p| std::fs::read_to_string(p).ok()) else { return };
+    let Some(file) = map_shared(&shm) else { return };
+    let control = file as *const Control;
+    if (*control).magic != MAGIC || (*control).version != VERSION {
+        return;
+    }
+    let first = (*control).agents.fetch_add(1, Ordering::AcqRel) == 0;
+    let tables = Box::new(Tables {
+        control,
+        file,
+        tsc: (*control).clock == CLOCK_TSC,
+        continuation: vec![0u64; MAX_POINTS].into_boxed_slice(),
+        exit_of: vec![NO_EXIT; MAX_POINTS].into_boxed_slice(),
+    });
+    let tables = Box::into_raw(tables);
+    TABLES.store(tables, Ordering::Release);
+    libc::pthread_atfork(None, None, Some(after_fork_in_child));
+    let mut modules = loaded_modules();
+    let mut pools = patch::Pools::default();
+    let mut planted: Vec<(u64, u32, Option<u32>)> = Vec::new();
+    let mut calibration = None;
+    for line in plan.lines() {
+        match parse_plan_line(line) {
+            Some(PlanEntry::Probe { entry, exit, module, vaddr, size, ifunc, name }) => {
+                let Some(m) = modules.iter_mut().find(|m| Some(&m.path) == module.as_ref()) else {
+                    if first {
+                        set_state(control, entry, POINT_REFUSED, REFUSE_NOT_LOADED, 0, 0);
+                    }
+                    continue;
+                };
+                let (address, size) = match resolve(m, vaddr, size, ifunc, &name) {
+                    Some(a) => a,
+                    None => {
+                        if first {
+                            set_state(control, entry, POINT_REFUSED, REFUSE_NO_SYMBOL, 0, 0);
+                        }
+                        continue;
+                    }
+                };
+                if let Some(&(_, other, other_exit)) = planted.iter().find(|p| p.0 == address) {
+                    if first {
+                        set_state(control, entry, POINT_ALIAS, 0, address, other);
+                        if let (Some(e), Some(o)) = (exit, other_exit) {
+                            set_state(control, e, POINT_ALIAS, 0, address, o);
+                        }
+                    }
+                    continue;
+                }
+                let (start, end) = (m.code_start, m.code_end);
+                let targets = m.targets.get_or_insert_with(|| patch::branch_targets(start, end));
+                match plant(&mut *tables, &mut pools, address, size, targets, entry, exit) {
+                    Ok(()) => {
+                        planted.push((address, entry, exit));
+                        if first {
+                            set_state(control, entry, POINT_PATCHED, 0, address, 0);
+                        }
+                    }
+                    Err(reason) => {
+                        if first {
+                            set_state(control, entry, POINT_REFUSED, reason, address, 0);
+                        }
+                    }
+                }
+            }
+            Some(PlanEntry::Calibrate { entry, exit, count }) => calibration = Some((entry, exit, count)),
+            None => {}
+        }
+    }
+    if let (Some((entry, exit, count)), true) = (calibration, first) {
+        calibrate(&mut *tables, &mut pools, entry, exit, count);
+    }
+    if first {
+        (*control).ready.store(1, Ordering::Release);
+    }
+}
+
+unsafe fn set_state(control: *const Control, point: u32, state: u32, reason: u32, address: u64, alias_of: u32) {
+    let p = &(*control).points[point as usize];
+    p.reason.store(reason, Ordering::Relaxed);
+    p.address.store(address, Ordering::Relaxed);
+    p.alias_of.store(alias_of, Ordering::Relaxed);
+    p.state.store(state, Ordering::Release);
+}
+
+unsafe fn plant(t: &mut Tables, pools: &mut patch::Pools, address: u64, size: u64, targets: &[u64], entry: u32, exit: Option<u32>) -> Result<(), u32> {
+    let prologue = patch::read_prologue(address, size)?;
+    patch::check_branch_targets(&prologue, targets)?;
+    let slot = pools.slot_near(address).ok_or(REFUSE_NO_TRAMPOLINE)?;
+    let continuation = patch::write_trampoline(&prologue, slot, entry, stubs::kansoku_agent_entry_stub as *const () as u64)?;
+    t.continuation[entry as usize] = continuation;
+    t.exit_of[entry as usize] = exit.unwrap_or(NO_EXIT);
+    patch::write_jump(&prologue, slot)
+}
+
+/// The seed's calibration, on a routine of the agent's own: an empty function probed like
+/// any other and called `count` times; each call's time is what a probe adds to a call.
+unsafe fn calibrate(t: &mut Tables, pools: &mut patch::Pools, entry: u32, exit: u32, count: u32) {
+    let address = stubs::kansoku_agent_empty as *const () as u64;
+    // nothing branches into the routine: it is a nop and a ret
+    let state = match plant(t, pools, address, stubs::EMPTY_SIZE, &[], entry, Some(exit)) {
+        Ok(()) => (POINT_PATCHED, 0),
+        Err(reason) => (POINT_REFUSED, reason),
+    };
+    set_state(t.control, entry, state.0, state.1, address, 0);
+    if state.0 == POINT_PATCHED {
+        // The thread's ring is claimed (and its pages faulted in) before the first timed
+        // call, not inside it.
+        STATE.with(|s| {
+            let s = &mut *s.get();
+            if s.generation != GENERATION.load(Ordering::Relaxed) {
+                claim(s, t);
+            }
+        });
+        let f: unsafe extern "C" fn() = std::ptr::read_volatile(&(stubs::kansoku_agent_empty as unsafe extern "C" fn()));
+        STATE.with(|s| (*s.get()).in_agent = false);
+        for _ in 0..count {
+            f();
+        }
+        STATE.with(|s| (*s.get()).in_agent = true);
+    }
+}
+
+/// A function's runtime address (and size for the branch-target scan; 0 when unknown).
+/// With `ifunc`, the dynamic linker is asked first: for a GNU IFUNC it answers with the
+/// implementation this machine's calls reach.
+unsafe fn resolve(m: &Module, vaddr: u64, size: u64, ifunc: bool, name: &str) -> Option<(u64, u64)> {
+    let linked = (vaddr != 0).then(|| m.base + vaddr);
+    if ifunc {
+        if let Some(a) = dynamic_symbol(m, name) {
+            return Some((a, if Some(a) == linked { size } else { 0 }));
+        }
+    }
+    linked.map(|a| (a, size))
+}
+
+unsafe fn dynamic_symbol(m: &Module, name: &str) -> Option<u64> {
+    let path = CString::new(m.path.as_str()).ok()?;
+    let name = CString::new(name).ok()?;
+    let handle = libc::dlopen(path.as_ptr(), libc::RTLD_NOLOAD | libc::RTLD_LAZY);
+    if handle.is_null() {
+        return None;
+    }
+    let a = libc::dlsym(handle, name.as_ptr());
+    libc::dlclose(handle);
+    if a.is_null() {
+        return None;
+    }
+    // dlsym searches the library's dependencies too: keep only an answer inside it.
+    (a as u64 >= m.base && (a as u64) < m.code_end).then_some(a as u64)
+}
+
+unsafe fn map_shared(path: &std::ffi::OsStr) -> Option<*mut u8> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = CString::new(path.as_bytes()).ok()?;
+    let fd = libc::open(c.as_ptr(), libc::O_RDWR | libc::O_CLOEXEC);
+    if fd < 0 {
+        return None;
+    }
+    let p = libc::mmap(std::ptr::null_mut(), file_size(), libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd, 0);
+    libc::close(fd);
+    (p != libc::MAP_FAILED).then_some(p as *mut u8)
+}
+
+fn real_path(p: &str) -> String {
+    std::fs::canonicalize(p).map(|p| p.to_string_lossy().into_owned()).unwrap_or_else(|_| p.to_string())
+}
+
+unsafe fn loaded_modules() -> Vec<Module> {
+    unsafe extern "C" fn each(info: *mut libc::dl_phdr_info, _size: usize, data: *mut libc::c_void) -> libc::c_int {
+        let out = &mut *(data as *mut Vec<Module>);
+        let info = &*info;
+        let name = if info.dlpi_name.is_null() { "" } else { CStr::from_ptr(info.dlpi_name).to_str().unwrap_or("") };
+        let path = if name.is_empty() && out.is_empty() { real_path("/proc/self/exe") } else { real_path(name) };
+        let headers = std::slice::from_raw_parts(info.dlpi_phdr, info.dlpi_phnum as usize);
+        let code = headers.iter().filter(|h| h.p_type == libc::PT_LOAD && h.p_flags & libc::PF_X != 0);
+        let code_start = code.clone().map(|h| info.dlpi_addr + h.p_vaddr).min().unwrap_or(0);
+        let code_end = code.map(|h| info.dlpi_addr + h.p_vaddr + h.p_filesz).max().unwrap_or(0);
+        if !path.is_empty() {
+            out.push(Module { path, base: info.dlpi_addr, code_start, code_end, targets: None });
+        }
+        0
+    }
+    let mut modules: Vec<Module> = Vec::new();
+    libc::dl_iterate_phdr(Some(each), &mut modules as *mut Vec<Module> as *mut libc::c_void);
+    modules
+}

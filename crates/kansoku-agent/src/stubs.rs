@@ -1,0 +1,184 @@
+//! The two hand-written stubs every probe goes through, and the agent's own calibration
+//! routine.
+//!
+//! A probed function's first bytes are a `jmp` to its trampoline, which pushes the entry
+//! point's id and jumps to [`entry_stub`]. Every register is kept, not only those the
+//! ABI says a callee may read: compilers with interprocedural register allocation (gcc's
+//! `-fipa-ra`, on at `-O2`) keep a caller's values in call-clobbered registers across a
+//! call to a function they know leaves them alone, and the patched function is still that
+//! function to them. So the stubs save all nine call-clobbered general registers and
+//! `xmm0`–`xmm15` (the handlers are SSE-only Rust: the upper halves of `ymm`/`zmm`, the
+//! x87 stack and the AVX-512 masks are never touched). The stub calls the Rust handler
+//! with the point and the address of the return address, and jumps into the
+//! trampoline's copy of the overwritten instructions, which jumps back into the function.
+//!
+//! To see the exit the handler replaces the return address with [`exit_stub`]; the
+//! function's `ret` lands there. The stub keeps every register again, asks the handler for
+//! the real return address (popped off the thread's shadow stack) and returns to it.
+
+use core::arch::global_asm;
+
+global_asm!(
+    ".text",
+    ".p2align 4",
+    ".globl kansoku_agent_entry_stub",
+    ".hidden kansoku_agent_entry_stub",
+    ".type kansoku_agent_entry_stub,@function",
+    "kansoku_agent_entry_stub:",
+    // [rsp] = the point (pushed by the trampoline), [rsp+8] = the return address; rsp ≡ 0
+    // (mod 16). Nine pushes and 264 bytes for sixteen xmm registers keep it aligned.
+    "push rax",
+    "push rcx",
+    "push rdx",
+    "push rsi",
+    "push rdi",
+    "push r8",
+    "push r9",
+    "push r10",
+    "push r11",
+    "sub rsp, 264",
+    "movdqu [rsp+0], xmm0",
+    "movdqu [rsp+16], xmm1",
+    "movdqu [rsp+32], xmm2",
+    "movdqu [rsp+48], xmm3",
+    "movdqu [rsp+64], xmm4",
+    "movdqu [rsp+80], xmm5",
+    "movdqu [rsp+96], xmm6",
+    "movdqu [rsp+112], xmm7",
+    "movdqu [rsp+128], xmm8",
+    "movdqu [rsp+144], xmm9",
+    "movdqu [rsp+160], xmm10",
+    "movdqu [rsp+176], xmm11",
+    "movdqu [rsp+192], xmm12",
+    "movdqu [rsp+208], xmm13",
+    "movdqu [rsp+224], xmm14",
+    "movdqu [rsp+240], xmm15",
+    "mov rdi, [rsp+336]",
+    "lea rsi, [rsp+344]",
+    "call {on_entry}",
+    // the continuation takes the point's place: `ret` goes there with rsp as at entry
+    "mov [rsp+336], rax",
+    "movdqu xmm0, [rsp+0]",
+    "movdqu xmm1, [rsp+16]",
+    "movdqu xmm2, [rsp+32]",
+    "movdqu xmm3, [rsp+48]",
+    "movdqu xmm4, [rsp+64]",
+    "movdqu xmm5, [rsp+80]",
+    "movdqu xmm6, [rsp+96]",
+    "movdqu xmm7, [rsp+112]",
+    "movdqu xmm8, [rsp+128]",
+    "movdqu xmm9, [rsp+144]",
+    "movdqu xmm10, [rsp+160]",
+    "movdqu xmm11, [rsp+176]",
+    "movdqu xmm12, [rsp+192]",
+    "movdqu xmm13, [rsp+208]",
+    "movdqu xmm14, [rsp+224]",
+    "movdqu xmm15, [rsp+240]",
+    "add rsp, 264",
+    "pop r11",
+    "pop r10",
+    "pop r9",
+    "pop r8",
+    "pop rdi",
+    "pop rsi",
+    "pop rdx",
+    "pop rcx",
+    "pop rax",
+    // Not `ret`: that would pop the return-stack-buffer entry of the probed call and make
+    // every return above it mispredict. The slot just left is in the red zone, which
+    // signal delivery skips, so it still holds the continuation.
+    "lea rsp, [rsp+8]",
+    "jmp qword ptr [rsp-8]",
+    ".size kansoku_agent_entry_stub, .-kansoku_agent_entry_stub",
+    "",
+    ".p2align 4",
+    ".globl kansoku_agent_exit_stub",
+    ".hidden kansoku_agent_exit_stub",
+    ".type kansoku_agent_exit_stub,@function",
+    "kansoku_agent_exit_stub:",
+    // Reached by `ret`: rsp ≡ 0 (mod 16). A slot for the real return address, nine
+    // registers, sixteen xmm registers: 336 bytes, rsp ≡ 0 again at the call.
+    "push rax",
+    "push rax",
+    "push rcx",
+    "push rdx",
+    "push rsi",
+    "push rdi",
+    "push r8",
+    "push r9",
+    "push r10",
+    "push r11",
+    "sub rsp, 256",
+    "movdqu [rsp+0], xmm0",
+    "movdqu [rsp+16], xmm1",
+    "movdqu [rsp+32], xmm2",
+    "movdqu [rsp+48], xmm3",
+    "movdqu [rsp+64], xmm4",
+    "movdqu [rsp+80], xmm5",
+    "movdqu [rsp+96], xmm6",
+    "movdqu [rsp+112], xmm7",
+    "movdqu [rsp+128], xmm8",
+    "movdqu [rsp+144], xmm9",
+    "movdqu [rsp+160], xmm10",
+    "movdqu [rsp+176], xmm11",
+    "movdqu [rsp+192], xmm12",
+    "movdqu [rsp+208], xmm13",
+    "movdqu [rsp+224], xmm14",
+    "movdqu [rsp+240], xmm15",
+    // the stack pointer as the function's `ret` left it
+    "lea rdi, [rsp+336]",
+    "call {on_exit}",
+    "mov [rsp+328], rax",
+    "movdqu xmm0, [rsp+0]",
+    "movdqu xmm1, [rsp+16]",
+    "movdqu xmm2, [rsp+32]",
+    "movdqu xmm3, [rsp+48]",
+    "movdqu xmm4, [rsp+64]",
+    "movdqu xmm5, [rsp+80]",
+    "movdqu xmm6, [rsp+96]",
+    "movdqu xmm7, [rsp+112]",
+    "movdqu xmm8, [rsp+128]",
+    "movdqu xmm9, [rsp+144]",
+    "movdqu xmm10, [rsp+160]",
+    "movdqu xmm11, [rsp+176]",
+    "movdqu xmm12, [rsp+192]",
+    "movdqu xmm13, [rsp+208]",
+    "movdqu xmm14, [rsp+224]",
+    "movdqu xmm15, [rsp+240]",
+    "add rsp, 256",
+    "pop r11",
+    "pop r10",
+    "pop r9",
+    "pop r8",
+    "pop rdi",
+    "pop rsi",
+    "pop rdx",
+    "pop rcx",
+    "pop rax",
+    // as at entry: a jump keeps the return stack buffer in step with the real calls
+    "lea rsp, [rsp+8]",
+    "jmp qword ptr [rsp-8]",
+    ".size kansoku_agent_exit_stub, .-kansoku_agent_exit_stub",
+    "",
+    // The calibration routine: a five-byte nop (room for the patch, no branch target
+    // inside) and a return. Probing it measures exactly what a probe adds to a call.
+    ".p2align 4",
+    ".globl kansoku_agent_empty",
+    ".hidden kansoku_agent_empty",
+    ".type kansoku_agent_empty,@function",
+    "kansoku_agent_empty:",
+    ".byte 0x0f, 0x1f, 0x44, 0x00, 0x00",
+    "ret",
+    ".size kansoku_agent_empty, .-kansoku_agent_empty",
+    on_entry = sym crate::on_entry,
+    on_exit = sym crate::on_exit,
+);
+
+extern "C" {
+    pub fn kansoku_agent_entry_stub();
+    pub fn kansoku_agent_exit_stub();
+    pub fn kansoku_agent_empty();
+}
+
+/// Size of [`kansoku_agent_empty`] in bytes (the nop and the `ret`).
+pub const EMPTY_SIZE: u64 = 6;

@@ -1,0 +1,252 @@
+//! `kansoku monitor events --mechanism agent` (issue 12) on programs built here against
+//! Debian's libraries: call counts against valgrind's callgrind, threads, fork, a crash,
+//! self-timed routines, and the program's output left alone.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+
+/// The agent, built optimised as users get it (a debug build would time its own slowness).
+fn agent() -> &'static Path {
+    static AGENT: OnceLock<PathBuf> = OnceLock::new();
+    AGENT.get_or_init(|| {
+        let status = Command::new(env!("CARGO")).args(["build", "--release", "-p", "kansoku-agent"]).current_dir(env!("CARGO_MANIFEST_DIR")).status().unwrap();
+        assert!(status.success(), "building kansoku-agent");
+        let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"));
+        let lib = target.join("release/libkansoku_agent.so");
+        assert!(lib.is_file(), "{} after the build", lib.display());
+        lib
+    })
+}
+
+fn kansoku() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_kansoku"));
+    c.env("KANSOKU_AGENT", agent());
+    c
+}
+
+fn scratch() -> PathBuf {
+    let d = std::env::temp_dir().join(format!("kansoku-agent-cli-{}", std::env::var("USER").unwrap_or_default()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Compiles a C file of the repository (or a source text) with gcc; built once per name.
+fn cc(name: &str, source: &str, flags: &[&str]) -> PathBuf {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = scratch();
+    let c = dir.join(format!("{name}.c"));
+    std::fs::write(&c, source).unwrap();
+    let out = dir.join(name);
+    let o = Command::new("cc").args(["-O2", "-g", "-o"]).arg(&out).arg(&c).args(flags).output().unwrap();
+    assert!(o.status.success(), "cc {name}: {}", String::from_utf8_lossy(&o.stderr));
+    out
+}
+
+fn selftimed() -> PathBuf {
+    cc("selftimed", include_str!("../../../bench/c/selftimed.c"), &[])
+}
+
+fn zsqueeze() -> PathBuf {
+    cc("zsqueeze", include_str!("../../../bench/c/zsqueeze.c"), &["-lz"])
+}
+
+/// Some compressible text: the repository's own sources.
+fn text_input() -> PathBuf {
+    let p = scratch().join("input.txt");
+    let mut text = String::new();
+    for f in ["src/main.rs", "src/commands/monitor.rs", "../kansoku-probe/src/events.rs", "../kansoku-agent/src/lib.rs"] {
+        text.push_str(&std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(f)).unwrap());
+    }
+    std::fs::write(&p, text.repeat(8)).unwrap();
+    p
+}
+
+/// Runs `kansoku monitor events` with the agent; returns the JSON report and the output.
+fn events(probes: &[&str], program: &Path, args: &[&str], stdin: Option<&Path>) -> (serde_json::Value, std::process::Output) {
+    let report = scratch().join(format!("report-{}-{}.json", std::process::id(), rand_suffix()));
+    let mut c = kansoku();
+    c.args(["monitor", "events", "--mechanism", "agent", "--json", "-o"]).arg(&report);
+    for p in probes {
+        c.args(["--probe", p]);
+    }
+    c.arg("--").arg(program).args(args);
+    c.stdin(match stdin {
+        Some(p) => Stdio::from(std::fs::File::open(p).unwrap()),
+        None => Stdio::null(),
+    });
+    let out = c.output().unwrap();
+    let text = std::fs::read_to_string(&report).unwrap_or_else(|e| panic!("no report ({e}): {}", String::from_utf8_lossy(&out.stderr)));
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["mechanism"], "agent");
+    (v, out)
+}
+
+fn rand_suffix() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    N.fetch_add(1, Ordering::Relaxed)
+}
+
+fn calls(v: &serde_json::Value, routine: &str) -> u64 {
+    let r = v["report"]["routines"].as_array().unwrap().iter().find(|r| r["name"] == routine).unwrap_or_else(|| panic!("no routine {routine} in {v}"));
+    r["calls"].as_u64().unwrap()
+}
+
+/// Calls per callee in a callgrind file: `cfn=(id) name` (or `(id)` again) then `calls=N`.
+fn callgrind_calls(program: &Path, args: &[&str], stdin: Option<&Path>) -> HashMap<String, u64> {
+    let out_file = scratch().join(format!("callgrind.{}.{}", std::process::id(), rand_suffix()));
+    let status = Command::new("valgrind")
+        .args(["--tool=callgrind", "-q"])
+        .arg(format!("--callgrind-out-file={}", out_file.display()))
+        .arg(program)
+        .args(args)
+        .stdin(match stdin {
+            Some(p) => Stdio::from(std::fs::File::open(p).unwrap()),
+            None => Stdio::null(),
+        })
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let text = std::fs::read_to_string(&out_file).unwrap();
+    let mut names: HashMap<String, String> = HashMap::new();
+    let mut callee = String::new();
+    let mut calls: HashMap<String, u64> = HashMap::new();
+    // a name is given once, at the first `fn=` or `cfn=` of its id, then the id alone
+    let mut name_of = |rest: &str| match rest.split_once(") ") {
+        Some((id, name)) => {
+            names.insert(format!("{id})"), name.to_string());
+            name.to_string()
+        }
+        None => names.get(rest).cloned().unwrap_or_else(|| rest.to_string()),
+    };
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("fn=") {
+            name_of(rest);
+        } else if let Some(rest) = line.strip_prefix("cfn=") {
+            callee = name_of(rest);
+        } else if let Some(rest) = line.strip_prefix("calls=") {
+            let n: u64 = rest.split_whitespace().next().unwrap().parse().unwrap();
+            *calls.entry(callee.clone()).or_insert(0) += n;
+        }
+    }
+    calls
+}
+
+#[test]
+fn call_counts_equal_callgrind_in_the_program_and_in_libc_and_libz() {
+    // qsort's callback: a hot routine of the program, called ~250,000 times from libc
+    let st = selftimed();
+    let (v, out) = events(&["cmp_keys"], &st, &["qsort", "20000"], None);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let want = callgrind_calls(&st, &["qsort", "20000"], None);
+    assert!(want["cmp_keys"] > 200_000);
+    assert_eq!(calls(&v, "cmp_keys"), want["cmp_keys"]);
+    // a compressor linked against Debian's zlib: functions of libc and of libz
+    let (z, input) = (zsqueeze(), text_input());
+    let probes = ["deflate@libz", "adler32@libz", "malloc@libc", "free@libc", "fread@libc", "fwrite@libc"];
+    let (v, out) = events(&probes, &z, &["6"], Some(&input));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let want = callgrind_calls(&z, &["6"], Some(&input));
+    for p in probes {
+        let name = p.split('@').next().unwrap();
+        let expected = want.get(name).copied().unwrap_or(0);
+        assert!(expected > 0, "callgrind saw no call of {name}: {want:?}");
+        assert_eq!(calls(&v, p), expected, "{p}: kansoku agent vs callgrind");
+    }
+}
+
+#[test]
+fn every_thread_and_a_forked_child_are_counted() {
+    let threads = cc("threads", include_str!("../../kansoku-examples/c/threads.c"), &["-pthread"]);
+    let (v, out) = events(&["worker"], &threads, &["100000"], None);
+    assert!(out.status.success());
+    assert_eq!(calls(&v, "worker"), 2);
+    let forks = cc(
+        "forks",
+        r#"#include <unistd.h>
+#include <sys/wait.h>
+volatile long sink;
+__attribute__((noinline)) void work(int n) { for (int i = 0; i < n; i++) sink += i; }
+int main(void) {
+    for (int i = 0; i < 10; i++) work(100);
+    pid_t p = fork();
+    if (p == 0) { for (int i = 0; i < 5; i++) work(10); execl("/bin/true", "true", (char *)0); return 1; }
+    waitpid(p, 0, 0);
+    work(1);
+    return 0;
+}
+"#,
+        &[],
+    );
+    let (v, out) = events(&["work"], &forks, &[], None);
+    assert!(out.status.success());
+    // 10 before the fork, 5 in the child (which then execs /bin/true, agent and all), 1 after
+    assert_eq!(calls(&v, "work"), 16);
+}
+
+#[test]
+fn a_crashing_program_keeps_every_hit_before_the_crash() {
+    let crash = cc("crash", include_str!("../../kansoku-examples/c/crash.c"), &[]);
+    let (v, _) = events(&["step"], &crash, &["50000"], None);
+    assert!(v["exit"].as_str().unwrap().contains("SIGSEGV"), "{}", v["exit"]);
+    assert_eq!(calls(&v, "step"), 50_000);
+}
+
+/// The program's own figure (`NAME: calls=N mean_ns=X median_ns=Y` on its stdout).
+fn own(stdout: &[u8]) -> (f64, f64) {
+    let s = String::from_utf8_lossy(stdout);
+    let field = |k: &str| s.split(k).nth(1).and_then(|r| r.split_whitespace().next()).and_then(|x| x.parse::<f64>().ok()).unwrap();
+    (field("mean_ns="), field("median_ns="))
+}
+
+#[test]
+fn corrected_times_of_self_timed_routines_are_within_ten_percent() {
+    let st = selftimed();
+    for (routine, args) in [("short_work", ["short", "1000000"]), ("spin_1ms", ["spin", "200"])] {
+        let report = scratch().join(format!("self-{routine}.json"));
+        let out = kansoku()
+            .args(["monitor", "events", "--mechanism", "agent", "--calibrate", "--json", "-o"])
+            .arg(&report)
+            .args(["--probe", routine, "--"])
+            .arg(&st)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+        let r = &v["report"]["routines"][0];
+        let (own_mean, own_median) = own(&out.stdout);
+        let p50 = r["p50_ns"].as_f64().unwrap();
+        eprintln!("{routine}: kansoku p50 {p50} mean {} vs own median {own_median} mean {own_mean}; overhead {}", r["mean_ns"], v["calibration"]["overhead_ns"]);
+        // the median: a shared CI machine preempts the program now and then, the mean feels it
+        assert!((p50 / own_median - 1.0).abs() <= 0.10, "{routine}: p50 {p50} vs own median {own_median}");
+        assert!(v["calibration"]["overhead_ns"].as_f64().unwrap() > 0.0);
+    }
+}
+
+#[test]
+fn the_program_output_is_its_own_and_gcc_ipa_ra_registers_survive() {
+    // zsqueeze's compressed stdout must decompress to the input; gzip's to its input too.
+    let (z, input) = (zsqueeze(), text_input());
+    let (_, out) = events(&["deflate@libz", "memset@libc"], &z, &["9"], Some(&input));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let unz = scratch().join("unz.py");
+    std::fs::write(&unz, "import sys, zlib; sys.stdout.buffer.write(zlib.decompress(sys.stdin.buffer.read()))").unwrap();
+    let mut py = Command::new("python3").arg(&unz).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
+    std::io::Write::write_all(py.stdin.as_mut().unwrap(), &out.stdout).unwrap();
+    let back = py.wait_with_output().unwrap();
+    assert_eq!(back.stdout, std::fs::read(&input).unwrap(), "decompressed output differs from the input");
+    // gcc -O2 keeps a caller's loop counter in a call-clobbered register across a call to a
+    // function it knows does not touch it (IPA-RA): the probe must not touch it either.
+    let (v, out) = events(&["work"], &cc(
+        "ipara",
+        "volatile long sink;\n__attribute__((noinline)) void work(int n) { for (int i = 0; i < n; i++) sink += i; }\nint main(void) { for (int i = 0; i < 10; i++) work(100); return 0; }\n",
+        &[],
+    ), &[], None);
+    assert!(out.status.success());
+    assert_eq!(calls(&v, "work"), 10);
+}

@@ -1,0 +1,211 @@
+//! The shared-memory layout between kansoku and its in-process probe agent.
+//!
+//! kansoku creates one file (in `/dev/shm`), sizes it to [`file_size`] and names it to the
+//! agent in the environment ([`ENV_SHM`]), with the probe plan beside it ([`ENV_PLAN`]).
+//! Every process that loads the agent maps the file shared: the [`Control`] block at
+//! offset 0, then [`MAX_RINGS`] rings. A thread claims a ring on its first hit
+//! (`rings_claimed` is a counter), writes its pid and tid into the ring's header, and
+//! from then on appends [`Record`]s: the record first, then `head` (Release). kansoku
+//! drains `tail..head` (Acquire) while the program runs and once more after it ended, so
+//! every record whose `head` store happened survives a crash or a SIGKILL of the program.
+//!
+//! Only plain integers and atomics live here; both sides are x86-64 Linux processes of the
+//! same build, so `#[repr(C)]` fixes the layout.
+
+use std::sync::atomic::{AtomicU32, AtomicU64};
+
+/// Environment variable naming the shared file.
+pub const ENV_SHM: &str = "KANSOKU_AGENT_SHM";
+/// Environment variable naming the plan file (text, see [`plan_line`]).
+pub const ENV_PLAN: &str = "KANSOKU_AGENT_PLAN";
+/// "kansoku\x01" little-endian: the agent refuses a file without it.
+pub const MAGIC: u64 = u64::from_le_bytes(*b"kansoku\x01");
+pub const VERSION: u32 = 1;
+/// Points a plan may name (entry and exit points count separately).
+pub const MAX_POINTS: usize = 8192;
+/// Threads (over all processes of one run) that get a ring of their own.
+pub const MAX_RINGS: usize = 256;
+/// Records per ring: 32,768 × 16 bytes = 512 KiB; only touched pages cost memory.
+pub const RING_RECORDS: u64 = 1 << 15;
+
+/// `Control::clock`: time stamps are TSC ticks (invariant TSC) or CLOCK_MONOTONIC ns.
+pub const CLOCK_TSC: u32 = 0;
+pub const CLOCK_MONOTONIC: u32 = 1;
+
+/// `PointState::state` values, written by the agent.
+pub const POINT_UNSET: u32 = 0;
+pub const POINT_PATCHED: u32 = 1;
+pub const POINT_REFUSED: u32 = 2;
+/// Another point of the plan resolved to the same address: its hits are this one's.
+pub const POINT_ALIAS: u32 = 3;
+
+/// Why the agent refused to patch a function (`PointState::reason`).
+pub const REFUSE_NOT_LOADED: u32 = 1;
+pub const REFUSE_TOO_SHORT: u32 = 2;
+pub const REFUSE_BRANCH_TARGET: u32 = 3;
+pub const REFUSE_UNDECODABLE: u32 = 4;
+pub const REFUSE_NO_TRAMPOLINE: u32 = 5;
+pub const REFUSE_NOT_RELOCATABLE: u32 = 6;
+pub const REFUSE_NO_SYMBOL: u32 = 7;
+pub const REFUSE_PROTECT: u32 = 8;
+
+/// A reason code in words.
+pub fn refusal(reason: u32) -> &'static str {
+    match reason {
+        REFUSE_NOT_LOADED => "its module is not loaded in the process",
+        REFUSE_TOO_SHORT => "the function ends within the 5 bytes a jump needs",
+        REFUSE_BRANCH_TARGET => "a branch of the function jumps into the 5 bytes the patch overwrites",
+        REFUSE_UNDECODABLE => "its first instructions could not be decoded",
+        REFUSE_NO_TRAMPOLINE => "no memory for a trampoline within ±2 GB of it",
+        REFUSE_NOT_RELOCATABLE => "its first instructions cannot be moved to a trampoline",
+        REFUSE_NO_SYMBOL => "the dynamic linker does not know the symbol",
+        REFUSE_PROTECT => "its code could not be made writable (mprotect)",
+        _ => "unknown reason",
+    }
+}
+
+/// What became of one point in the process that loaded the agent first.
+#[repr(C)]
+pub struct PointState {
+    pub state: AtomicU32,
+    pub reason: AtomicU32,
+    /// Runtime address the point was planted at (IFUNCs: the implementation).
+    pub address: AtomicU64,
+    /// For [`POINT_ALIAS`]: the point whose hits these are.
+    pub alias_of: AtomicU32,
+    pub _pad: u32,
+}
+
+/// The block at offset 0 of the shared file.
+#[repr(C)]
+pub struct Control {
+    pub magic: u64,
+    pub version: u32,
+    /// [`CLOCK_TSC`] or [`CLOCK_MONOTONIC`], chosen by kansoku.
+    pub clock: u32,
+    pub rings_claimed: AtomicU32,
+    /// Processes that loaded the agent and read the plan.
+    pub agents: AtomicU32,
+    /// Hits that found no ring (more than [`MAX_RINGS`] threads) or a ring kansoku did not
+    /// drain for a second.
+    pub lost: AtomicU64,
+    /// The first agent sets this to 1 when it finished patching (2 if it failed).
+    pub ready: AtomicU32,
+    pub _pad: u32,
+    pub points: [PointState; MAX_POINTS],
+}
+
+/// Header of one ring, a cache line of its own.
+#[repr(C, align(64))]
+pub struct RingHeader {
+    pub pid: AtomicU32,
+    pub tid: AtomicU32,
+    /// Records written (monotonic; index = head % RING_RECORDS).
+    pub head: AtomicU64,
+    /// Records drained by kansoku.
+    pub tail: AtomicU64,
+}
+
+/// One hit: a time stamp and `point << 1 | is_exit` (an exit point is its own point id;
+/// the bit is for readers of a raw ring).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Record {
+    pub time: u64,
+    pub what: u64,
+}
+
+pub const fn control_size() -> usize {
+    std::mem::size_of::<Control>().div_ceil(4096) * 4096
+}
+
+pub const fn ring_size() -> usize {
+    std::mem::size_of::<RingHeader>() + RING_RECORDS as usize * std::mem::size_of::<Record>()
+}
+
+/// Offset of ring `k` in the file.
+pub const fn ring_offset(k: usize) -> usize {
+    control_size() + k * ring_size()
+}
+
+pub const fn file_size() -> usize {
+    ring_offset(MAX_RINGS)
+}
+
+/// One line of the plan file: `ENTRY EXIT MODULE VADDR SIZE IFUNC NAME`, where EXIT is `-`
+/// for entry-only probes, MODULE is `-` for the main executable or a library's path, VADDR
+/// and SIZE are hex link-time values (VADDR 0 with IFUNC 1: ask the dynamic linker for
+/// NAME's implementation), and NAME is for messages. A line `calibrate ENTRY EXIT COUNT`
+/// asks the agent to call a routine of its own COUNT times with those two points on it.
+pub fn plan_line(entry: u32, exit: Option<u32>, module: Option<&str>, vaddr: u64, size: u64, ifunc: bool, name: &str) -> String {
+    format!(
+        "{entry} {} {} {vaddr:x} {size:x} {} {name}\n",
+        exit.map_or("-".to_string(), |e| e.to_string()),
+        module.unwrap_or("-"),
+        ifunc as u8
+    )
+}
+
+/// A plan line read back (the agent's side of [`plan_line`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PlanEntry {
+    Probe { entry: u32, exit: Option<u32>, module: Option<String>, vaddr: u64, size: u64, ifunc: bool, name: String },
+    Calibrate { entry: u32, exit: u32, count: u32 },
+}
+
+/// Parses one plan line; `None` for a malformed one (the agent skips it and says so).
+pub fn parse_plan_line(line: &str) -> Option<PlanEntry> {
+    let mut f = line.split_whitespace();
+    let first = f.next()?;
+    let point = |s: Option<&str>| s.and_then(|s| s.parse::<u32>().ok()).filter(|&p| (p as usize) < MAX_POINTS);
+    if first == "calibrate" {
+        let (entry, exit) = (point(f.next())?, point(f.next())?);
+        let count = f.next()?.parse().ok()?;
+        return Some(PlanEntry::Calibrate { entry, exit, count });
+    }
+    let entry = point(Some(first))?;
+    let exit = match f.next()? {
+        "-" => None,
+        s => Some(point(Some(s))?),
+    };
+    let module = match f.next()? {
+        "-" => None,
+        s => Some(s.to_string()),
+    };
+    let vaddr = u64::from_str_radix(f.next()?, 16).ok()?;
+    let size = u64::from_str_radix(f.next()?, 16).ok()?;
+    let ifunc = match f.next()? {
+        "0" => false,
+        "1" => true,
+        _ => return None,
+    };
+    let name = f.next()?.to_string();
+    Some(PlanEntry::Probe { entry, exit, module, vaddr, size, ifunc, name })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plan_lines_read_back() {
+        let l = plan_line(3, Some(4), Some("/lib/x86_64-linux-gnu/libz.so.1"), 0x1a2b, 0x40, false, "deflate");
+        assert_eq!(
+            parse_plan_line(&l),
+            Some(PlanEntry::Probe { entry: 3, exit: Some(4), module: Some("/lib/x86_64-linux-gnu/libz.so.1".into()), vaddr: 0x1a2b, size: 0x40, ifunc: false, name: "deflate".into() })
+        );
+        let l = plan_line(0, None, None, 0, 0, true, "memcpy");
+        assert!(matches!(parse_plan_line(&l), Some(PlanEntry::Probe { exit: None, module: None, ifunc: true, .. })));
+        assert_eq!(parse_plan_line("calibrate 7 8 1000"), Some(PlanEntry::Calibrate { entry: 7, exit: 8, count: 1000 }));
+        for bad in ["", "x", "1 - - zz 0 0 f", "1 - - 10 0 2 f", "99999 - - 10 0 0 f", "1 - - 10 0 0"] {
+            assert_eq!(parse_plan_line(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn layout_is_page_aligned() {
+        assert_eq!(control_size() % 4096, 0);
+        assert_eq!(std::mem::size_of::<RingHeader>(), 64);
+        assert_eq!(ring_size() % 64, 0);
+    }
+}

@@ -1,0 +1,339 @@
+//! The agent mechanism, kansoku's side: start the program with the probe agent
+//! (`libkansoku_agent.so`, crate kansoku-agent) preloaded, hand it the plan and a shared
+//! file, and drain the per-thread rings the agent writes while the program runs.
+//!
+//! The shared file is a memfd: it has no name to leak, the program inherits its
+//! descriptor (so an exec'd image's agent finds it again), and kansoku keeps its mapping,
+//! so every record the program wrote before it crashed or was killed is read after its
+//! end. Time stamps are the invariant TSC where the CPU has one (read in a few
+//! nanoseconds, no kernel entry) and are turned into CLOCK_MONOTONIC nanoseconds here,
+//! from two (TSC, CLOCK_MONOTONIC) pairs read at the program's start and end.
+
+use std::ffi::CString;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use kansoku_core::agent_abi::{self, *};
+use kansoku_core::ExitStatus;
+use kansoku_monitor::events::{Hit, PointRole};
+
+use crate::events::{EventOutcome, Mechanism, Plan};
+use crate::spawn::{poll_child, ChildState, ExecGate};
+use crate::ProbeError;
+
+/// Calls of the agent's empty routine it times before `main` (the calibration).
+pub const CALIBRATION_CALLS: u32 = 2000;
+/// Hits kept in memory (16 bytes each): a program that runs on for hours under a hot probe
+/// must not exhaust kansoku's memory. Later hits are counted as lost.
+pub const MAX_HITS: usize = 64 << 20;
+/// File name of the agent library.
+pub const LIBRARY: &str = "libkansoku_agent.so";
+
+fn agent_err(reason: impl Into<String>) -> ProbeError {
+    ProbeError::Agent { reason: reason.into() }
+}
+
+/// Where the agent library is: `$KANSOKU_AGENT`, else beside the kansoku executable (cargo
+/// puts both in `target/<profile>/`; a test binary runs from its `deps/` directory), else
+/// the optimised build scripts/setup makes in `target/release/`.
+pub fn library() -> Result<PathBuf, ProbeError> {
+    if let Some(p) = std::env::var_os("KANSOKU_AGENT") {
+        let p = PathBuf::from(p);
+        return if p.is_file() { Ok(p) } else { Err(agent_err(format!("KANSOKU_AGENT names {}, which is not a file", p.display()))) };
+    }
+    let exe = std::env::current_exe().map_err(|e| agent_err(format!("where is kansoku itself? {e}")))?;
+    let dir = exe.parent().unwrap_or(Path::new("."));
+    // beside kansoku; above a test's deps/; the optimised one scripts/setup builds
+    for candidate in [dir.join(LIBRARY), dir.join("..").join(LIBRARY), dir.join("../release").join(LIBRARY), dir.join("../../release").join(LIBRARY)] {
+        if candidate.is_file() {
+            return Ok(std::fs::canonicalize(&candidate).unwrap_or(candidate));
+        }
+    }
+    Err(agent_err(format!("{LIBRARY} is not beside {} (build it with `cargo build --release -p kansoku-agent`, or name it in KANSOKU_AGENT)", exe.display())))
+}
+
+/// Why the agent cannot observe `program`, if it cannot: it is loaded by the dynamic
+/// linker, so a static executable does not load it.
+pub fn unsuitable(program: &Path) -> Option<String> {
+    match kansoku_binary::Program::open(program) {
+        Ok(p) if p.interpreter.is_none() => Some(format!("{} is statically linked: the dynamic linker that would preload the agent never runs", program.display())),
+        Ok(_) => library().err().map(|e| e.to_string()),
+        Err(e) => Some(e.to_string()),
+    }
+}
+
+/// The CPU's time stamp counter runs at a constant rate through sleep states: then the
+/// agent time-stamps with `rdtsc`; otherwise with CLOCK_MONOTONIC (the vDSO).
+fn invariant_tsc() -> bool {
+    let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let flags = info.lines().find(|l| l.starts_with("flags")).unwrap_or("");
+    let has = |f: &str| flags.split_whitespace().any(|x| x == f);
+    has("constant_tsc") && has("nonstop_tsc")
+}
+
+fn monotonic_ns() -> u64 {
+    let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
+/// One (TSC, CLOCK_MONOTONIC) pair: the counter read between two clock reads.
+fn clock_pair() -> (u64, u64) {
+    let a = monotonic_ns();
+    let t = unsafe { core::arch::x86_64::_rdtsc() };
+    let b = monotonic_ns();
+    (t, a + (b - a) / 2)
+}
+
+/// Turns agent time stamps into CLOCK_MONOTONIC ns.
+#[derive(Clone, Copy, Debug)]
+pub struct TimeBase {
+    tsc: bool,
+    start: (u64, u64),
+    ns_per_tick: f64,
+}
+
+impl TimeBase {
+    fn new(tsc: bool, start: (u64, u64), end: (u64, u64)) -> TimeBase {
+        let ticks = end.0.saturating_sub(start.0).max(1) as f64;
+        TimeBase { tsc, start, ns_per_tick: end.1.saturating_sub(start.1) as f64 / ticks }
+    }
+
+    pub fn ns(&self, stamp: u64) -> u64 {
+        if !self.tsc {
+            return stamp;
+        }
+        let ticks = stamp.wrapping_sub(self.start.0) as i64;
+        (self.start.1 as i64).saturating_add((ticks as f64 * self.ns_per_tick) as i64).max(0) as u64
+    }
+}
+
+/// The memfd shared with the agent, mapped.
+struct SharedFile {
+    fd: OwnedFd,
+    base: *mut u8,
+    tails: Vec<u64>,
+}
+
+impl SharedFile {
+    fn create(tsc: bool) -> Result<SharedFile, ProbeError> {
+        let name = CString::new("kansoku-agent").expect("no NUL");
+        // No MFD_CLOEXEC: the program inherits the descriptor.
+        let fd = unsafe { libc::memfd_create(name.as_ptr(), 0) };
+        if fd < 0 {
+            return Err(agent_err(format!("memfd_create: {}", std::io::Error::last_os_error())));
+        }
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        if unsafe { libc::ftruncate(fd.as_raw_fd(), file_size() as libc::off_t) } != 0 {
+            return Err(agent_err(format!("sizing the shared file: {}", std::io::Error::last_os_error())));
+        }
+        let p = unsafe { libc::mmap(std::ptr::null_mut(), file_size(), libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd.as_raw_fd(), 0) };
+        if p == libc::MAP_FAILED {
+            return Err(agent_err(format!("mapping the shared file: {}", std::io::Error::last_os_error())));
+        }
+        let base = p as *mut u8;
+        unsafe {
+            let c = base as *mut Control;
+            (*c).magic = MAGIC;
+            (*c).version = VERSION;
+            (*c).clock = if tsc { CLOCK_TSC } else { CLOCK_MONOTONIC };
+        }
+        Ok(SharedFile { fd, base, tails: vec![0; MAX_RINGS] })
+    }
+
+    fn control(&self) -> &Control {
+        unsafe { &*(self.base as *const Control) }
+    }
+
+    /// Moves every record written since the last call into `out` as hits still in the
+    /// agent's time stamps; past `MAX_HITS` records are drained and counted, not kept.
+    fn drain(&mut self, out: &mut Vec<Hit>, over: &mut u64) {
+        let rings = (self.control().rings_claimed.load(Ordering::Acquire) as usize).min(MAX_RINGS);
+        for k in 0..rings {
+            let header = unsafe { &*(self.base.add(ring_offset(k)) as *const RingHeader) };
+            let head = header.head.load(Ordering::Acquire);
+            let tail = self.tails[k];
+            if head <= tail {
+                continue;
+            }
+            let tid = header.tid.load(Ordering::Relaxed);
+            let records = unsafe { self.base.add(ring_offset(k) + std::mem::size_of::<RingHeader>()) as *const Record };
+            // A head more than a ring ahead would be a writer that ignored the tail: read
+            // what the ring holds, never past it.
+            for i in head.saturating_sub(RING_RECORDS).max(tail)..head {
+                if out.len() >= MAX_HITS {
+                    *over += 1;
+                    continue;
+                }
+                let r = unsafe { *records.add((i % RING_RECORDS) as usize) };
+                out.push(Hit { point: (r.what >> 1).min(u32::MAX as u64) as u32, tid, time_ns: r.time });
+            }
+            self.tails[k] = head;
+            header.tail.store(head, Ordering::Release);
+        }
+    }
+}
+
+impl Drop for SharedFile {
+    fn drop(&mut self) {
+        unsafe { libc::munmap(self.base.cast(), file_size()) };
+    }
+}
+
+/// The plan as the agent reads it (see [`agent_abi::plan_line`]).
+fn plan_text(plan: &Plan) -> Result<String, ProbeError> {
+    let program = std::fs::canonicalize(&plan.program).map_err(|e| agent_err(format!("{}: {e}", plan.program.display())))?;
+    let mut text = String::new();
+    let calibration = plan.calibration.map(|(a, b)| [a, b]).unwrap_or([u32::MAX; 2]);
+    if plan.points.len() > MAX_POINTS {
+        return Err(agent_err(format!("{} points; the agent takes at most {MAX_POINTS}", plan.points.len())));
+    }
+    for (i, p) in plan.points.iter().enumerate() {
+        let i = i as u32;
+        if calibration.contains(&i) {
+            continue;
+        }
+        let module = p.module.clone().unwrap_or_else(|| program.clone());
+        let module = module.to_string_lossy();
+        if module.contains(char::is_whitespace) {
+            return Err(agent_err(format!("the path {module} has white space, which the agent's plan cannot carry")));
+        }
+        let name = p.point.name.split([':', '@']).next().unwrap_or("?");
+        let ifunc = p.module.is_some();
+        match (p.point.role.clone(), p.is_return) {
+            (PointRole::Entry(r), false) => {
+                let exit = plan.points.iter().position(|q| q.is_return && q.point.role == PointRole::Exit(r)).map(|j| j as u32);
+                text.push_str(&plan_line(i, exit, Some(&module), p.vaddr, p.size, ifunc, name));
+            }
+            (PointRole::Exit(_), true) => {} // with its entry
+            // an exit alone: the entry is patched but records nothing (ENTRY = EXIT)
+            (PointRole::Single, true) => text.push_str(&plan_line(i, Some(i), Some(&module), p.vaddr, p.size, ifunc, name)),
+            (PointRole::Single, false) => text.push_str(&plan_line(i, None, Some(&module), p.vaddr, p.size, ifunc, name)),
+            _ => return Err(agent_err(format!("point {} cannot be planted by the agent", p.point.name))),
+        }
+    }
+    if let Some((a, b)) = plan.calibration {
+        text.push_str(&format!("calibrate {a} {b} {CALIBRATION_CALLS}\n"));
+    }
+    Ok(text)
+}
+
+fn plan_memfd(text: &str) -> Result<OwnedFd, ProbeError> {
+    let name = CString::new("kansoku-agent-plan").expect("no NUL");
+    let fd = unsafe { libc::memfd_create(name.as_ptr(), 0) };
+    if fd < 0 {
+        return Err(agent_err(format!("memfd_create: {}", std::io::Error::last_os_error())));
+    }
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let mut f = std::fs::File::from(fd.try_clone().map_err(|e| agent_err(e.to_string()))?);
+    std::io::Write::write_all(&mut f, text.as_bytes()).map_err(|e| agent_err(format!("writing the plan: {e}")))?;
+    Ok(fd)
+}
+
+/// Runs the program with the agent and returns the hits, time-sorted.
+pub fn run_agent(mut plan: Plan, args: &[String], progress: &mut dyn FnMut(u64)) -> Result<EventOutcome, ProbeError> {
+    let library = library()?;
+    if let Some(why) = unsuitable(&plan.program) {
+        return Err(agent_err(why));
+    }
+    let tsc = invariant_tsc();
+    let mut shared = SharedFile::create(tsc)?;
+    let plan_fd = plan_memfd(&plan_text(&plan)?)?;
+    let preload = match std::env::var("LD_PRELOAD") {
+        Ok(old) if !old.is_empty() => format!("{}:{old}", library.display()),
+        _ => library.display().to_string(),
+    };
+    let env = [
+        ("LD_PRELOAD".to_string(), preload),
+        (agent_abi::ENV_SHM.to_string(), format!("/proc/self/fd/{}", shared.fd.as_raw_fd())),
+        (agent_abi::ENV_PLAN.to_string(), format!("/proc/self/fd/{}", plan_fd.as_raw_fd())),
+    ];
+    let start_pair = clock_pair();
+    let gate = ExecGate::spawn_with_env(&plan.program, args, &env)?;
+    let start = Instant::now();
+    let pid = gate.open();
+    drop(plan_fd);
+    let mut hits: Vec<Hit> = Vec::new();
+    let mut over = 0u64;
+    let mut interrupted = false;
+    let exit = loop {
+        std::thread::sleep(Duration::from_millis(1));
+        shared.drain(&mut hits, &mut over);
+        progress(hits.len() as u64);
+        if let ChildState::Ended(exit) = poll_child(pid, &mut interrupted)? {
+            break exit;
+        }
+    };
+    let measured_ns = start.elapsed().as_nanos() as u64;
+    // Children that outlived the program (forked, still writing) are not waited for.
+    shared.drain(&mut hits, &mut over);
+    // The rate is read over at least 20 ms, so that a short run still gives it to 1e-4.
+    std::thread::sleep(Duration::from_millis(20).saturating_sub(start.elapsed()));
+    let time = TimeBase::new(tsc, start_pair, clock_pair());
+    let control = shared.control();
+    if control.agents.load(Ordering::Acquire) == 0 {
+        if exit == ExitStatus::Exited(127) {
+            return Err(ProbeError::Spawn { program: plan.program.clone(), reason: "exec failed (is it a program for this machine?)".into() });
+        }
+        return Err(agent_err(format!(
+            "{} ran without loading the agent ({} in LD_PRELOAD was not loaded: a set-user-ID program, or one that clears its environment?); use --mechanism uprobe",
+            plan.program.display(),
+            library.display()
+        )));
+    }
+    let notes = point_notes(&mut plan, control);
+    let n = plan.points.len();
+    let before = hits.len();
+    hits.retain(|h| (h.point as usize) < n);
+    let invalid = before - hits.len();
+    for h in hits.iter_mut() {
+        h.time_ns = time.ns(h.time_ns);
+    }
+    hits.sort_by_key(|h| (h.time_ns, h.point));
+    let mut notes = notes;
+    if invalid > 0 {
+        notes.push(format!("{invalid} records named no planned point (the program wrote into the agent's memory?) and were dropped"));
+    }
+    if over > 0 {
+        notes.push(format!("kansoku kept the first {MAX_HITS} hits; {over} more are counted as lost"));
+    }
+    let lost = control.lost.load(Ordering::Relaxed) + over;
+    Ok(EventOutcome { plan, mechanism: Mechanism::Agent, hits, measured_ns, exit, interrupted, lost, notes })
+}
+
+/// What the agent did with each point, in words; routines found at one address under
+/// several names are renamed to carry all of them.
+fn point_notes(plan: &mut Plan, control: &Control) -> Vec<String> {
+    let mut notes = Vec::new();
+    for i in 0..plan.points.len() {
+        let s = &control.points[i];
+        let name = plan.points[i].point.name.clone();
+        match s.state.load(Ordering::Acquire) {
+            POINT_REFUSED => {
+                let reason = s.reason.load(Ordering::Relaxed);
+                notes.push(format!("{name} was not patched: {}; probe it with --mechanism uprobe", refusal(reason)));
+            }
+            POINT_ALIAS => {
+                let other = s.alias_of.load(Ordering::Relaxed) as usize;
+                if let (PointRole::Entry(r), Some(PointRole::Entry(o))) = (plan.points[i].point.role.clone(), plan.points.get(other).map(|p| p.point.role.clone())) {
+                    notes.push(format!("{} and {} are one function at run time (0x{:x}): counted once, as {0}", plan.routines[o], plan.routines[r], s.address.load(Ordering::Relaxed)));
+                    plan.routines[o] = format!("{} = {}", plan.routines[o], plan.routines[r]);
+                    plan.routines[r] = format!("{} (counted under {})", plan.routines[r], plan.routines[o]);
+                }
+            }
+            POINT_PATCHED => {
+                let address = s.address.load(Ordering::Relaxed);
+                plan.points[i].point.address = address;
+                if let PointRole::Entry(r) = plan.points[i].point.role {
+                    for p in plan.points.iter_mut().filter(|p| p.point.role == PointRole::Exit(r)) {
+                        p.point.address = address;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    notes
+}
