@@ -316,6 +316,9 @@ unsafe fn start() {
         calibrate(&mut *tables, &mut pools, entry, exit, count);
     }
     if first {
+        for (slot, base) in (*control).pools.iter().zip(pools.bases()) {
+            slot.store(base, Ordering::Relaxed);
+        }
         (*control).ready.store(1, Ordering::Release);
     }
 }

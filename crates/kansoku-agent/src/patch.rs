@@ -13,7 +13,6 @@ const PROLOGUE_WINDOW: usize = 32;
 /// One trampoline's room: the 19-byte head, the moved instructions (which can grow when a
 /// short branch becomes a long one) and the jump back.
 const TRAMPOLINE_BYTES: usize = 128;
-const POOL_BYTES: usize = 1 << 16;
 
 /// The instructions at a function's entry that a `jmp rel32` overwrites.
 pub struct Prologue {
@@ -91,6 +90,11 @@ pub struct Pools {
 }
 
 impl Pools {
+    /// Where the pools are.
+    pub fn bases(&self) -> impl Iterator<Item = u64> + '_ {
+        self.pools.iter().map(|(b, _)| *b)
+    }
+
     /// A trampoline slot whose whole range is within a `rel32` of `near`.
     pub fn slot_near(&mut self, near: u64) -> Option<u64> {
         let reachable = |a: u64| a.abs_diff(near) < (1 << 31) - POOL_BYTES as u64;

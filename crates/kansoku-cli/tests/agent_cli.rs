@@ -250,3 +250,33 @@ fn the_program_output_is_its_own_and_gcc_ipa_ra_registers_survive() {
     assert!(out.status.success());
     assert_eq!(calls(&v, "work"), 10);
 }
+
+#[test]
+fn record_takes_marker_hits_from_the_agent_and_drops_samples_in_its_code() {
+    let program = kansoku_examples::build("seed000", &scratch()).unwrap();
+    let rec = scratch().join("seed000-agent.ksk");
+    let out = kansoku()
+        .args(["record", "--time-period", "20000", "--marker", "func_M", "--marker-by", "agent", "--json", "-o"])
+        .arg(&rec)
+        .arg("--")
+        .arg(&program)
+        .arg("300000")
+        .stdout(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stderr).unwrap();
+    assert_eq!(v["marker_by"], "agent");
+    // every call of func_M is a marker hit, none lost
+    assert_eq!(v["markers"], 300_000);
+    assert_eq!(v["lost"], 0);
+    assert!(v["samples"].as_u64().unwrap() > 100);
+    // what is left reconstructs (samples and markers in one time order)
+    let r = kansoku().args(["reconstruct", "--json"]).arg(&rec).output().unwrap();
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    // no recorded sample is in the agent's library
+    let shown = kansoku().args(["show", "--by", "function", "--limit", "100000"]).arg(&rec).output().unwrap();
+    let text = String::from_utf8_lossy(&shown.stdout).to_string() + &String::from_utf8_lossy(&shown.stderr);
+    assert!(text.contains("libkansoku_agent.so"), "the agent is in the module map");
+    assert!(!text.lines().any(|l| l.trim_start().starts_with("sample") && l.contains("libkansoku_agent")), "a sample in the agent was kept");
+}

@@ -20,13 +20,17 @@ pub const ENV_SHM: &str = "KANSOKU_AGENT_SHM";
 pub const ENV_PLAN: &str = "KANSOKU_AGENT_PLAN";
 /// "kansoku\x01" little-endian: the agent refuses a file without it.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"kansoku\x01");
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 /// Points a plan may name (entry and exit points count separately).
 pub const MAX_POINTS: usize = 8192;
 /// Threads (over all processes of one run) that get a ring of their own.
 pub const MAX_RINGS: usize = 256;
-/// Records per ring: 32,768 × 16 bytes = 512 KiB; only touched pages cost memory.
-pub const RING_RECORDS: u64 = 1 << 15;
+/// Records per ring: 131,072 × 16 bytes = 2 MiB, 30 ms of a probe hit every 200 ns.
+pub const RING_RECORDS: u64 = 1 << 17;
+
+/// Trampoline pools the agent maps (each within ±2 GB of the code it patches).
+pub const MAX_POOLS: usize = 64;
+pub const POOL_BYTES: usize = 1 << 16;
 
 /// `Control::clock`: time stamps are TSC ticks (invariant TSC) or CLOCK_MONOTONIC ns.
 pub const CLOCK_TSC: u32 = 0;
@@ -89,9 +93,12 @@ pub struct Control {
     /// Hits that found no ring (more than [`MAX_RINGS`] threads) or a ring kansoku did not
     /// drain for a second.
     pub lost: AtomicU64,
-    /// The first agent sets this to 1 when it finished patching (2 if it failed).
+    /// The first agent sets this to 1 when it finished patching.
     pub ready: AtomicU32,
     pub _pad: u32,
+    /// Start addresses of the first agent's trampoline pools ([`POOL_BYTES`] each, 0 =
+    /// none): a sample whose address falls there is in kansoku's code, not the program's.
+    pub pools: [AtomicU64; MAX_POOLS],
     pub points: [PointState; MAX_POINTS],
 }
 

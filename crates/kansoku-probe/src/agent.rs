@@ -80,7 +80,7 @@ fn monotonic_ns() -> u64 {
 }
 
 /// One (TSC, CLOCK_MONOTONIC) pair: the counter read between two clock reads.
-fn clock_pair() -> (u64, u64) {
+pub(crate) fn clock_pair() -> (u64, u64) {
     let a = monotonic_ns();
     let t = unsafe { core::arch::x86_64::_rdtsc() };
     let b = monotonic_ns();
@@ -96,7 +96,7 @@ pub struct TimeBase {
 }
 
 impl TimeBase {
-    fn new(tsc: bool, start: (u64, u64), end: (u64, u64)) -> TimeBase {
+    pub(crate) fn new(tsc: bool, start: (u64, u64), end: (u64, u64)) -> TimeBase {
         let ticks = end.0.saturating_sub(start.0).max(1) as f64;
         TimeBase { tsc, start, ns_per_tick: end.1.saturating_sub(start.1) as f64 / ticks }
     }
@@ -232,35 +232,75 @@ fn plan_memfd(text: &str) -> Result<OwnedFd, ProbeError> {
     Ok(fd)
 }
 
+/// The shared file, the plan and the environment that loads the agent with them: what a
+/// run with the agent needs before the program starts.
+pub struct AgentSession {
+    shared: SharedFile,
+    _plan: OwnedFd,
+    /// Variables to add to the program's environment.
+    pub env: Vec<(String, String)>,
+    /// Time stamps are TSC ticks (else CLOCK_MONOTONIC ns).
+    pub tsc: bool,
+}
+
+impl AgentSession {
+    /// Prepares a run of `program` with the plan `text` ([`agent_abi::plan_line`]s). With
+    /// `monotonic` the agent stamps hits with CLOCK_MONOTONIC, perf's clock, instead of the
+    /// TSC (a few ns dearer, but comparable with samples as they arrive).
+    pub fn new(program: &Path, text: &str, monotonic: bool) -> Result<AgentSession, ProbeError> {
+        let library = library()?;
+        if let Some(why) = unsuitable(program) {
+            return Err(agent_err(why));
+        }
+        let tsc = !monotonic && invariant_tsc();
+        let shared = SharedFile::create(tsc)?;
+        let plan = plan_memfd(text)?;
+        let preload = match std::env::var("LD_PRELOAD") {
+            Ok(old) if !old.is_empty() => format!("{}:{old}", library.display()),
+            _ => library.display().to_string(),
+        };
+        let env = vec![
+            ("LD_PRELOAD".to_string(), preload),
+            (agent_abi::ENV_SHM.to_string(), format!("/proc/self/fd/{}", shared.fd.as_raw_fd())),
+            (agent_abi::ENV_PLAN.to_string(), format!("/proc/self/fd/{}", plan.as_raw_fd())),
+        ];
+        Ok(AgentSession { shared, _plan: plan, env, tsc })
+    }
+
+    /// Hits written since the last call, in the agent's time stamps (see [`TimeBase`]).
+    pub fn drain(&mut self, out: &mut Vec<Hit>, over: &mut u64) {
+        self.shared.drain(out, over)
+    }
+
+    pub fn control(&self) -> &Control {
+        self.shared.control()
+    }
+
+    /// The address ranges of the agent's trampolines in the program.
+    pub fn trampolines(&self) -> Vec<(u64, u64)> {
+        self.control().pools.iter().map(|p| p.load(Ordering::Relaxed)).filter(|&b| b != 0).map(|b| (b, b + POOL_BYTES as u64)).collect()
+    }
+
+    /// Whether any process loaded the agent.
+    pub fn loaded(&self) -> bool {
+        self.control().agents.load(Ordering::Acquire) > 0
+    }
+}
+
 /// Runs the program with the agent and returns the hits, time-sorted.
 pub fn run_agent(mut plan: Plan, args: &[String], progress: &mut dyn FnMut(u64)) -> Result<EventOutcome, ProbeError> {
-    let library = library()?;
-    if let Some(why) = unsuitable(&plan.program) {
-        return Err(agent_err(why));
-    }
-    let tsc = invariant_tsc();
-    let mut shared = SharedFile::create(tsc)?;
-    let plan_fd = plan_memfd(&plan_text(&plan)?)?;
-    let preload = match std::env::var("LD_PRELOAD") {
-        Ok(old) if !old.is_empty() => format!("{}:{old}", library.display()),
-        _ => library.display().to_string(),
-    };
-    let env = [
-        ("LD_PRELOAD".to_string(), preload),
-        (agent_abi::ENV_SHM.to_string(), format!("/proc/self/fd/{}", shared.fd.as_raw_fd())),
-        (agent_abi::ENV_PLAN.to_string(), format!("/proc/self/fd/{}", plan_fd.as_raw_fd())),
-    ];
+    let mut session = AgentSession::new(&plan.program, &plan_text(&plan)?, false)?;
+    let tsc = session.tsc;
     let start_pair = clock_pair();
-    let gate = ExecGate::spawn_with_env(&plan.program, args, &env)?;
+    let gate = ExecGate::spawn_with_env(&plan.program, args, &session.env)?;
     let start = Instant::now();
     let pid = gate.open();
-    drop(plan_fd);
     let mut hits: Vec<Hit> = Vec::new();
     let mut over = 0u64;
     let mut interrupted = false;
     let exit = loop {
         std::thread::sleep(Duration::from_millis(1));
-        shared.drain(&mut hits, &mut over);
+        session.drain(&mut hits, &mut over);
         progress(hits.len() as u64);
         if let ChildState::Ended(exit) = poll_child(pid, &mut interrupted)? {
             break exit;
@@ -268,19 +308,18 @@ pub fn run_agent(mut plan: Plan, args: &[String], progress: &mut dyn FnMut(u64))
     };
     let measured_ns = start.elapsed().as_nanos() as u64;
     // Children that outlived the program (forked, still writing) are not waited for.
-    shared.drain(&mut hits, &mut over);
+    session.drain(&mut hits, &mut over);
     // The rate is read over at least 20 ms, so that a short run still gives it to 1e-4.
     std::thread::sleep(Duration::from_millis(20).saturating_sub(start.elapsed()));
     let time = TimeBase::new(tsc, start_pair, clock_pair());
-    let control = shared.control();
-    if control.agents.load(Ordering::Acquire) == 0 {
+    let control = session.control();
+    if !session.loaded() {
         if exit == ExitStatus::Exited(127) {
             return Err(ProbeError::Spawn { program: plan.program.clone(), reason: "exec failed (is it a program for this machine?)".into() });
         }
         return Err(agent_err(format!(
-            "{} ran without loading the agent ({} in LD_PRELOAD was not loaded: a set-user-ID program, or one that clears its environment?); use --mechanism uprobe",
-            plan.program.display(),
-            library.display()
+            "{} ran without loading the agent (LD_PRELOAD was not honoured: a set-user-ID program, or one that clears its environment?); use --mechanism uprobe",
+            plan.program.display()
         )));
     }
     let notes = point_notes(&mut plan, control);

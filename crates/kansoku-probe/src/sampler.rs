@@ -3,9 +3,14 @@
 //! The program is forked and waits on a pipe until the perf events are open on it; they
 //! are enabled by the kernel at its `exec` (`enable_on_exec`), so nothing of kansoku's
 //! own start-up is sampled and the program is never stopped by another process.
-//! Marker hits come from a uprobe in the same perf group, so samples and hits arrive in
-//! one time-ordered stream. Only the main thread is sampled (perf cannot combine
-//! inheritance to new threads with per-sample counter reads).
+//! Marker hits come from kansoku's in-process agent (an entry probe of tens of
+//! nanoseconds, stamped with CLOCK_MONOTONIC, perf's clock) or from a uprobe in the same
+//! perf group (microseconds, and the kernel's single-step slot shows up in the samples).
+//! Agent hits and samples come from two streams: both are drained every few milliseconds
+//! and written in time order up to a mark both have passed. Samples that land in probe
+//! code (the agent's library or trampolines, the kernel's `[uprobes]` slot) are not the
+//! program's: they are dropped and counted. Only the main thread is sampled (perf cannot combine inheritance
+//! to new threads with per-sample counter reads).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -15,8 +20,10 @@ use nix::sys::wait::waitpid;
 use nix::unistd::Pid;
 
 use kansoku_binary::Program;
+use kansoku_core::agent_abi::plan_line;
 use kansoku_core::{Event, ExitStatus, Module, RecordingWriter, Sample};
 
+use crate::agent::AgentSession;
 use crate::perf::{PerfRecord, SampleSource, SamplingClock, Session, SessionOptions, UprobeSpec};
 use crate::spawn::{poll_child, resolve_program, ChildState, ExecGate};
 use crate::ProbeError;
@@ -29,6 +36,8 @@ pub struct SampleRecordingOptions {
     pub clock: SamplingClock,
     /// Record entries of this function of the main program as marker hits.
     pub marker: Option<String>,
+    /// Take marker hits from the agent (else from a uprobe).
+    pub marker_by_agent: bool,
     /// Also count retired instructions (hardware counter) with `cpu-clock` sampling.
     pub count_instructions: bool,
 }
@@ -41,6 +50,9 @@ pub struct SampleRecordingOutcome {
     pub markers: u64,
     /// Records the kernel dropped because kansoku did not drain the buffer fast enough.
     pub lost: u64,
+    /// Samples that landed in probe code (the agent's library or trampolines, the kernel's
+    /// `[uprobes]` slot), dropped.
+    pub in_probe: u64,
     pub exit: ExitStatus,
     pub elapsed: Duration,
 }
@@ -65,16 +77,24 @@ pub fn record_samples<W: Write>(
 ) -> Result<SampleRecordingOutcome, ProbeError> {
     let program_path = resolve_program(&options.program)?;
     let mut uprobes = Vec::new();
+    let mut agent = None;
     if let Some(marker) = &options.marker {
         let program = Program::open(&program_path)?;
         let f = program.function_named(marker)?;
-        let file_offset = program.file_offset_of_vaddr(f.address).ok_or_else(|| ProbeError::MarkerNotMapped {
-            marker: marker.clone(),
-            program: program_path.clone(),
-        })?;
-        uprobes.push(UprobeSpec { path: program_path.clone(), file_offset, is_return: false });
+        if options.marker_by_agent {
+            let path = std::fs::canonicalize(&program_path).unwrap_or_else(|_| program_path.clone());
+            let text = plan_line(0, None, Some(&path.to_string_lossy()), f.address, f.size, false, marker);
+            agent = Some(AgentSession::new(&program_path, &text, true)?);
+        } else {
+            let file_offset = program.file_offset_of_vaddr(f.address).ok_or_else(|| ProbeError::MarkerNotMapped {
+                marker: marker.clone(),
+                program: program_path.clone(),
+            })?;
+            uprobes.push(UprobeSpec { path: program_path.clone(), file_offset, is_return: false });
+        }
     }
-    let gate = ExecGate::spawn(&program_path, &options.args)?;
+    let env = agent.as_ref().map(|a| a.env.clone()).unwrap_or_default();
+    let gate = ExecGate::spawn_with_env(&program_path, &options.args, &env)?;
     let session_options = SessionOptions {
         clock: options.clock,
         uprobes,
@@ -92,52 +112,73 @@ pub fn record_samples<W: Write>(
     };
     let start = Instant::now();
     let pid = gate.open();
-    let mut writer = SampleWriter { out, modules: Vec::new(), t0: None, samples: 0, markers: 0, pid };
+    let mut writer = SampleWriter { out, modules: Vec::new(), t0: None, samples: 0, markers: 0, in_probe: 0, pid, pending: Vec::new(), kansoku_code: Vec::new() };
     let mut interrupted = false;
     let exit = loop {
-        session.wait(50);
-        writer.take(&mut session)?;
+        session.wait(if agent.is_some() { 1 } else { 50 });
+        writer.take(&mut session, agent.as_mut(), false)?;
         match poll_child(pid, &mut interrupted)? {
             ChildState::Ended(exit) => break exit,
             ChildState::Stopped(signal) => progress(RecordProgress::Stopped { signal }),
             ChildState::Running => progress(RecordProgress::Samples(writer.samples)),
         }
     };
-    writer.take(&mut session)?;
+    writer.take(&mut session, agent.as_mut(), true)?;
     if let ExitStatus::Exited(127) = exit {
         if writer.samples == 0 {
             return Err(ProbeError::Spawn { program: program_path, reason: "exec failed (is it a program for this machine?)".into() });
         }
     }
+    if let Some(a) = &agent {
+        if !a.loaded() {
+            return Err(ProbeError::Agent { reason: format!("{} ran without loading the agent (LD_PRELOAD not honoured); record with --marker-by uprobe", program_path.display()) });
+        }
+    }
     writer.out.write(&Event::Exit(exit))?;
-    Ok(SampleRecordingOutcome {
-        program: program_path,
-        samples: writer.samples,
-        markers: writer.markers,
-        lost: session.lost,
-        exit,
-        elapsed: start.elapsed(),
-    })
+    let lost = session.lost + agent.as_ref().map_or(0, |a| a.control().lost.load(std::sync::atomic::Ordering::Relaxed));
+    Ok(SampleRecordingOutcome { program: program_path, samples: writer.samples, markers: writer.markers, lost, in_probe: writer.in_probe, exit, elapsed: start.elapsed() })
 }
 
-/// Turns perf records into recording events, making sure each sample's module is
-/// recorded before the sample.
+/// Turns perf records and agent hits into recording events, making sure each sample's
+/// module is recorded before the sample and that events go out in time order.
 struct SampleWriter<'a, W: Write> {
     out: &'a mut RecordingWriter<W>,
     modules: Vec<Module>,
     t0: Option<u64>,
     samples: u64,
     markers: u64,
+    in_probe: u64,
     pid: Pid,
+    /// Events not yet written: (CLOCK_MONOTONIC ns, event with absolute time).
+    pending: Vec<(u64, Event)>,
+    /// Address ranges of probe code (the agent's library and trampolines, `[uprobes]`).
+    kansoku_code: Vec<(u64, u64)>,
 }
 
+/// Events younger than this stay pending: the other stream may still deliver older ones.
+const MERGE_SLACK_NS: u64 = 2_000_000;
+
 impl<W: Write> SampleWriter<'_, W> {
-    fn take(&mut self, session: &mut Session) -> Result<(), ProbeError> {
+    fn take(&mut self, session: &mut Session, agent: Option<&mut AgentSession>, last: bool) -> Result<(), ProbeError> {
+        let mark = crate::agent::clock_pair().1.saturating_sub(MERGE_SLACK_NS);
         let mut records = Vec::new();
         session.drain(&mut |r| records.push(r));
+        if let Some(agent) = agent {
+            let mut hits = Vec::new();
+            agent.drain(&mut hits, &mut 0);
+            for h in hits {
+                self.pending.push((h.time_ns, Event::Marker { time_ns: h.time_ns, instructions: None }));
+            }
+            if self.kansoku_code.len() < 2 {
+                self.kansoku_code.extend(agent.trampolines());
+            }
+        }
         for r in records {
             match r {
                 PerfRecord::Mmap(m) if m.executable && !m.path.is_empty() => {
+                    if m.path.ends_with(crate::agent::LIBRARY) {
+                        self.kansoku_code.push((m.start, m.start + m.len));
+                    }
                     let module = Module {
                         build_id: if m.path.starts_with('/') { Program::open(&m.path).ok().and_then(|p| p.build_id) } else { None },
                         path: m.path,
@@ -147,22 +188,35 @@ impl<W: Write> SampleWriter<'_, W> {
                     };
                     self.add_module(module)?;
                 }
-                PerfRecord::Sample(s) => {
-                    let t0 = *self.t0.get_or_insert(s.time_ns);
-                    let time_ns = s.time_ns.saturating_sub(t0);
-                    match s.source {
-                        SampleSource::Clock => {
-                            if !self.modules.iter().any(|m| m.contains(s.ip)) {
-                                self.refresh_from_proc()?;
-                            }
-                            self.out.write(&Event::Sample(Sample { time_ns, ip: s.ip, instructions: s.instructions }))?;
-                            self.samples += 1;
-                        }
-                        SampleSource::Uprobe(_) => {
-                            self.out.write(&Event::Marker { time_ns, instructions: s.instructions })?;
-                            self.markers += 1;
-                        }
+                PerfRecord::Sample(s) => match s.source {
+                    SampleSource::Clock => self.pending.push((s.time_ns, Event::Sample(Sample { time_ns: s.time_ns, ip: s.ip, instructions: s.instructions }))),
+                    SampleSource::Uprobe(_) => self.pending.push((s.time_ns, Event::Marker { time_ns: s.time_ns, instructions: s.instructions })),
+                },
+                _ => {}
+            }
+        }
+        // stable: a marker and a sample at the same nanosecond keep their arrival order
+        self.pending.sort_by_key(|(t, _)| *t);
+        let ready = if last { self.pending.len() } else { self.pending.partition_point(|(t, _)| *t < mark) };
+        let batch: Vec<(u64, Event)> = self.pending.drain(..ready).collect();
+        for (time, event) in batch {
+            let t0 = *self.t0.get_or_insert(time);
+            let time_ns = time.saturating_sub(t0);
+            match event {
+                Event::Sample(s) => {
+                    if !self.modules.iter().any(|m| m.contains(s.ip)) {
+                        self.refresh_from_proc()?;
                     }
+                    if self.kansoku_code.iter().any(|&(a, b)| s.ip >= a && s.ip < b) {
+                        self.in_probe += 1;
+                        continue;
+                    }
+                    self.out.write(&Event::Sample(Sample { time_ns, ..s }))?;
+                    self.samples += 1;
+                }
+                Event::Marker { instructions, .. } => {
+                    self.out.write(&Event::Marker { time_ns, instructions })?;
+                    self.markers += 1;
                 }
                 _ => {}
             }
@@ -171,6 +225,10 @@ impl<W: Write> SampleWriter<'_, W> {
     }
 
     fn add_module(&mut self, module: Module) -> Result<(), ProbeError> {
+        // the kernel's out-of-line single-step slot of uprobes: probe code, not the program's
+        if module.path == "[uprobes]" && !self.kansoku_code.contains(&(module.start, module.end)) {
+            self.kansoku_code.push((module.start, module.end));
+        }
         if !self.modules.iter().any(|k| k.start == module.start && k.path == module.path) {
             self.out.write(&Event::Module(module.clone()))?;
             self.modules.push(module);

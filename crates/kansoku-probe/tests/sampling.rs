@@ -14,6 +14,7 @@ fn record(clock: SamplingClock, iterations: u64, marker: Option<&str>) -> (kanso
         clock,
         marker: marker.map(str::to_string),
         count_instructions: false,
+        marker_by_agent: false,
     };
     let mut bytes = Vec::new();
     let outcome = {
@@ -93,6 +94,7 @@ fn missing_marker_is_named() {
         clock: SamplingClock::CpuClock { period_ns: 1_000_000 },
         marker: Some("func_Z".into()),
         count_instructions: false,
+        marker_by_agent: false,
     };
     let header = Header::new(RecordingKind::Samples, "x", vec![]);
     let mut w = RecordingWriter::new(Vec::new(), "mem".into(), &header).unwrap();

@@ -967,8 +967,16 @@ fn demo_args(recording: PathBuf, solver: Solver, likelihood: Likelihood, sequenc
 fn demo_recording(dir: &Path, program: &Path, exact: &Path) -> Result<String> {
     let (clock, fallback) = super::record::choose_clock(Some(100_003), None)?;
     let rec = dir.join("seed000-recorded.ksk");
-    let o = super::record::record(program, &["20000".into()], clock, Some("func_M"), &rec)?;
-    let mut text = format!("kansoku record of seed000 (20000 calls of func_M): {} samples, {} marker hits -> {}\n", o.samples, o.markers, rec.display());
+    let by_agent = super::record::marker_by_agent(program, clock, None);
+    let o = super::record::record(program, &["20000".into()], clock, Some("func_M"), by_agent, &rec)?;
+    let mut text = format!(
+        "kansoku record of seed000 (20000 calls of func_M): {} samples, {} marker hits by {} ({} samples in the probe's code, dropped) -> {}\n",
+        o.samples,
+        o.markers,
+        if by_agent { "the agent" } else { "uprobe" },
+        o.in_probe,
+        rec.display()
+    );
     if let Some(why) = fallback {
         text.push_str(&format!("  note: {why}\n"));
     }

@@ -1,7 +1,8 @@
 //! `kansoku record [--period N | --time-period NS] [--marker FUNC] -o REC.ksk -- PROGRAM ARGS...`:
 //! samples a program's user-space instruction pointer through perf_event (every N retired
-//! instructions, or every NS of CPU time), with marker-function entries from a uprobe in
-//! the same stream. Without hardware counters it says so and samples `cpu-clock`.
+//! instructions, or every NS of CPU time), with marker-function entries from kansoku's
+//! in-process agent (or a uprobe). Without hardware counters it says so and samples
+//! `cpu-clock`.
 
 use std::path::{Path, PathBuf};
 
@@ -27,6 +28,12 @@ pub struct Args {
     /// Record entries of this function (of the main program) as marker hits.
     #[arg(long)]
     pub marker: Option<String>,
+    /// What takes the marker hits: kansoku's in-process agent (the default for dynamically
+    /// linked programs sampled on cpu-clock: tens of nanoseconds a hit, nothing of it in the
+    /// samples) or a kernel uprobe (microseconds, and counts retired instructions per hit
+    /// where there is a PMU).
+    #[arg(long, value_enum)]
+    pub marker_by: Option<MarkerBy>,
     /// The recording to write.
     #[arg(short, long)]
     pub output: PathBuf,
@@ -36,6 +43,12 @@ pub struct Args {
     /// The program and its arguments.
     #[arg(last = true, required = true, num_args = 1..)]
     pub command: Vec<String>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum MarkerBy {
+    Agent,
+    Uprobe,
 }
 
 #[derive(Serialize)]
@@ -49,6 +62,10 @@ pub struct RecordReport {
     pub fallback: Option<String>,
     pub samples: u64,
     pub markers: u64,
+    /// "agent" or "uprobe" (None without --marker).
+    pub marker_by: Option<&'static str>,
+    /// Samples that landed in probe code (the agent, the kernel's uprobe slot), dropped.
+    pub samples_in_probe: u64,
     pub lost: u64,
     pub exit: ExitStatus,
     pub seconds: f64,
@@ -75,14 +92,31 @@ pub fn choose_clock(period: Option<u64>, time_period: Option<u64>) -> Result<(Sa
 }
 
 /// Records `program args` into `output`; shared by the command, the demo and benchmarks.
-pub fn record(program: &Path, args: &[String], clock: SamplingClock, marker: Option<&str>, output: &Path) -> Result<kansoku_probe::sampler::SampleRecordingOutcome> {
+/// The agent takes marker hits wherever it applies (a dynamic program sampled on
+/// cpu-clock: with instruction sampling the uprobe's per-hit instruction count is worth
+/// its cost); otherwise a uprobe, saying why.
+pub fn marker_by_agent(program: &Path, clock: SamplingClock, asked: Option<MarkerBy>) -> bool {
+    match asked {
+        Some(m) => m == MarkerBy::Agent,
+        None if matches!(clock, SamplingClock::Instructions { .. }) => false,
+        None => match kansoku_probe::spawn::resolve_program(program).ok().and_then(|p| kansoku_probe::agent::unsuitable(&p).map(|w| (p, w))) {
+            Some((_, why)) => {
+                eprintln!("kansoku: marker hits by uprobe, not the agent: {why}");
+                false
+            }
+            None => true,
+        },
+    }
+}
+
+pub fn record(program: &Path, args: &[String], clock: SamplingClock, marker: Option<&str>, by_agent: bool, output: &Path) -> Result<kansoku_probe::sampler::SampleRecordingOutcome> {
     let header = Header::new(RecordingKind::Samples, program.to_string_lossy(), args.to_vec());
     let mut header = match clock {
         SamplingClock::Instructions { period } => header.with_parameter("clock", "instructions").with_parameter("period", period),
         SamplingClock::CpuClock { period_ns } => header.with_parameter("clock", "cpu-clock").with_parameter("time_period_ns", period_ns),
     };
     if let Some(m) = marker {
-        header = header.with_parameter("marker", m);
+        header = header.with_parameter("marker", m).with_parameter("marker_by", if by_agent { "agent" } else { "uprobe" });
     }
     let mut writer = RecordingWriter::create(output, &header)?;
     kansoku_probe::interrupt::install();
@@ -91,6 +125,7 @@ pub fn record(program: &Path, args: &[String], clock: SamplingClock, marker: Opt
         args: args.to_vec(),
         clock,
         marker: marker.map(str::to_string),
+        marker_by_agent: by_agent && marker.is_some(),
         count_instructions: false,
     };
     let bar = spinner("sampling", "samples");
@@ -126,7 +161,8 @@ pub fn run(args: Args) -> Result<()> {
         eprintln!("kansoku: warning: {f}");
     }
     let program = PathBuf::from(&args.command[0]);
-    let o = record(&program, &args.command[1..], clock, args.marker.as_deref(), &args.output)?;
+    let by_agent = args.marker.is_some() && marker_by_agent(&program, clock, args.marker_by);
+    let o = record(&program, &args.command[1..], clock, args.marker.as_deref(), by_agent, &args.output)?;
     crate::output::exit_as(o.exit);
     let (name, period) = match clock {
         SamplingClock::Instructions { period } => ("instructions", period),
@@ -140,6 +176,8 @@ pub fn run(args: Args) -> Result<()> {
         fallback,
         samples: o.samples,
         markers: o.markers,
+        marker_by: args.marker.as_ref().map(|_| if by_agent { "agent" } else { "uprobe" }),
+        samples_in_probe: o.in_probe,
         lost: o.lost,
         exit: o.exit,
         seconds: o.elapsed.as_secs_f64(),
@@ -155,6 +193,9 @@ pub fn run(args: Args) -> Result<()> {
         r.seconds,
         r.output.display()
     );
+    if r.samples_in_probe > 0 {
+        eprintln!("kansoku: {} samples landed in probe code ({:.2} %) and were dropped, not recorded", r.samples_in_probe, 100.0 * r.samples_in_probe as f64 / (r.samples + r.samples_in_probe) as f64);
+    }
     if r.lost > 0 {
         eprintln!("kansoku: warning: the kernel dropped {} records (buffer full); use a larger period", r.lost);
     }
