@@ -320,6 +320,15 @@ unsafe fn start() {
             slot.store(base, Ordering::Relaxed);
         }
         (*control).ready.store(1, Ordering::Release);
+        if (*control).hold.load(Ordering::Acquire) == 1 {
+            let pause = libc::timespec { tv_sec: 0, tv_nsec: 100_000 };
+            for _ in 0..HOLD_LIMIT_MS * 10 {
+                if (*control).go.load(Ordering::Acquire) != 0 {
+                    break;
+                }
+                libc::nanosleep(&pause, std::ptr::null_mut());
+            }
+        }
     }
 }
 

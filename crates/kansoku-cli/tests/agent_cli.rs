@@ -280,3 +280,20 @@ fn record_takes_marker_hits_from_the_agent_and_drops_samples_in_its_code() {
     assert!(text.contains("libkansoku_agent.so"), "the agent is in the module map");
     assert!(!text.lines().any(|l| l.trim_start().starts_with("sample") && l.contains("libkansoku_agent")), "a sample in the agent was kept");
 }
+
+#[test]
+fn a_function_the_agent_refuses_falls_back_to_a_uprobe() {
+    if !kansoku_probe::perf::uprobes_available() {
+        eprintln!("skipped: this kernel has no uprobe PMU");
+        return;
+    }
+    // glibc's mempcpy jumps to memmove's implementation + 3 (memcpy is the same code):
+    // a jump there would be cut in half, so the agent refuses it and a uprobe takes it.
+    let (z, input) = (zsqueeze(), text_input());
+    let (v, out) = events(&["memcpy@libc", "malloc@libc"], &z, &["6"], Some(&input));
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("memcpy@libc: the agent refused it") && err.contains("probed by uprobe instead"), "{err}");
+    assert!(calls(&v, "memcpy@libc") > 0);
+    assert!(calls(&v, "malloc@libc") > 0);
+}

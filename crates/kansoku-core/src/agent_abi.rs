@@ -20,13 +20,16 @@ pub const ENV_SHM: &str = "KANSOKU_AGENT_SHM";
 pub const ENV_PLAN: &str = "KANSOKU_AGENT_PLAN";
 /// "kansoku\x01" little-endian: the agent refuses a file without it.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"kansoku\x01");
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 /// Points a plan may name (entry and exit points count separately).
 pub const MAX_POINTS: usize = 8192;
 /// Threads (over all processes of one run) that get a ring of their own.
 pub const MAX_RINGS: usize = 256;
 /// Records per ring: 131,072 × 16 bytes = 2 MiB, 30 ms of a probe hit every 200 ns.
 pub const RING_RECORDS: u64 = 1 << 17;
+
+/// The longest the agent holds the program for kansoku's `go`.
+pub const HOLD_LIMIT_MS: u64 = 10_000;
 
 /// Trampoline pools the agent maps (each within ±2 GB of the code it patches).
 pub const MAX_POOLS: usize = 64;
@@ -95,6 +98,11 @@ pub struct Control {
     pub lost: AtomicU64,
     /// The first agent sets this to 1 when it finished patching.
     pub ready: AtomicU32,
+    /// Set by kansoku before the start: the first agent, once ready, waits (at most
+    /// [`HOLD_LIMIT_MS`]) for `go`, so that kansoku can plant uprobes on the functions it
+    /// refused before the program runs on.
+    pub hold: AtomicU32,
+    pub go: AtomicU32,
     pub _pad: u32,
     /// Start addresses of the first agent's trampoline pools ([`POOL_BYTES`] each, 0 =
     /// none): a sample whose address falls there is in kansoku's code, not the program's.

@@ -20,6 +20,7 @@ use kansoku_core::ExitStatus;
 use kansoku_monitor::events::{Hit, PointRole};
 
 use crate::events::{EventOutcome, Mechanism, Plan};
+use crate::perf::{PerfRecord, SampleSource, SamplingClock, Session, SessionOptions, UprobeSpec};
 use crate::spawn::{poll_child, ChildState, ExecGate};
 use crate::ProbeError;
 
@@ -291,6 +292,7 @@ impl AgentSession {
 pub fn run_agent(mut plan: Plan, args: &[String], progress: &mut dyn FnMut(u64)) -> Result<EventOutcome, ProbeError> {
     let mut session = AgentSession::new(&plan.program, &plan_text(&plan)?, false)?;
     let tsc = session.tsc;
+    session.control().hold.store(1, Ordering::Release);
     let start_pair = clock_pair();
     let gate = ExecGate::spawn_with_env(&plan.program, args, &session.env)?;
     let start = Instant::now();
@@ -298,14 +300,31 @@ pub fn run_agent(mut plan: Plan, args: &[String], progress: &mut dyn FnMut(u64))
     let mut hits: Vec<Hit> = Vec::new();
     let mut over = 0u64;
     let mut interrupted = false;
+    let mut fallback = None;
+    let mut fallback_notes = Vec::new();
+    let mut uprobe_hits: Vec<Hit> = Vec::new();
+    let mut held = true;
     let exit = loop {
-        std::thread::sleep(Duration::from_millis(1));
+        std::thread::sleep(Duration::from_micros(if held { 100 } else { 1000 }));
+        if held && (session.control().ready.load(Ordering::Acquire) != 0 || start.elapsed() > Duration::from_millis(HOLD_LIMIT_MS)) {
+            if session.control().ready.load(Ordering::Acquire) != 0 {
+                fallback = uprobe_fallback(&plan, session.control(), pid.as_raw(), &mut fallback_notes);
+            }
+            session.control().go.store(1, Ordering::Release);
+            held = false;
+        }
         session.drain(&mut hits, &mut over);
-        progress(hits.len() as u64);
+        if let Some((s, points)) = fallback.as_mut() {
+            drain_uprobes(s, points, &mut uprobe_hits);
+        }
+        progress((hits.len() + uprobe_hits.len()) as u64);
         if let ChildState::Ended(exit) = poll_child(pid, &mut interrupted)? {
             break exit;
         }
     };
+    if let Some((s, points)) = fallback.as_mut() {
+        drain_uprobes(s, points, &mut uprobe_hits);
+    }
     let measured_ns = start.elapsed().as_nanos() as u64;
     // Children that outlived the program (forked, still writing) are not waited for.
     session.drain(&mut hits, &mut over);
@@ -330,8 +349,11 @@ pub fn run_agent(mut plan: Plan, args: &[String], progress: &mut dyn FnMut(u64))
     for h in hits.iter_mut() {
         h.time_ns = time.ns(h.time_ns);
     }
+    // uprobe hits are stamped by the kernel on CLOCK_MONOTONIC already
+    hits.extend(uprobe_hits);
     hits.sort_by_key(|h| (h.time_ns, h.point));
     let mut notes = notes;
+    notes.extend(fallback_notes);
     if invalid > 0 {
         notes.push(format!("{invalid} records named no planned point (the program wrote into the agent's memory?) and were dropped"));
     }
@@ -342,6 +364,62 @@ pub fn run_agent(mut plan: Plan, args: &[String], progress: &mut dyn FnMut(u64))
     Ok(EventOutcome { plan, mechanism: Mechanism::Agent, hits, measured_ns, exit, interrupted, lost, notes })
 }
 
+/// Uprobes on the functions the agent found but refused to patch (a branch into their
+/// first bytes, say), opened while the agent holds the program before `main`. Returns the
+/// session and, per uprobe, the plan's point.
+fn uprobe_fallback(plan: &Plan, control: &Control, pid: i32, notes: &mut Vec<String>) -> Option<(Session, Vec<u32>)> {
+    let maps = crate::procfs::read_maps(pid).ok()?;
+    let mut specs = Vec::new();
+    let mut points = Vec::new();
+    for (i, p) in plan.points.iter().enumerate() {
+        let s = &control.points[i];
+        let address = s.address.load(Ordering::Relaxed);
+        if s.state.load(Ordering::Acquire) != POINT_REFUSED || address == 0 {
+            continue;
+        }
+        let reason = refusal(s.reason.load(Ordering::Relaxed));
+        let Some(m) = maps.iter().find(|m| m.start <= address && address < m.end && m.path.starts_with('/')) else {
+            notes.push(format!("{} was not probed: {reason}, and no file maps 0x{address:x} for a uprobe", p.point.name));
+            continue;
+        };
+        let file_offset = address - m.start + m.file_offset;
+        let path = PathBuf::from(&m.path);
+        // the entry (or a lone exit) and, for a routine, its exit
+        let exit_of = match (&p.point.role, p.is_return) {
+            (PointRole::Entry(r), _) => plan.points.iter().position(|q| q.is_return && q.point.role == PointRole::Exit(*r)),
+            _ => None,
+        };
+        specs.push(UprobeSpec { path: path.clone(), file_offset, is_return: p.is_return });
+        points.push(i as u32);
+        if let Some(j) = exit_of {
+            specs.push(UprobeSpec { path, file_offset, is_return: true });
+            points.push(j as u32);
+        }
+        notes.push(format!("{}: the agent refused it ({reason}); probed by uprobe instead", p.point.name.split(':').next().unwrap_or("?")));
+    }
+    if specs.is_empty() {
+        return None;
+    }
+    let options = SessionOptions { clock: SamplingClock::CpuClock { period_ns: 1 << 40 }, uprobes: specs, buffer_pages: 256, enable_on_exec: false, ..SessionOptions::default() };
+    match Session::open(pid, &options) {
+        Ok(s) => Some((s, points)),
+        Err(e) => {
+            notes.push(format!("the uprobes for the functions the agent refused could not be opened: {e}"));
+            None
+        }
+    }
+}
+
+fn drain_uprobes(session: &mut Session, points: &[u32], out: &mut Vec<Hit>) {
+    session.drain(&mut |r| {
+        if let PerfRecord::Sample(s) = r {
+            if let SampleSource::Uprobe(k) = s.source {
+                out.push(Hit { point: points[k], tid: s.tid, time_ns: s.time_ns });
+            }
+        }
+    });
+}
+
 /// What the agent did with each point, in words; routines found at one address under
 /// several names are renamed to carry all of them.
 fn point_notes(plan: &mut Plan, control: &Control) -> Vec<String> {
@@ -350,9 +428,9 @@ fn point_notes(plan: &mut Plan, control: &Control) -> Vec<String> {
         let s = &control.points[i];
         let name = plan.points[i].point.name.clone();
         match s.state.load(Ordering::Acquire) {
-            POINT_REFUSED => {
+            POINT_REFUSED if s.address.load(Ordering::Relaxed) == 0 => {
                 let reason = s.reason.load(Ordering::Relaxed);
-                notes.push(format!("{name} was not patched: {}; probe it with --mechanism uprobe", refusal(reason)));
+                notes.push(format!("{name} was not probed: {}", refusal(reason)));
             }
             POINT_ALIAS => {
                 let other = s.alias_of.load(Ordering::Relaxed) as usize;
