@@ -297,3 +297,45 @@ fn a_function_the_agent_refuses_falls_back_to_a_uprobe() {
     assert!(calls(&v, "memcpy@libc") > 0);
     assert!(calls(&v, "malloc@libc") > 0);
 }
+
+#[test]
+fn times_are_on_cpu_with_preemption_and_sleep_counted_apart() {
+    let program = cc(
+        "offcpu",
+        r#"#include <unistd.h>
+#include <time.h>
+static long ns(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec * 1000000000L + t.tv_nsec; }
+__attribute__((noinline)) void nap(void) { usleep(2000); }
+__attribute__((noinline)) void burn(void) { long s = ns(); while (ns() - s < 20000000L) ; }
+int main(void) { for (int i = 0; i < 10; i++) { nap(); burn(); } return 0; }
+"#,
+        &[],
+    );
+    // a busy program on CPU 0, and kansoku (and so the program) pinned there too
+    let mut hog = Command::new("taskset").args(["-c", "0", "sh", "-c", "while :; do :; done"]).spawn().unwrap();
+    let report = scratch().join("offcpu.json");
+    let out = Command::new("taskset")
+        .args(["-c", "0"])
+        .arg(env!("CARGO_BIN_EXE_kansoku"))
+        .env("KANSOKU_AGENT", agent())
+        .args(["monitor", "events", "--mechanism", "agent", "--probe", "nap", "--probe", "burn", "--json", "-o"])
+        .arg(&report)
+        .arg("--")
+        .arg(&program)
+        .output()
+        .unwrap();
+    let _ = hog.kill();
+    let _ = hog.wait();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let routine = |n: &str| v["report"]["routines"].as_array().unwrap().iter().find(|r| r["name"] == n).unwrap().clone();
+    let (nap, burn) = (routine("nap"), routine("burn"));
+    // nap sleeps 2 ms a call: asleep, not on the CPU
+    assert!(nap["blocked_ns"].as_f64().unwrap() >= 10.0 * 2e6 * 0.95, "{nap}");
+    assert!(nap["mean_ns"].as_f64().unwrap() < 1e6, "{nap}");
+    // burn waits 20 ms of wall time sharing the CPU with the hog: preempted, on-CPU less
+    assert!(burn["preempted_calls"].as_u64().unwrap() >= 5, "{burn}");
+    assert!(burn["mean_ns"].as_f64().unwrap() < 0.9 * 20e6, "{burn}");
+    let wall = burn["mean_ns"].as_f64().unwrap() + burn["preempted_ns"].as_f64().unwrap() / 10.0;
+    assert!((wall / 20e6 - 1.0).abs() < 0.1, "on-CPU + preempted = the 20 ms of wall time: {wall}");
+}

@@ -84,6 +84,13 @@ pub struct RoutineStats {
     pub raw_mean_ns: f64,
     /// Mean exclusive time per call (nested measured routines subtracted).
     pub exclusive_mean_ns: f64,
+    /// Calls during which the thread was preempted (taken off the CPU while runnable).
+    pub preempted_calls: u64,
+    /// Time those threads spent preempted inside calls: not in the times above.
+    pub preempted_ns: f64,
+    /// Time spent blocked (asleep in the kernel, waiting) inside calls: not in the times
+    /// above either, which are on-CPU times when switches were recorded.
+    pub blocked_ns: f64,
     /// Sum of exclusive times: the routine's own share of the run.
     pub exclusive_total_ns: f64,
     /// `(low_ns, high_ns, calls)`, 20 equal bins from min to max.
@@ -112,10 +119,89 @@ struct Activation {
     nested_ns: f64,
 }
 
+/// A stretch of time a thread spent off its CPU (from a context switch out to the switch
+/// back in), as the kernel reported it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct OffCpu {
+    pub tid: u32,
+    pub from_ns: u64,
+    pub to_ns: u64,
+    /// Switched out while still runnable (preempted), rather than asleep.
+    pub preempted: bool,
+}
+
+/// Per thread, off-CPU stretches in time order with running sums, to total the off-CPU
+/// time inside any interval in logarithmic time.
+struct OffCpuIndex {
+    threads: HashMap<u32, Vec<(OffCpu, f64, f64)>>,
+}
+
+impl OffCpuIndex {
+    fn new(off: &[OffCpu]) -> OffCpuIndex {
+        let mut threads: HashMap<u32, Vec<OffCpu>> = HashMap::new();
+        for o in off.iter().filter(|o| o.to_ns > o.from_ns) {
+            threads.entry(o.tid).or_default().push(*o);
+        }
+        let threads = threads
+            .into_iter()
+            .map(|(tid, mut v)| {
+                v.sort_by_key(|o| o.from_ns);
+                let (mut p, mut b) = (0.0, 0.0);
+                let summed = v
+                    .into_iter()
+                    .map(|o| {
+                        let len = (o.to_ns - o.from_ns) as f64;
+                        if o.preempted { p += len } else { b += len }
+                        (o, p, b)
+                    })
+                    .collect();
+                (tid, summed)
+            })
+            .collect();
+        OffCpuIndex { threads }
+    }
+
+    /// (preempted ns, blocked ns) of thread `tid` within `[from, to]`.
+    fn within(&self, tid: u32, from: u64, to: u64) -> (f64, f64) {
+        let Some(v) = self.threads.get(&tid) else { return (0.0, 0.0) };
+        let overlap = |o: &OffCpu| o.to_ns.min(to).saturating_sub(o.from_ns.max(from)) as f64;
+        // stretches wholly inside: a difference of running sums; the two ends partially
+        let first = v.partition_point(|(o, _, _)| o.to_ns <= from);
+        let last = v.partition_point(|(o, _, _)| o.from_ns < to);
+        if first >= last {
+            return (0.0, 0.0);
+        }
+        let (mut p, mut b) = (v[last - 1].1, v[last - 1].2);
+        if first > 0 {
+            p -= v[first - 1].1;
+            b -= v[first - 1].2;
+        }
+        for k in [first, last - 1] {
+            let (o, _, _) = &v[k];
+            let missing = (o.to_ns - o.from_ns) as f64 - overlap(o);
+            if o.preempted { p -= missing } else { b -= missing }
+            if first == last - 1 {
+                break;
+            }
+        }
+        (p.max(0.0), b.max(0.0))
+    }
+}
+
+/// [`analyse`] with the threads' off-CPU stretches: each call's time excludes the time
+/// its thread was switched out inside it, counted apart as preempted or blocked.
+pub fn analyse_on_cpu(points: &[Point], routines: &[String], hits: &[Hit], overhead_ns: Option<f64>, measured_ns: u64, off_cpu: &[OffCpu]) -> EventReport {
+    analyse_with(points, routines, hits, overhead_ns, measured_ns, &OffCpuIndex::new(off_cpu))
+}
+
 /// Pairs entries and exits per thread and computes the figures. `hits` must be in time
 /// order per thread (a merged, time-sorted stream is fine). `overhead_ns` is the per-hit
 /// cost to subtract (from [`calibrate`]); `measured_ns` the length of the run for rates.
 pub fn analyse(points: &[Point], routines: &[String], hits: &[Hit], overhead_ns: Option<f64>, measured_ns: u64) -> EventReport {
+    analyse_with(points, routines, hits, overhead_ns, measured_ns, &OffCpuIndex::new(&[]))
+}
+
+fn analyse_with(points: &[Point], routines: &[String], hits: &[Hit], overhead_ns: Option<f64>, measured_ns: u64, off: &OffCpuIndex) -> EventReport {
     let c = overhead_ns.unwrap_or(0.0).max(0.0);
     let secs = (measured_ns as f64 / 1e9).max(1e-12);
     let mut point_hits = vec![0u64; points.len()];
@@ -126,6 +212,9 @@ pub fn analyse(points: &[Point], routines: &[String], hits: &[Hit], overhead_ns:
     let mut abandoned = vec![0u64; routines.len()];
     let mut unmatched = vec![0u64; routines.len()];
     let mut clamped = vec![0u64; routines.len()];
+    let mut preempted_calls = vec![0u64; routines.len()];
+    let mut preempted_ns = vec![0.0f64; routines.len()];
+    let mut blocked_ns = vec![0.0f64; routines.len()];
     for h in hits {
         let Some(p) = points.get(h.point as usize) else { continue };
         point_hits[h.point as usize] += 1;
@@ -149,7 +238,13 @@ pub fn analyse(points: &[Point], routines: &[String], hits: &[Hit], overhead_ns:
                     abandoned[dropped.routine] += 1;
                 }
                 let a = stack.pop().expect("position found above");
-                let raw_ns = h.time_ns.saturating_sub(a.entry_ns) as f64;
+                let (preempted, blocked) = off.within(h.tid, a.entry_ns, h.time_ns);
+                if preempted > 0.0 {
+                    preempted_calls[r] += 1;
+                }
+                preempted_ns[r] += preempted;
+                blocked_ns[r] += blocked;
+                let raw_ns = h.time_ns.saturating_sub(a.entry_ns) as f64 - preempted - blocked;
                 let uncorrected = raw_ns - c * (a.inner_hits + 1) as f64;
                 if uncorrected < 0.0 {
                     clamped[r] += 1;
@@ -207,6 +302,9 @@ pub fn analyse(points: &[Point], routines: &[String], hits: &[Hit], overhead_ns:
                 max_ns: v.last().copied().unwrap_or(0.0),
                 raw_mean_ns: if n > 0 { raw[r] / n as f64 } else { 0.0 },
                 exclusive_mean_ns: if n > 0 { exclusive[r] / n as f64 } else { 0.0 },
+                preempted_calls: preempted_calls[r],
+                preempted_ns: preempted_ns[r],
+                blocked_ns: blocked_ns[r],
                 exclusive_total_ns: exclusive[r],
                 histogram: histogram(&v, 20),
                 log_histogram: log_histogram(&v, 24),
@@ -379,6 +477,22 @@ mod tests {
         assert_eq!(rep.routines[1].abandoned, 1);
         assert_eq!(rep.routines[0].calls, 1);
         assert_eq!(rep.routines[0].unfinished, 1);
+    }
+
+    #[test]
+    fn time_off_the_cpu_is_not_the_routines_own() {
+        let (p, r) = pts();
+        // f on thread 1 from 0 to 100, preempted 10..30 and asleep 50..60 and 95..130
+        // (partly after the exit); g on thread 2 from 0 to 100, nothing off.
+        let hits = [hit(0, 1, 0), hit(2, 2, 0), hit(1, 1, 100), hit(3, 2, 100)];
+        let off = |from_ns, to_ns, preempted| OffCpu { tid: 1, from_ns, to_ns, preempted };
+        let rep = analyse_on_cpu(&p, &r, &hits, None, 1, &[off(10, 30, true), off(50, 60, false), off(95, 130, false), off(200, 300, true)]);
+        let f = &rep.routines[0];
+        assert_eq!((f.calls, f.preempted_calls, f.preempted_ns, f.blocked_ns), (1, 1, 20.0, 15.0));
+        assert_eq!(f.mean_ns, 65.0);
+        assert_eq!((rep.routines[1].mean_ns, rep.routines[1].preempted_calls), (100.0, 0));
+        // without switches, wall time
+        assert_eq!(analyse(&p, &r, &hits, None, 1).routines[0].mean_ns, 100.0);
     }
 
     #[test]

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use kansoku_core::agent_abi::{self, *};
 use kansoku_core::ExitStatus;
-use kansoku_monitor::events::{Hit, PointRole};
+use kansoku_monitor::events::{Hit, OffCpu, PointRole};
 
 use crate::events::{EventOutcome, Mechanism, Plan};
 use crate::perf::{PerfRecord, SampleSource, SamplingClock, Session, SessionOptions, UprobeSpec};
@@ -295,6 +295,7 @@ pub fn run_agent(mut plan: Plan, args: &[String], progress: &mut dyn FnMut(u64))
     session.control().hold.store(1, Ordering::Release);
     let start_pair = clock_pair();
     let gate = ExecGate::spawn_with_env(&plan.program, args, &session.env)?;
+    let mut switches = SwitchLog::open(gate.pid.as_raw());
     let start = Instant::now();
     let pid = gate.open();
     let mut hits: Vec<Hit> = Vec::new();
@@ -317,6 +318,7 @@ pub fn run_agent(mut plan: Plan, args: &[String], progress: &mut dyn FnMut(u64))
         if let Some((s, points)) = fallback.as_mut() {
             drain_uprobes(s, points, &mut uprobe_hits);
         }
+        switches.drain();
         progress((hits.len() + uprobe_hits.len()) as u64);
         if let ChildState::Ended(exit) = poll_child(pid, &mut interrupted)? {
             break exit;
@@ -325,6 +327,7 @@ pub fn run_agent(mut plan: Plan, args: &[String], progress: &mut dyn FnMut(u64))
     if let Some((s, points)) = fallback.as_mut() {
         drain_uprobes(s, points, &mut uprobe_hits);
     }
+    switches.drain();
     let measured_ns = start.elapsed().as_nanos() as u64;
     // Children that outlived the program (forked, still writing) are not waited for.
     session.drain(&mut hits, &mut over);
@@ -361,7 +364,60 @@ pub fn run_agent(mut plan: Plan, args: &[String], progress: &mut dyn FnMut(u64))
         notes.push(format!("kansoku kept the first {MAX_HITS} hits; {over} more are counted as lost"));
     }
     let lost = control.lost.load(Ordering::Relaxed) + over;
-    Ok(EventOutcome { plan, mechanism: Mechanism::Agent, hits, measured_ns, exit, interrupted, lost, notes })
+    if let Some(why) = &switches.problem {
+        notes.push(format!("times are wall-clock times: context switches could not be recorded ({why})"));
+    }
+    Ok(EventOutcome { plan, mechanism: Mechanism::Agent, hits, measured_ns, exit, interrupted, lost, notes, off_cpu: switches.off_cpu })
+}
+
+/// The program's context switches, from one inherited perf session per CPU (software
+/// events: no PMU needed), turned into per-thread off-CPU stretches.
+struct SwitchLog {
+    sessions: Vec<Session>,
+    /// Per thread: when it went out, and whether preempted.
+    out: std::collections::HashMap<u32, (u64, bool)>,
+    off_cpu: Vec<OffCpu>,
+    problem: Option<String>,
+}
+
+impl SwitchLog {
+    fn open(pid: i32) -> SwitchLog {
+        let mut log = SwitchLog { sessions: Vec::new(), out: Default::default(), off_cpu: Vec::new(), problem: None };
+        for cpu in crate::perf::online_cpus() {
+            let options = SessionOptions {
+                clock: SamplingClock::CpuClock { period_ns: 1 << 40 },
+                context_switches: true,
+                inherit_on_cpu: Some(cpu),
+                enable_on_exec: true,
+                buffer_pages: 64,
+                ..SessionOptions::default()
+            };
+            match Session::open(pid, &options) {
+                Ok(s) => log.sessions.push(s),
+                Err(e) => {
+                    log.problem = Some(e.to_string());
+                    log.sessions.clear();
+                    break;
+                }
+            }
+        }
+        log
+    }
+
+    fn drain(&mut self) {
+        let (out, off) = (&mut self.out, &mut self.off_cpu);
+        for s in &mut self.sessions {
+            s.drain(&mut |r| {
+                if let PerfRecord::Switch { tid, time_ns, out: going, preempted } = r {
+                    if going {
+                        out.insert(tid, (time_ns, preempted));
+                    } else if let Some((from_ns, preempted)) = out.remove(&tid) {
+                        off.push(OffCpu { tid, from_ns, to_ns: time_ns, preempted });
+                    }
+                }
+            });
+        }
+    }
 }
 
 /// Uprobes on the functions the agent found but refused to patch (a branch into their

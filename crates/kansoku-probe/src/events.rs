@@ -30,7 +30,7 @@ use nix::unistd::Pid;
 
 use kansoku_binary::{FunctionCfg, InstructionKind, Program};
 use kansoku_core::ExitStatus;
-use kansoku_monitor::events::{Hit, Point, PointRole};
+use kansoku_monitor::events::{Hit, OffCpu, Point, PointRole};
 
 use crate::perf::{PerfRecord, SampleSource, SamplingClock, Session, SessionOptions, UprobeSpec};
 use crate::spawn::{poll_child, resolve_program, spawn_traced, wait_retrying, ChildState, ExecGate};
@@ -118,6 +118,9 @@ pub struct EventOutcome {
     pub lost: u64,
     /// What the user should know about how the points were planted.
     pub notes: Vec<String>,
+    /// The threads' stretches off the CPU (agent runs: from the kernel's context-switch
+    /// records), for on-CPU times; empty when not recorded.
+    pub off_cpu: Vec<OffCpu>,
 }
 
 /// Why a probe spec could not be planted.
@@ -478,7 +481,7 @@ fn run_uprobes(plan: Plan, args: &[String], progress: &mut dyn FnMut(u64)) -> Re
         return Err(ProbeError::Spawn { program: plan.program.clone(), reason: "exec failed (is it a program for this machine?)".into() });
     }
     hits.sort_by_key(|h| (h.time_ns, h.point));
-    Ok(EventOutcome { plan, mechanism: Mechanism::Uprobe, hits, measured_ns, exit, interrupted, lost, notes: Vec::new() })
+    Ok(EventOutcome { plan, mechanism: Mechanism::Uprobe, hits, measured_ns, exit, interrupted, lost, notes: Vec::new(), off_cpu: Vec::new() })
 }
 
 fn ptrace_err(operation: &'static str, pid: Pid) -> impl Fn(Errno) -> ProbeError {
@@ -641,5 +644,5 @@ fn run_traps_pinned(plan: Plan, args: &[String], progress: &mut dyn FnMut(u64)) 
         }
     }
     hits.sort_by_key(|h| (h.time_ns, h.point));
-    Ok(EventOutcome { plan, mechanism: Mechanism::Trap, hits, measured_ns, exit, interrupted, lost: 0, notes: Vec::new() })
+    Ok(EventOutcome { plan, mechanism: Mechanism::Trap, hits, measured_ns, exit, interrupted, lost: 0, notes: Vec::new(), off_cpu: Vec::new() })
 }

@@ -158,6 +158,8 @@ pub struct PerfMmap {
 pub enum PerfRecord {
     Sample(PerfSample),
     Mmap(PerfMmap),
+    /// A thread left (`out`) or got back its CPU; `preempted`: it left still runnable.
+    Switch { tid: u32, time_ns: u64, out: bool, preempted: bool },
     /// The kernel dropped this many records because the buffer was full.
     Lost(u64),
 }
@@ -208,6 +210,8 @@ pub struct SessionOptions {
     /// maps a ring buffer of an inherited event only when it is bound to one CPU, so a
     /// caller following a program opens one session per CPU (as `perf record` does).
     pub inherit_on_cpu: Option<i32>,
+    /// Also report the task's context switches ([`PerfRecord::Switch`]).
+    pub context_switches: bool,
 }
 
 impl Default for SessionOptions {
@@ -220,6 +224,7 @@ impl Default for SessionOptions {
             buffer_pages: 512,
             enable_on_exec: true,
             inherit_on_cpu: None,
+            context_switches: false,
         }
     }
 }
@@ -277,6 +282,9 @@ impl Session {
         };
         attr.set_mmap(1);
         attr.set_mmap2(1);
+        if options.context_switches {
+            attr.set_context_switch(1);
+        }
         let cpu = match options.inherit_on_cpu {
             Some(cpu) => {
                 // Group reads of inherited events are refused by older kernels, and a
@@ -463,6 +471,15 @@ fn parse_record(
                 executable: prot & libc::PROT_EXEC as u32 != 0,
                 path: String::from_utf8_lossy(name).into_owned(),
             }))
+        }
+        sys::PERF_RECORD_SWITCH => {
+            // sample_id_all: pid, tid, time, identifier (the session's sample type)
+            let _pid = c.u32()?;
+            let tid = c.u32()?;
+            let time_ns = c.u64()?;
+            let out = misc as u32 & sys::PERF_RECORD_MISC_SWITCH_OUT != 0;
+            let preempted = misc as u32 & sys::PERF_RECORD_MISC_SWITCH_OUT_PREEMPT != 0;
+            Some(PerfRecord::Switch { tid, time_ns, out, preempted })
         }
         sys::PERF_RECORD_LOST => {
             let _id = c.u64()?;

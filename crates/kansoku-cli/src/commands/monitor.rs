@@ -9,7 +9,7 @@ use anyhow::{bail, Context, Result};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use serde::Serialize;
 
-use kansoku_monitor::events::{analyse, calibrate, calibration_differences, Calibration, EventReport};
+use kansoku_monitor::events::{analyse, analyse_on_cpu, calibrate, calibration_differences, Calibration, EventReport};
 use kansoku_monitor::sampling::{summarise, Observation, Summary, SummaryOptions};
 use kansoku_probe::events::{record_events, Calibrate, EventOptions, Mechanism};
 use kansoku_probe::spawn::{resolve_program, ExecGate};
@@ -394,7 +394,7 @@ pub fn run_events(args: EventArgs) -> Result<EventsJson> {
         eprintln!("kansoku: warning: the calibration points were never hit in sequence; no overhead subtracted");
     }
     let points: Vec<_> = r.plan.points.iter().map(|p| p.point.clone()).collect();
-    let report = analyse(&points, &r.plan.routines, &r.hits, calibration.map(|c| c.overhead_ns), r.measured_ns);
+    let report = analyse_on_cpu(&points, &r.plan.routines, &r.hits, calibration.map(|c| c.overhead_ns), r.measured_ns, &r.off_cpu);
     crate::output::exit_as(r.exit);
     let exit = match r.exit {
         kansoku_core::ExitStatus::Exited(c) => format!("exited with status {c}"),
@@ -460,6 +460,15 @@ pub fn events_text(e: &EventsJson, limit: usize) -> String {
             ]);
             if x.unfinished + x.abandoned + x.unmatched_exits > 0 {
                 out.push_str(&format!("note: {}: {} unfinished, {} abandoned, {} unmatched exits\n", x.name, x.unfinished, x.abandoned, x.unmatched_exits));
+            }
+            if x.preempted_ns + x.blocked_ns > 0.0 {
+                out.push_str(&format!(
+                    "note: {}: {:.3} ms preempted (in {} calls) and {:.3} ms blocked inside calls, left out of its on-CPU times\n",
+                    x.name,
+                    x.preempted_ns / 1e6,
+                    x.preempted_calls,
+                    x.blocked_ns / 1e6
+                ));
             }
             if x.clamped_at_zero > 0 {
                 out.push_str(&format!(
