@@ -367,22 +367,23 @@ pub fn run_agent(mut plan: Plan, args: &[String], progress: &mut dyn FnMut(u64))
     if let Some(why) = &switches.problem {
         notes.push(format!("times are wall-clock times: context switches could not be recorded ({why})"));
     }
-    Ok(EventOutcome { plan, mechanism: Mechanism::Agent, hits, measured_ns, exit, interrupted, lost, notes, off_cpu: switches.off_cpu })
+    Ok(EventOutcome { plan, mechanism: Mechanism::Agent, hits, measured_ns, exit, interrupted, lost, notes, off_cpu: switches.off_cpu() })
 }
 
 /// The program's context switches, from one inherited perf session per CPU (software
-/// events: no PMU needed), turned into per-thread off-CPU stretches.
-struct SwitchLog {
+/// events: no PMU needed), turned into per-thread off-CPU stretches at the end: a thread
+/// that leaves on one CPU comes back on another, so the records of all CPUs are put in
+/// time order before outs and ins are paired.
+pub(crate) struct SwitchLog {
     sessions: Vec<Session>,
-    /// Per thread: when it went out, and whether preempted.
-    out: std::collections::HashMap<u32, (u64, bool)>,
-    off_cpu: Vec<OffCpu>,
-    problem: Option<String>,
+    /// (time, tid, out, preempted) as drained.
+    records: Vec<(u64, u32, bool, bool)>,
+    pub(crate) problem: Option<String>,
 }
 
 impl SwitchLog {
-    fn open(pid: i32) -> SwitchLog {
-        let mut log = SwitchLog { sessions: Vec::new(), out: Default::default(), off_cpu: Vec::new(), problem: None };
+    pub(crate) fn open(pid: i32) -> SwitchLog {
+        let mut log = SwitchLog { sessions: Vec::new(), records: Vec::new(), problem: None };
         for cpu in crate::perf::online_cpus() {
             let options = SessionOptions {
                 clock: SamplingClock::CpuClock { period_ns: 1 << 40 },
@@ -404,19 +405,31 @@ impl SwitchLog {
         log
     }
 
-    fn drain(&mut self) {
-        let (out, off) = (&mut self.out, &mut self.off_cpu);
+    pub(crate) fn drain(&mut self) {
+        let records = &mut self.records;
         for s in &mut self.sessions {
             s.drain(&mut |r| {
-                if let PerfRecord::Switch { tid, time_ns, out: going, preempted } = r {
-                    if going {
-                        out.insert(tid, (time_ns, preempted));
-                    } else if let Some((from_ns, preempted)) = out.remove(&tid) {
-                        off.push(OffCpu { tid, from_ns, to_ns: time_ns, preempted });
-                    }
+                if let PerfRecord::Switch { tid, time_ns, out, preempted } = r {
+                    records.push((time_ns, tid, out, preempted));
                 }
             });
         }
+    }
+
+    /// Every thread's stretches off the CPU.
+    pub(crate) fn off_cpu(mut self) -> Vec<OffCpu> {
+        self.drain();
+        self.records.sort_by_key(|r| r.0);
+        let mut out: std::collections::HashMap<u32, (u64, bool)> = Default::default();
+        let mut off = Vec::new();
+        for (time_ns, tid, going, preempted) in self.records {
+            if going {
+                out.insert(tid, (time_ns, preempted));
+            } else if let Some((from_ns, preempted)) = out.remove(&tid) {
+                off.push(OffCpu { tid, from_ns, to_ns: time_ns, preempted });
+            }
+        }
+        off
     }
 }
 

@@ -1,7 +1,9 @@
 //! Seed 001's event method: measurement points planted in a program, each hit time-stamped.
 //!
-//! Two mechanisms:
+//! Three mechanisms:
 //!
+//! * [`Mechanism::Agent`] — kansoku's in-process agent ([`crate::agent`]): patched
+//!   function entries, hits written to shared memory, tens of nanoseconds a hit.
 //! * [`Mechanism::Uprobe`] — kernel uprobes (entry) and uretprobes (exit) opened with
 //!   `perf_event_open` on the program; hits arrive in perf ring buffers, time-stamped by
 //!   the kernel (CLOCK_MONOTONIC). The program is never stopped by another process. A
@@ -15,7 +17,10 @@
 //!   instructions (decoded from the function), as the seed planted exit points.
 //!
 //! A probe spec is `FUNC` (entry and exit), `FUNC:entry`, `FUNC:exit`, `0xADDR` (a
-//! link-time address of the program) or `FUNC+OFF` (a single point). With `calibrate`,
+//! link-time address of the program) or `FUNC+OFF` (a single point); `FUNC@LIB` names a
+//! function of a shared library the program loads (uftrace's form). With the agent and
+//! uprobes the kernel's context-switch records give each thread's time off the CPU, which
+//! calls leave out (on-CPU times). With `calibrate`,
 //! a point is added on the instruction after the first entry/single point: the time
 //! between the two is one hit's cost (the seed measured 250 µs this way).
 
@@ -451,6 +456,7 @@ fn run_uprobes(plan: Plan, args: &[String], progress: &mut dyn FnMut(u64)) -> Re
             }
         }
     }
+    let mut switches = crate::agent::SwitchLog::open(gate.pid.as_raw());
     let start = Instant::now();
     let pid = gate.open();
     let mut hits = Vec::new();
@@ -469,6 +475,7 @@ fn run_uprobes(plan: Plan, args: &[String], progress: &mut dyn FnMut(u64)) -> Re
     let exit = loop {
         sessions[0].wait(20);
         drain(&mut sessions, &mut hits);
+        switches.drain();
         progress(hits.len() as u64);
         if let ChildState::Ended(exit) = poll_child(pid, &mut interrupted)? {
             break exit;
@@ -476,12 +483,14 @@ fn run_uprobes(plan: Plan, args: &[String], progress: &mut dyn FnMut(u64)) -> Re
     };
     let measured_ns = start.elapsed().as_nanos() as u64;
     drain(&mut sessions, &mut hits);
+    switches.drain();
     let lost = sessions.iter().map(|s| s.lost).sum();
     if exit == ExitStatus::Exited(127) && hits.is_empty() {
         return Err(ProbeError::Spawn { program: plan.program.clone(), reason: "exec failed (is it a program for this machine?)".into() });
     }
     hits.sort_by_key(|h| (h.time_ns, h.point));
-    Ok(EventOutcome { plan, mechanism: Mechanism::Uprobe, hits, measured_ns, exit, interrupted, lost, notes: Vec::new(), off_cpu: Vec::new() })
+    let notes = switches.problem.iter().map(|why| format!("times are wall-clock times: context switches could not be recorded ({why})")).collect();
+    Ok(EventOutcome { plan, mechanism: Mechanism::Uprobe, hits, measured_ns, exit, interrupted, lost, notes, off_cpu: switches.off_cpu() })
 }
 
 fn ptrace_err(operation: &'static str, pid: Pid) -> impl Fn(Errno) -> ProbeError {
