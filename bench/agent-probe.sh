@@ -6,11 +6,13 @@
 #      tool minus its native time, divided by the calls (program time: kansoku's exec-to-exit,
 #      uftrace's "elapsed time" from `uftrace info`);
 #   2. program slowdown with 1, 10 and 100 probed functions (the events example);
-#   3. corrected times of self-timed routines (~70 ns and 1 ms) against the program's own.
+#   3. corrected times of self-timed routines (~70 ns and 1 ms) against the program's own;
+#   4. `record --marker` with marker hits from the agent and from a uprobe: cost per marker
+#      hit, and the share of samples that landed in probe code (dropped, counted).
 # Usage: bench/agent-probe.sh [KANSOKU]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-K=${1:-target/release/kansoku}
+K=${1:-${CARGO_TARGET_DIR:-target}/release/kansoku}
 [ -x "$K" ] || cargo build --release -p kansoku-cli
 cargo build --release --quiet -p kansoku-agent
 command -v uftrace >/dev/null || { echo "uftrace is not installed (scripts/setup installs it)"; exit 1; }
@@ -83,3 +85,19 @@ print("%-8s %-11s %9d %12.1f %12.1f %12.1f %12.1f %10.1f   (mean %+.1f %%, p50 %
 PY
   done
 done
+
+echo "== 4. record --marker func_M on seed000 (2,000,000 iterations), cpu-clock every 10 us"
+SEED="$D/demo/bin/seed000"
+printf "%-10s %10s %10s %12s %14s %16s\n" markers hits samples "probed s" "ns per hit" "samples in probe"
+$K record --time-period 10000 --json -o "$D/r0.ksk" -- "$SEED" 2000000 >/dev/null 2>"$D/r0.json"
+base=$(python3 -c "import json,sys;print(json.load(open(sys.argv[1]))['seconds'])" "$D/r0.json")
+for by in agent uprobe; do
+  $K record --time-period 10000 --marker func_M --marker-by $by --json -o "$D/r.ksk" -- "$SEED" 2000000 >/dev/null 2>"$D/r.json"
+  python3 - "$D/r.json" "$base" $by <<'PY'
+import json, sys
+v = json.load(open(sys.argv[1])); base = float(sys.argv[2])
+kept, dropped = v["samples"], v["samples_in_probe"]
+print("%-10s %10d %10d %12.3f %14.1f %10d (%.1f %%)" % (sys.argv[3], v["markers"], kept, v["seconds"], (v["seconds"] - base) / v["markers"] * 1e9, dropped, 100.0 * dropped / max(1, kept + dropped)))
+PY
+done
+echo "   (no markers: $base s)"

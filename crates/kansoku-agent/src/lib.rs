@@ -86,6 +86,8 @@ thread_local! {
 
 #[inline(always)]
 fn now(tsc: bool) -> u64 {
+    // (with the TSC the stubs read the counter themselves; this serves the calibration-free
+    // paths and CLOCK_MONOTONIC, perf's clock, for `record --marker`)
     if tsc {
         unsafe { core::arch::x86_64::_rdtsc() }
     } else {
@@ -95,19 +97,29 @@ fn now(tsc: bool) -> u64 {
     }
 }
 
+/// What the entry handler tells the stub: where to continue, and where to write the
+/// entry's time stamp (null: already written, or no record).
+#[repr(C)]
+struct EntryAnswer {
+    continuation: u64,
+    stamp: *mut u64,
+}
+
 /// Called by the entry stub: `point` is the entry point, `slot` the address of the return
-/// address. Returns where the stub continues (the moved prologue).
+/// address. With the TSC the stub reads the counter itself, after restoring the vector
+/// registers, into the record this handler reserved (time 0 until then: the drainer waits
+/// for it).
 #[no_mangle]
-unsafe extern "C" fn on_entry(point: u64, slot: *mut u64) -> u64 {
+unsafe extern "C" fn on_entry(point: u64, slot: *mut u64) -> EntryAnswer {
     let t = &*TABLES.load(Ordering::Relaxed);
     let continuation = *t.continuation.get_unchecked(point as usize);
-    STATE.with(|s| {
+    let stamp = STATE.with(|s| {
         let s = &mut *s.get();
         if s.busy || s.in_agent {
             if !s.in_agent {
                 (*t.control).lost.fetch_add(1, Ordering::Relaxed);
             }
-            return;
+            return std::ptr::null_mut();
         }
         s.busy = true;
         let exit = *t.exit_of.get_unchecked(point as usize);
@@ -116,27 +128,32 @@ unsafe extern "C" fn on_entry(point: u64, slot: *mut u64) -> u64 {
             s.depth += 1;
             *slot = stubs::kansoku_agent_exit_stub as *const () as u64;
         }
-        // Last, so that the handler's own work falls before the routine's time starts.
         // An exit probed alone is planted as entry = exit: its entry records nothing.
+        let mut stamp = std::ptr::null_mut();
         if exit != point as u32 {
-            append(s, t, point << 1, now(t.tsc));
+            let time = if t.tsc { 0 } else { now(false) };
+            let record = append(s, t, point << 1, time);
+            if t.tsc && !record.is_null() {
+                stamp = std::ptr::addr_of_mut!((*record).time);
+            }
         }
         s.busy = false;
+        stamp
     });
-    continuation
+    EntryAnswer { continuation, stamp }
 }
 
-/// Called by the exit stub with the stack pointer the function's `ret` left. Returns the
-/// real return address.
+/// Called by the exit stub with the stack pointer the function's `ret` left and the time
+/// stamp counter it read first thing. Returns the real return address.
 #[no_mangle]
-unsafe extern "C" fn on_exit(sp: u64) -> u64 {
+unsafe extern "C" fn on_exit(sp: u64, tsc: u64) -> u64 {
     let t = &*TABLES.load(Ordering::Relaxed);
-    let time = now(t.tsc);
+    let time = if t.tsc { tsc } else { now(false) };
     STATE.with(|s| {
         let s = &mut *s.get();
         let slot = sp - 8;
-        // The frame of this return; frames above it were left by longjmp or an exception
-        // (abandoned: the analysis counts them when this exit arrives).
+        // The frame of this return; frames above it were left by longjmp (abandoned: the
+        // analysis counts them when this exit arrives).
         let Some(k) = (0..s.depth).rev().find(|&k| s.frames[k].slot == slot) else {
             fatal(b"kansoku agent: a probed function returned through a frame it does not know; aborting\n");
         };
@@ -151,6 +168,63 @@ unsafe extern "C" fn on_exit(sp: u64) -> u64 {
     })
 }
 
+/// C++ exceptions and Rust panics unwind through `_Unwind_RaiseException` (thread
+/// cancellation through `_Unwind_ForcedUnwind`): the unwinder reads return addresses off the
+/// stack, and one replaced by the exit stub has no unwind entry, so the unwind would fail
+/// and the program terminate. The agent, preloaded, stands in front of both: before the
+/// unwind starts it puts back every return address this thread's shadow stack replaced
+/// (top first, and only where the stub's address is still there: a frame left by
+/// `longjmp` may have had its slot reused). Those calls then end without an exit hit and
+/// are reported as unfinished or abandoned, as the seed's missed exits were.
+unsafe fn restore_return_addresses() {
+    let stub = stubs::kansoku_agent_exit_stub as *const () as u64;
+    STATE.with(|s| {
+        let s = &mut *s.get();
+        for f in s.frames[..s.depth].iter().rev() {
+            let slot = f.slot as *mut u64;
+            if *slot == stub {
+                *slot = f.ret;
+            }
+        }
+        s.depth = 0;
+    });
+}
+
+/// The next definition of `name` after the agent (libgcc_s's), found once.
+unsafe fn next_symbol(cache: &AtomicU64, name: &CStr) -> u64 {
+    let mut f = cache.load(Ordering::Relaxed);
+    if f == 0 {
+        f = libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) as u64;
+        cache.store(f, Ordering::Relaxed);
+    }
+    f
+}
+
+/// # Safety
+/// Called by the C++ runtime (or Rust's) with its exception object, as libgcc_s's is.
+#[no_mangle]
+pub unsafe extern "C" fn _Unwind_RaiseException(exception: *mut libc::c_void) -> libc::c_int {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    restore_return_addresses();
+    match next_symbol(&NEXT, c"_Unwind_RaiseException") {
+        0 => fatal(b"kansoku agent: no _Unwind_RaiseException to forward an exception to\n"),
+        f => std::mem::transmute::<u64, unsafe extern "C" fn(*mut libc::c_void) -> libc::c_int>(f)(exception),
+    }
+}
+
+/// # Safety
+/// Called by the thread library with its exception object and stop function, as
+/// libgcc_s's is.
+#[no_mangle]
+pub unsafe extern "C" fn _Unwind_ForcedUnwind(exception: *mut libc::c_void, stop: *mut libc::c_void, argument: *mut libc::c_void) -> libc::c_int {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    restore_return_addresses();
+    match next_symbol(&NEXT, c"_Unwind_ForcedUnwind") {
+        0 => fatal(b"kansoku agent: no _Unwind_ForcedUnwind to forward to\n"),
+        f => std::mem::transmute::<u64, unsafe extern "C" fn(*mut libc::c_void, *mut libc::c_void, *mut libc::c_void) -> libc::c_int>(f)(exception, stop, argument),
+    }
+}
+
 fn fatal(message: &[u8]) -> ! {
     unsafe {
         libc::write(2, message.as_ptr().cast(), message.len());
@@ -159,20 +233,22 @@ fn fatal(message: &[u8]) -> ! {
 }
 
 /// Appends one record to the thread's ring, claiming a ring first if the thread (or the
-/// process, after a fork) has none.
+/// process, after a fork) has none. Returns the record (null when the hit was lost).
 #[inline(always)]
-unsafe fn append(s: &mut ThreadState, t: &Tables, what: u64, time: u64) {
+unsafe fn append(s: &mut ThreadState, t: &Tables, what: u64, time: u64) -> *mut Record {
     if s.generation != GENERATION.load(Ordering::Relaxed) && !claim(s, t) {
         (*t.control).lost.fetch_add(1, Ordering::Relaxed);
-        return;
+        return std::ptr::null_mut();
     }
     if s.head >= s.limit && !wait_for_room(s, t) {
         (*t.control).lost.fetch_add(1, Ordering::Relaxed);
-        return;
+        return std::ptr::null_mut();
     }
-    *s.records.add((s.head % RING_RECORDS) as usize) = Record { time, what };
+    let record = s.records.add((s.head % RING_RECORDS) as usize);
+    *record = Record { time, what };
     s.head += 1;
     (*s.ring).head.store(s.head, Ordering::Release);
+    record
 }
 
 #[cold]

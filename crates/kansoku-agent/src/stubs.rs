@@ -26,7 +26,8 @@ global_asm!(
     ".type kansoku_agent_entry_stub,@function",
     "kansoku_agent_entry_stub:",
     // [rsp] = the point (pushed by the trampoline), [rsp+8] = the return address; rsp ≡ 0
-    // (mod 16). Nine pushes and 264 bytes for sixteen xmm registers keep it aligned.
+    // (mod 16). Nine pushes and 264 bytes (sixteen xmm registers and a spare slot at
+    // [rsp+256]) keep it aligned.
     "push rax",
     "push rcx",
     "push rdx",
@@ -56,8 +57,10 @@ global_asm!(
     "mov rdi, [rsp+336]",
     "lea rsi, [rsp+344]",
     "call {on_entry}",
-    // the continuation takes the point's place: `ret` goes there with rsp as at entry
+    // rax: the continuation, which takes the point's place; rdx: where the entry's time
+    // stamp goes (0: the handler stamped it, or there is no record)
     "mov [rsp+336], rax",
+    "mov [rsp+256], rdx",
     "movdqu xmm0, [rsp+0]",
     "movdqu xmm1, [rsp+16]",
     "movdqu xmm2, [rsp+32]",
@@ -74,6 +77,16 @@ global_asm!(
     "movdqu xmm13, [rsp+208]",
     "movdqu xmm14, [rsp+224]",
     "movdqu xmm15, [rsp+240]",
+    // The time stamp as late as can be: after the handler and the vector registers, so
+    // that little of the probe's own work falls inside the call it times.
+    "mov rcx, [rsp+256]",
+    "test rcx, rcx",
+    "jz 2f",
+    "rdtsc",
+    "shl rdx, 32",
+    "or rax, rdx",
+    "mov [rcx], rax",
+    "2:",
     "add rsp, 264",
     "pop r11",
     "pop r10",
@@ -96,12 +109,16 @@ global_asm!(
     ".hidden kansoku_agent_exit_stub",
     ".type kansoku_agent_exit_stub,@function",
     "kansoku_agent_exit_stub:",
-    // Reached by `ret`: rsp ≡ 0 (mod 16). A slot for the real return address, nine
-    // registers, sixteen xmm registers: 336 bytes, rsp ≡ 0 again at the call.
+    // Reached by `ret`: rsp ≡ 0 (mod 16). A slot for the real return address, then rax
+    // and rdx, and the time stamp first of all (as early as can be); then the other seven
+    // registers and sixteen xmm registers: 336 bytes, rsp ≡ 0 again at the call.
     "push rax",
     "push rax",
-    "push rcx",
     "push rdx",
+    "rdtsc",
+    "shl rdx, 32",
+    "or rax, rdx",
+    "push rcx",
     "push rsi",
     "push rdi",
     "push r8",
@@ -125,8 +142,9 @@ global_asm!(
     "movdqu [rsp+208], xmm13",
     "movdqu [rsp+224], xmm14",
     "movdqu [rsp+240], xmm15",
-    // the stack pointer as the function's `ret` left it
+    // the stack pointer as the function's `ret` left it, and the time stamp
     "lea rdi, [rsp+336]",
+    "mov rsi, rax",
     "call {on_exit}",
     "mov [rsp+328], rax",
     "movdqu xmm0, [rsp+0]",
@@ -152,8 +170,8 @@ global_asm!(
     "pop r8",
     "pop rdi",
     "pop rsi",
-    "pop rdx",
     "pop rcx",
+    "pop rdx",
     "pop rax",
     // as at entry: a jump keeps the return stack buffer in step with the real calls
     "lea rsp, [rsp+8]",

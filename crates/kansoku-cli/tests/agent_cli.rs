@@ -339,3 +339,42 @@ int main(void) { for (int i = 0; i < 10; i++) { nap(); burn(); } return 0; }
     let wall = burn["mean_ns"].as_f64().unwrap() + burn["preempted_ns"].as_f64().unwrap() / 10.0;
     assert!((wall / 20e6 - 1.0).abs() < 0.1, "on-CPU + preempted = the 20 ms of wall time: {wall}");
 }
+
+#[test]
+fn longjmp_and_cpp_exceptions_through_probed_functions() {
+    // longjmp out of two probed frames: the program goes on, the calls left count as abandoned
+    let jumps = cc(
+        "jumps",
+        r#"#include <setjmp.h>
+jmp_buf env;
+volatile long sink;
+__attribute__((noinline)) void deep(int i) { sink += i; if (i % 10 == 9) longjmp(env, 1); }
+__attribute__((noinline)) void mid(int i) { sink += 1; deep(i); sink -= 1; }
+int main(void) { int n = 0; for (int i = 0; i < 100; i++) { if (setjmp(env) == 0) mid(i); else n++; } return n == 10 ? 0 : 1; }
+"#,
+        &[],
+    );
+    let (v, out) = events(&["deep", "mid"], &jumps, &[], None);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!((calls(&v, "deep"), calls(&v, "mid")), (90, 90));
+    // a C++ exception thrown through probed frames is caught as without probes
+    let source = scratch().join("throws.cpp");
+    std::fs::write(
+        &source,
+        r#"#include <cstdio>
+#include <stdexcept>
+volatile long sink;
+extern "C" __attribute__((noinline)) void thrower(int i) { sink += i; if (i % 10 == 9) throw std::runtime_error("nine"); }
+extern "C" __attribute__((noinline)) void middle(int i) { sink += 1; thrower(i); sink -= 1; }
+int main() { int caught = 0; for (int i = 0; i < 100; i++) { try { middle(i); } catch (const std::exception &) { caught++; } } std::printf("caught=%d\n", caught); return caught == 10 ? 0 : 1; }
+"#,
+    )
+    .unwrap();
+    let throws = scratch().join("throws");
+    let o = Command::new("g++").args(["-O2", "-o"]).arg(&throws).arg(&source).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (v, out) = events(&["thrower", "middle"], &throws, &[], None);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "caught=10");
+    assert_eq!((calls(&v, "thrower"), calls(&v, "middle")), (90, 90));
+}

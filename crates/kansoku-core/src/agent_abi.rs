@@ -122,7 +122,9 @@ pub struct RingHeader {
 }
 
 /// One hit: a time stamp and `point << 1 | is_exit` (an exit point is its own point id;
-/// the bit is for readers of a raw ring).
+/// the bit is for readers of a raw ring). An entry's TSC stamp is written just after the
+/// record is published (as late as can be before the call runs): a reader that finds time
+/// 0 stops there and comes back.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Record {

@@ -149,8 +149,11 @@ impl SharedFile {
     }
 
     /// Moves every record written since the last call into `out` as hits still in the
-    /// agent's time stamps; past `MAX_HITS` records are drained and counted, not kept.
-    fn drain(&mut self, out: &mut Vec<Hit>, over: &mut u64) {
+    /// agent's time stamps; past `MAX_HITS` records are drained and counted, not kept. A
+    /// record whose time stamp is not written yet (0) ends the ring's batch, unless `last`
+    /// (the program has ended: it never will be; the record is dropped and counted).
+    fn drain(&mut self, out: &mut Vec<Hit>, over: &mut u64, last: bool) -> u64 {
+        let mut unstamped = 0;
         let rings = (self.control().rings_claimed.load(Ordering::Acquire) as usize).min(MAX_RINGS);
         for k in 0..rings {
             let header = unsafe { &*(self.base.add(ring_offset(k)) as *const RingHeader) };
@@ -163,17 +166,27 @@ impl SharedFile {
             let records = unsafe { self.base.add(ring_offset(k) + std::mem::size_of::<RingHeader>()) as *const Record };
             // A head more than a ring ahead would be a writer that ignored the tail: read
             // what the ring holds, never past it.
+            let mut done = head;
             for i in head.saturating_sub(RING_RECORDS).max(tail)..head {
+                let r = unsafe { std::ptr::read_volatile(records.add((i % RING_RECORDS) as usize)) };
+                if r.time == 0 {
+                    if !last {
+                        done = i;
+                        break;
+                    }
+                    unstamped += 1;
+                    continue;
+                }
                 if out.len() >= MAX_HITS {
                     *over += 1;
                     continue;
                 }
-                let r = unsafe { *records.add((i % RING_RECORDS) as usize) };
                 out.push(Hit { point: (r.what >> 1).min(u32::MAX as u64) as u32, tid, time_ns: r.time });
             }
-            self.tails[k] = head;
-            header.tail.store(head, Ordering::Release);
+            self.tails[k] = done;
+            header.tail.store(done, Ordering::Release);
         }
+        unstamped
     }
 }
 
@@ -269,8 +282,10 @@ impl AgentSession {
     }
 
     /// Hits written since the last call, in the agent's time stamps (see [`TimeBase`]).
-    pub fn drain(&mut self, out: &mut Vec<Hit>, over: &mut u64) {
-        self.shared.drain(out, over)
+    /// With `last` (the program has ended) records never stamped are dropped; returns
+    /// their number.
+    pub fn drain(&mut self, out: &mut Vec<Hit>, over: &mut u64, last: bool) -> u64 {
+        self.shared.drain(out, over, last)
     }
 
     pub fn control(&self) -> &Control {
@@ -314,7 +329,7 @@ pub fn run_agent(mut plan: Plan, args: &[String], progress: &mut dyn FnMut(u64))
             session.control().go.store(1, Ordering::Release);
             held = false;
         }
-        session.drain(&mut hits, &mut over);
+        session.drain(&mut hits, &mut over, false);
         if let Some((s, points)) = fallback.as_mut() {
             drain_uprobes(s, points, &mut uprobe_hits);
         }
@@ -330,7 +345,7 @@ pub fn run_agent(mut plan: Plan, args: &[String], progress: &mut dyn FnMut(u64))
     switches.drain();
     let measured_ns = start.elapsed().as_nanos() as u64;
     // Children that outlived the program (forked, still writing) are not waited for.
-    session.drain(&mut hits, &mut over);
+    let unstamped = session.drain(&mut hits, &mut over, true);
     // The rate is read over at least 20 ms, so that a short run still gives it to 1e-4.
     std::thread::sleep(Duration::from_millis(20).saturating_sub(start.elapsed()));
     let time = TimeBase::new(tsc, start_pair, clock_pair());
@@ -362,6 +377,9 @@ pub fn run_agent(mut plan: Plan, args: &[String], progress: &mut dyn FnMut(u64))
     }
     if over > 0 {
         notes.push(format!("kansoku kept the first {MAX_HITS} hits; {over} more are counted as lost"));
+    }
+    if unstamped > 0 {
+        notes.push(format!("{unstamped} entries were cut off by the program's end before their time stamp was written, and dropped"));
     }
     let lost = control.lost.load(Ordering::Relaxed) + over;
     if let Some(why) = &switches.problem {

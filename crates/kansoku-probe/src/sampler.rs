@@ -165,7 +165,7 @@ impl<W: Write> SampleWriter<'_, W> {
         session.drain(&mut |r| records.push(r));
         if let Some(agent) = agent {
             let mut hits = Vec::new();
-            agent.drain(&mut hits, &mut 0);
+            agent.drain(&mut hits, &mut 0, last);
             for h in hits {
                 self.pending.push((h.time_ns, Event::Marker { time_ns: h.time_ns, instructions: None }));
             }
