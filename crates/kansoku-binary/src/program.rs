@@ -107,6 +107,8 @@ pub struct Program {
     pub has_static_symbols: bool,
     /// The dynamic linker named in `PT_INTERP` (None: a static executable or a library).
     pub interpreter: Option<PathBuf>,
+    /// The entry point (`e_entry`), a link-time address.
+    pub entry: u64,
     functions: Vec<FunctionSymbol>,
     segments: Vec<LoadSegment>,
     code: Vec<CodeSection>,
@@ -164,6 +166,7 @@ impl Program {
             .collect();
         let has_static_symbols = file.symbols().any(|s| s.kind() == SymbolKind::Text);
         let interpreter = interpreter_of(&data);
+        let entry = file.entry();
         let module = module_name(&path);
         let functions = collect_functions(&file, &data, &code, has_static_symbols, &module);
         Ok(Program {
@@ -173,6 +176,7 @@ impl Program {
             build_id,
             has_static_symbols,
             interpreter,
+            entry,
             functions,
             segments,
             code,

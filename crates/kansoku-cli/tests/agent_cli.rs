@@ -378,3 +378,29 @@ int main() { int caught = 0; for (int i = 0; i < 100; i++) { try { middle(i); } 
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "caught=10");
     assert_eq!((calls(&v, "thrower"), calls(&v, "middle")), (90, 90));
 }
+
+#[test]
+fn library_functions_are_probed_by_every_mechanism() {
+    let (z, input) = (zsqueeze(), text_input());
+    let want = callgrind_calls(&z, &["6"], Some(&input));
+    let mut mechanisms = vec!["trap"];
+    if kansoku_probe::perf::uprobes_available() {
+        mechanisms.push("uprobe");
+    }
+    for m in mechanisms {
+        let report = scratch().join(format!("lib-{m}.json"));
+        let out = kansoku()
+            .args(["monitor", "events", "--mechanism", m, "--probe", "deflate@libz", "--probe", "fread@libc", "--json", "-o"])
+            .arg(&report)
+            .arg("--")
+            .arg(&z)
+            .arg("6")
+            .stdin(Stdio::from(std::fs::File::open(&input).unwrap()))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{m}: {}", String::from_utf8_lossy(&out.stderr));
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+        assert_eq!(calls(&v, "deflate@libz"), want["deflate"], "{m}");
+        assert_eq!(calls(&v, "fread@libc"), want["fread"], "{m}");
+    }
+}

@@ -285,9 +285,6 @@ pub fn plan(program_path: &Path, specs: &[String], mechanism: Mechanism, calibra
             }
             Err(_) => return Err(no_such(spec, name, program)),
         };
-        if module.is_some() && mechanism == Mechanism::Trap {
-            return Err(bad(spec, "the trap mechanism plants its traps at exec, before libraries are loaded; use --mechanism agent or uprobe for FUNC@LIB".into()));
-        }
         let exits = |program: &Program| -> Vec<u64> {
             let cfg = FunctionCfg::build(program, &f);
             cfg.instructions.iter().filter(|i| i.kind == InstructionKind::Return).map(|i| i.address).collect()
@@ -540,6 +537,33 @@ fn run_traps(plan: Plan, args: &[String], progress: &mut dyn FnMut(u64)) -> Resu
     result
 }
 
+/// Runs the stopped tracee to `address` with a temporary `int3` there, and leaves it stopped
+/// at `address` with the original byte back.
+fn run_to(pid: Pid, address: u64) -> Result<(), ProbeError> {
+    let at = address as ptrace::AddressType;
+    let word = ptrace::read(pid, at).map_err(ptrace_err("PEEKDATA", pid))?;
+    ptrace::write(pid, at, (word & !0xff) | 0xcc).map_err(ptrace_err("POKEDATA", pid))?;
+    let mut signal = None;
+    loop {
+        ptrace::cont(pid, signal.take()).map_err(ptrace_err("CONT", pid))?;
+        match wait_retrying(pid, Some(WaitPidFlag::__WALL)) {
+            Ok(WaitStatus::Stopped(_, Signal::SIGTRAP)) => {
+                let mut regs = ptrace::getregs(pid).map_err(ptrace_err("GETREGS", pid))?;
+                if regs.rip == address + 1 {
+                    ptrace::write(pid, at, word).map_err(ptrace_err("POKEDATA", pid))?;
+                    regs.rip = address;
+                    return ptrace::setregs(pid, regs).map_err(ptrace_err("SETREGS", pid));
+                }
+                signal = Some(Signal::SIGTRAP);
+            }
+            Ok(WaitStatus::Stopped(_, sig)) => signal = Some(sig),
+            Ok(WaitStatus::PtraceEvent(..)) => {}
+            Ok(_) => return Err(ProbeError::Spawn { program: PathBuf::from(format!("process {pid}")), reason: "it ended before reaching its entry point".into() }),
+            Err(errno) => return Err(ProbeError::Wait { pid: pid.as_raw(), errno }),
+        }
+    }
+}
+
 fn run_traps_pinned(plan: Plan, args: &[String], progress: &mut dyn FnMut(u64)) -> Result<EventOutcome, ProbeError> {
     let program = Program::open(&plan.program)?;
     let pid = spawn_traced(&plan.program, args)?;
@@ -551,14 +575,35 @@ fn run_traps_pinned(plan: Plan, args: &[String], progress: &mut dyn FnMut(u64)) 
         kill(pid);
         return Err(ptrace_err("SETOPTIONS", pid)(e));
     }
-    let modules = crate::procfs::ModuleReader::default().code_modules(pid.as_raw())?;
+    let mut modules = crate::procfs::ModuleReader::default().code_modules(pid.as_raw())?;
     let path = plan.program.to_string_lossy().into_owned();
+    // Libraries are mapped by the dynamic linker after exec: run to the program's entry
+    // point first, where they all are.
+    if plan.points.iter().any(|p| p.module.is_some()) {
+        let entry = kansoku_binary::maps::runtime_address(&modules, &program, &path, program.entry)
+            .ok_or_else(|| ProbeError::MarkerNotMapped { marker: "the entry point".into(), program: plan.program.clone() })?;
+        if let Err(e) = run_to(pid, entry) {
+            kill(pid);
+            return Err(e);
+        }
+        modules = crate::procfs::ModuleReader::default().code_modules(pid.as_raw())?;
+    }
+    let mut libraries: Vec<(PathBuf, Program)> = Vec::new();
     // Plant: one int3 per distinct address.
     let mut traps: Vec<Trap> = Vec::new();
     for (i, p) in plan.points.iter().enumerate() {
-        let addr = kansoku_binary::maps::runtime_address(&modules, &program, &path, p.vaddr).ok_or_else(|| ProbeError::MarkerNotMapped {
+        let (module_path, module) = match &p.module {
+            None => (path.clone(), &program),
+            Some(lib) => {
+                if !libraries.iter().any(|(q, _)| q == lib) {
+                    libraries.push((lib.clone(), Program::open(lib)?));
+                }
+                (lib.to_string_lossy().into_owned(), &libraries.iter().find(|(q, _)| q == lib).expect("opened above").1)
+            }
+        };
+        let addr = kansoku_binary::maps::runtime_address(&modules, module, &module_path, p.vaddr).ok_or_else(|| ProbeError::MarkerNotMapped {
             marker: p.point.name.clone(),
-            program: plan.program.clone(),
+            program: PathBuf::from(&module_path),
         })?;
         match traps.iter_mut().find(|t| t.address == addr) {
             Some(t) => t.points.push(i as u32),
