@@ -123,8 +123,8 @@ pub struct EventOutcome {
     pub lost: u64,
     /// What the user should know about how the points were planted.
     pub notes: Vec<String>,
-    /// The threads' stretches off the CPU (agent runs: from the kernel's context-switch
-    /// records), for on-CPU times; empty when not recorded.
+    /// The threads' stretches off the CPU (agent and uprobe runs: from the kernel's
+    /// context-switch records), for on-CPU times; empty when not recorded.
     pub off_cpu: Vec<OffCpu>,
 }
 
@@ -146,7 +146,7 @@ fn parse_number(s: &str) -> Option<u64> {
 
 /// The shared libraries a dynamic program loads at start, as its dynamic linker lists
 /// them (`ld.so --list`, which reads the program without running it).
-fn libraries_of(program: &Program, path: &Path) -> Result<Vec<PathBuf>, String> {
+fn libraries_of(program: &Program, path: &Path) -> Result<Vec<(String, PathBuf)>, String> {
     let interpreter = program.interpreter.as_ref().ok_or_else(|| format!("{} is statically linked: it loads no shared libraries", path.display()))?;
     let out = std::process::Command::new(interpreter)
         .arg("--list")
@@ -155,14 +155,16 @@ fn libraries_of(program: &Program, path: &Path) -> Result<Vec<PathBuf>, String> 
         .output()
         .map_err(|e| format!("running {} --list {}: {e}", interpreter.display(), path.display()))?;
     let text = String::from_utf8_lossy(&out.stdout);
-    // lines: `libz.so.1 => /lib/x86_64-linux-gnu/libz.so.1 (0x…)` or `/lib64/ld-linux-x86-64.so.2 (0x…)`
+    // lines: `libz.so.1 => /lib/x86_64-linux-gnu/libz.so.1 (0x…)` or `/lib64/ld-linux-x86-64.so.2 (0x…)`;
+    // kept: the name as listed (the soname) and the real file (the kernel's maps show that)
     Ok(text
         .lines()
         .filter_map(|l| {
             let l = l.trim();
-            let l = l.split_once("=>").map_or(l, |(_, p)| p.trim());
-            let p = l.split_whitespace().next()?;
-            p.starts_with('/').then(|| std::fs::canonicalize(p).unwrap_or_else(|_| PathBuf::from(p)))
+            let (listed, rest) = l.split_once("=>").map_or((l.split_whitespace().next()?, l), |(n, p)| (n.trim(), p.trim()));
+            let p = rest.split_whitespace().next()?;
+            let listed = Path::new(listed).file_name()?.to_string_lossy().into_owned();
+            p.starts_with('/').then(|| (listed, std::fs::canonicalize(p).unwrap_or_else(|_| PathBuf::from(p))))
         })
         .collect())
 }
@@ -170,15 +172,14 @@ fn libraries_of(program: &Program, path: &Path) -> Result<Vec<PathBuf>, String> 
 /// Whether library file `name` is what the user called `lib`: `libz.so.1` is `libz.so.1`,
 /// `libz`, `libz.so` and `z`.
 fn library_matches(name: &str, lib: &str) -> bool {
-    let stem = |n: &str| n.split(".so").next().unwrap_or(n).to_string();
-    name == lib || stem(name) == lib || stem(name) == format!("lib{lib}") || name.starts_with(&format!("{lib}.so"))
+    name == lib || name.starts_with(&format!("{lib}.")) || name.starts_with(&format!("lib{lib}."))
 }
 
 /// The program and the libraries named so far, opened once each.
 struct Modules {
     program: Program,
     display: String,
-    libraries: Option<Vec<PathBuf>>,
+    libraries: Option<Vec<(String, PathBuf)>>,
     opened: Vec<(PathBuf, Program)>,
 }
 
@@ -194,9 +195,10 @@ impl Modules {
                 self.libraries = Some(libraries_of(&self.program, self.program.path()).map_err(bad)?);
             }
             let all = self.libraries.as_ref().expect("listed above");
-            let found = all.iter().find(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| library_matches(n, lib)));
-            let names: Vec<String> = all.iter().filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned())).collect();
-            found.cloned().ok_or_else(|| bad(format!("{} loads no library '{lib}' at start (it loads: {})", self.display, names.join(", "))))?
+            let file_name = |p: &PathBuf| p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let found = all.iter().find(|(listed, p)| library_matches(listed, lib) || library_matches(&file_name(p), lib));
+            let names: Vec<&str> = all.iter().map(|(listed, _)| listed.as_str()).collect();
+            found.map(|(_, p)| p.clone()).ok_or_else(|| bad(format!("{} loads no library '{lib}' at start (it loads: {})", self.display, names.join(", "))))?
         };
         if !self.opened.iter().any(|(p, _)| *p == path) {
             let program = Program::open(&path)?;
@@ -204,6 +206,23 @@ impl Modules {
         }
         let program = &self.opened.iter().find(|(p, _)| *p == path).expect("opened above").1;
         Ok((Some(path), program))
+    }
+}
+
+#[cfg(test)]
+mod library_tests {
+    use super::*;
+
+    #[test]
+    fn libraries_are_named_as_users_name_them() {
+        for lib in ["libz.so.1", "libz", "z", "libz.so"] {
+            assert!(library_matches("libz.so.1", lib), "{lib}");
+        }
+        assert!(library_matches("libc.so.6", "libc") && library_matches("libc.so.6", "c"));
+        assert!(!library_matches("libzstd.so.1", "libz") && !library_matches("libz.so.1", "zstd"));
+        assert_eq!(split_library("malloc@libc"), ("malloc", Some("libc")));
+        assert_eq!(split_library("malloc"), ("malloc", None));
+        assert_eq!(split_library("@libc"), ("@libc", None));
     }
 }
 
