@@ -209,23 +209,6 @@ impl Modules {
     }
 }
 
-#[cfg(test)]
-mod library_tests {
-    use super::*;
-
-    #[test]
-    fn libraries_are_named_as_users_name_them() {
-        for lib in ["libz.so.1", "libz", "z", "libz.so"] {
-            assert!(library_matches("libz.so.1", lib), "{lib}");
-        }
-        assert!(library_matches("libc.so.6", "libc") && library_matches("libc.so.6", "c"));
-        assert!(!library_matches("libzstd.so.1", "libz") && !library_matches("libz.so.1", "zstd"));
-        assert_eq!(split_library("malloc@libc"), ("malloc", Some("libc")));
-        assert_eq!(split_library("malloc"), ("malloc", None));
-        assert_eq!(split_library("@libc"), ("@libc", None));
-    }
-}
-
 /// Splits `FUNC@LIB` (uftrace's form) into the function and the library.
 fn split_library(name: &str) -> (&str, Option<&str>) {
     match name.split_once('@') {
@@ -718,4 +701,21 @@ fn run_traps_pinned(plan: Plan, args: &[String], progress: &mut dyn FnMut(u64)) 
     }
     hits.sort_by_key(|h| (h.time_ns, h.point));
     Ok(EventOutcome { plan, mechanism: Mechanism::Trap, hits, measured_ns, exit, interrupted, lost: 0, notes: Vec::new(), off_cpu: Vec::new() })
+}
+
+#[cfg(test)]
+mod library_tests {
+    use super::*;
+
+    #[test]
+    fn libraries_are_named_as_users_name_them() {
+        for lib in ["libz.so.1", "libz", "z", "libz.so"] {
+            assert!(library_matches("libz.so.1", lib), "{lib}");
+        }
+        assert!(library_matches("libc.so.6", "libc") && library_matches("libc.so.6", "c"));
+        assert!(!library_matches("libzstd.so.1", "libz") && !library_matches("libz.so.1", "zstd"));
+        assert_eq!(split_library("malloc@libc"), ("malloc", Some("libc")));
+        assert_eq!(split_library("malloc"), ("malloc", None));
+        assert_eq!(split_library("@libc"), ("@libc", None));
+    }
 }
