@@ -244,12 +244,13 @@ impl Program {
     /// The resolver address of the GNU IFUNC symbol `name` (e.g. libc's `memcpy`): its
     /// implementation is chosen by the dynamic linker at run time, per machine.
     pub fn ifunc_named(&self, name: &str) -> Option<u64> {
+        // any version: glibc keeps an old plain `memcpy@GLIBC_2.2.5` beside the default
+        // `memcpy@@GLIBC_2.14`, an IFUNC, which is the one programs call
         let file = object::File::parse(&**self.data).ok()?;
-        let sym = file.dynamic_symbols().find(|s| s.name() == Ok(name))?;
-        match sym.flags() {
-            object::SymbolFlags::Elf { st_info, .. } if st_info & 0xf == object::elf::STT_GNU_IFUNC => Some(sym.address()),
-            _ => None,
-        }
+        file.dynamic_symbols()
+            .filter(|s| s.name() == Ok(name))
+            .find(|s| matches!(s.flags(), object::SymbolFlags::Elf { st_info, .. } if st_info & 0xf == object::elf::STT_GNU_IFUNC))
+            .map(|s| s.address())
     }
 
     pub fn code_at(&self, addr: u64) -> Option<&[u8]> {

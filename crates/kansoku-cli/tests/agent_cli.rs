@@ -387,10 +387,12 @@ fn library_functions_are_probed_by_every_mechanism() {
     if kansoku_probe::perf::uprobes_available() {
         mechanisms.push("uprobe");
     }
+    let mut memcpy = Vec::new();
+    mechanisms.push("agent");
     for m in mechanisms {
         let report = scratch().join(format!("lib-{m}.json"));
         let out = kansoku()
-            .args(["monitor", "events", "--mechanism", m, "--probe", "deflate@libz", "--probe", "fread@libc", "--json", "-o"])
+            .args(["monitor", "events", "--mechanism", m, "--probe", "deflate@libz", "--probe", "fread@libc", "--probe", "memcpy@libc", "--json", "-o"])
             .arg(&report)
             .arg("--")
             .arg(&z)
@@ -402,5 +404,8 @@ fn library_functions_are_probed_by_every_mechanism() {
         let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
         assert_eq!(calls(&v, "deflate@libz"), want["deflate"], "{m}");
         assert_eq!(calls(&v, "fread@libc"), want["fread"], "{m}");
+        // memcpy is a GNU IFUNC: each mechanism probes the implementation this CPU uses
+        memcpy.push((m, calls(&v, "memcpy@libc")));
     }
+    assert!(memcpy[0].1 > 0 && memcpy.iter().all(|(_, n)| *n == memcpy[0].1), "memcpy calls: {memcpy:?}");
 }

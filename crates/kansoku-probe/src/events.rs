@@ -275,17 +275,20 @@ pub fn plan(program_path: &Path, specs: &[String], mechanism: Mechanism, calibra
         };
         let (name, lib) = split_library(full);
         let (module, program) = modules.module(spec, lib)?;
-        let f = match program.function_named(name) {
-            Ok(f) => f.clone(),
-            // A GNU IFUNC: only the agent, inside the process, learns which implementation
-            // the dynamic linker chose (address 0 tells it to ask).
-            Err(_) if module.is_some() && program.ifunc_named(name).is_some() => {
-                if mechanism != Mechanism::Agent {
-                    return Err(bad(spec, format!("{name} is a GNU IFUNC: its implementation is chosen at run time; probe it with --mechanism agent")));
-                }
-                kansoku_binary::FunctionSymbol { name: name.into(), address: 0, size: 0, source: kansoku_binary::SymbolSource::Dynamic, aliases: Vec::new() }
+        let ifunc = |address: u64| kansoku_binary::FunctionSymbol { name: name.into(), address, size: 0, source: kansoku_binary::SymbolSource::Dynamic, aliases: Vec::new() };
+        let f = match (&module, program.ifunc_named(name)) {
+            // A GNU IFUNC: the dynamic linker picks the implementation for this CPU. The
+            // agent asks it inside the process (address 0 tells it to); uprobes and traps
+            // take the one it picks in kansoku's own process, on the same machine.
+            (Some(lib), Some(_)) if mechanism == Mechanism::Agent => ifunc(0),
+            (Some(lib), Some(_)) => {
+                let vaddr = ifunc_implementation(lib, name).ok_or_else(|| {
+                    bad(spec, format!("{name} is a GNU IFUNC of {} and kansoku could not resolve it in its own process; probe it with --mechanism agent", lib.display()))
+                })?;
+                let size = program.function_at(vaddr).filter(|g| g.address == vaddr).map_or(0, |g| g.size);
+                kansoku_binary::FunctionSymbol { size, ..ifunc(vaddr) }
             }
-            Err(_) => return Err(no_such(spec, name, program)),
+            _ => program.function_named(name).map_err(|_| no_such(spec, name, program))?.clone(),
         };
         let exits = |program: &Program| -> Vec<u64> {
             let cfg = FunctionCfg::build(program, &f);
@@ -338,6 +341,29 @@ pub fn plan(program_path: &Path, specs: &[String], mechanism: Mechanism, calibra
         return Err(bad("", "no probes given".into()));
     }
     Ok(Plan { program: program_path.to_path_buf(), points, routines, calibration })
+}
+
+/// The link-time address in `lib` of the implementation the dynamic linker picks for the
+/// GNU IFUNC `name` on this machine, asked in kansoku's own process (for a library it has
+/// loaded already: libc, libm).
+fn ifunc_implementation(lib: &Path, name: &str) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(lib.as_os_str().as_bytes()).ok()?;
+    let symbol = std::ffi::CString::new(name).ok()?;
+    unsafe {
+        let handle = libc::dlopen(path.as_ptr(), libc::RTLD_NOLOAD | libc::RTLD_LAZY);
+        if handle.is_null() {
+            return None;
+        }
+        let a = libc::dlsym(handle, symbol.as_ptr());
+        libc::dlclose(handle);
+        let mut info: libc::Dl_info = std::mem::zeroed();
+        if a.is_null() || libc::dladdr(a, &mut info) == 0 || info.dli_fname.is_null() {
+            return None;
+        }
+        let file = std::ffi::CStr::from_ptr(info.dli_fname).to_string_lossy().into_owned();
+        (std::fs::canonicalize(file).ok()? == lib).then(|| a as u64 - info.dli_fbase as u64)
+    }
 }
 
 fn no_such(spec: &str, name: &str, program: &Program) -> ProbeError {
