@@ -8,8 +8,8 @@
  * spin_1ms reads the time stamp counter at the first and last instruction of its body
  * (probes at its entry and exit fall outside). short_work is too short for that (a read
  * costs ~10 ns): its figure comes from an identical unprobed twin, called N times in 1000
- * batches timed from outside (mean, and median of the batch means), before short_work
- * runs N times. A probe tool that subtracts its own overhead correctly reports the same.
+ * batches timed from outside (mean, and median of the batch means), each batch followed
+ * by as many calls of short_work. A probe tool that subtracts its own overhead correctly reports the same.
  * Build: cc -O2 -g -o selftimed bench/c/selftimed.c
  *   (for uftrace: add -fpatchable-function-entry=5, or -pg) */
 #include <stdint.h>
@@ -85,14 +85,16 @@ int main(int argc, char **argv)
     }
     if (!strcmp(argv[1], "short")) {
         long batch = n / 1000 > 0 ? n / 1000 : 1;
+        /* twin batches and probed calls interleaved: both see the same machine (another
+           program on the other core slows both alike) */
         for (long b = 0; b < 1000; b++) {
             uint64_t t0 = __rdtsc();
             for (long i = 0; i < batch; i++)
                 short_twin(i);
             samples[calls++] = (__rdtsc() - t0) / batch;
+            for (long i = 0; i < batch; i++)
+                short_work(i);
         }
-        for (long i = 0; i < n; i++)
-            short_work(i);
     }
     else if (!strcmp(argv[1], "spin"))
         for (long i = 0; i < n; i++)

@@ -20,6 +20,14 @@ fn agent() -> &'static Path {
     })
 }
 
+/// Tests that time things, and the one that fills CPU 0 with a busy loop, run one at a
+/// time: the busy loop would take CPU time from a self-timed routine's unprobed twin, whose
+/// batches the program times from outside (wall time), not from the routine timed inside.
+fn timing_alone() -> std::sync::MutexGuard<'static, ()> {
+    static TIMING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    TIMING.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn kansoku() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_kansoku"));
     c.env("KANSOKU_AGENT", agent());
@@ -206,6 +214,7 @@ fn own(stdout: &[u8]) -> (f64, f64) {
 #[test]
 fn corrected_times_of_self_timed_routines_are_within_ten_percent() {
     let st = selftimed();
+    let _alone = timing_alone();
     for (routine, args) in [("short_work", ["short", "1000000"]), ("spin_1ms", ["spin", "200"])] {
         let report = scratch().join(format!("self-{routine}.json"));
         let out = kansoku()
@@ -312,6 +321,7 @@ int main(void) { for (int i = 0; i < 10; i++) { nap(); burn(); } return 0; }
         &[],
     );
     // a busy program on CPU 0, and kansoku (and so the program) pinned there too
+    let _alone = timing_alone();
     let mut hog = Command::new("taskset").args(["-c", "0", "sh", "-c", "while :; do :; done"]).spawn().unwrap();
     let report = scratch().join("offcpu.json");
     let out = Command::new("taskset")
