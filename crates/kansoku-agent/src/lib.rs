@@ -5,9 +5,10 @@
 //! ([`agent_abi::ENV_PLAN`]). Before the program's `main` the agent's constructor finds
 //! each planned function in the loaded modules, moves its first instructions to a
 //! trampoline and writes a `jmp` over them ([`patch`]). From then on a probe hit is a few
-//! dozen instructions in the program's own thread: the stubs ([`stubs`]) save registers,
-//! the handler reads the time stamp counter and appends one 16-byte record to the thread's
-//! ring in the shared file. Nothing enters the kernel per hit.
+//! dozen instructions in the program's own thread: the stubs ([`stubs`]) save registers
+//! and read the time stamp counter, the handlers keep a shadow stack of return addresses
+//! and append one 16-byte record to the thread's ring in the shared file. Nothing enters
+//! the kernel per hit.
 //!
 //! Without [`agent_abi::ENV_SHM`] the library does nothing, so a child that inherits
 //! `LD_PRELOAD` but not the variables runs untouched. A process that execs keeps both and
