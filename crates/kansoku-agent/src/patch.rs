@@ -31,6 +31,10 @@ pub unsafe fn read_prologue(address: u64, size: u64) -> Result<Prologue, u32> {
         return Err(REFUSE_TOO_SHORT);
     }
     let bytes = std::slice::from_raw_parts(address as *const u8, PROLOGUE_WINDOW);
+    if let Some(len) = xray_sled(bytes) {
+        // a sled reserved by the compiler: overwrite it, move nothing, continue after it
+        return Ok(Prologue { address, instructions: Vec::new(), len });
+    }
     let mut decoder = Decoder::with_ip(64, bytes, address, DecoderOptions::NONE);
     let mut instructions = Vec::new();
     let mut len = 0;
@@ -71,6 +75,19 @@ pub unsafe fn branch_targets(start: u64, end: u64) -> Vec<u64> {
     targets.sort_unstable();
     targets.dedup();
     targets
+}
+
+/// The length of an XRay entry sled at the start of `bytes` (clang's
+/// `-fxray-instrument`: `jmp +9` over a 9-byte nop, 11 bytes the compiler reserved for
+/// patching), if there is one. Its own jump is the only way into it, and it lands after it.
+pub fn xray_sled(bytes: &[u8]) -> Option<usize> {
+    const SLED: usize = 11;
+    if bytes.len() < SLED || bytes[..2] != [0xeb, 0x09] {
+        return None;
+    }
+    let mut decoder = Decoder::with_ip(64, &bytes[2..SLED], 0, DecoderOptions::NONE);
+    let nop = decoder.decode();
+    (nop.mnemonic() == iced_x86::Mnemonic::Nop && nop.len() == SLED - 2).then_some(SLED)
 }
 
 /// Refuses when a branch lands strictly inside the overwritten bytes: it would land in
@@ -187,4 +204,19 @@ pub unsafe fn write_jump(p: &Prologue, slot: u64) -> Result<(), u32> {
     std::ptr::copy_nonoverlapping(bytes.as_ptr(), p.address as *mut u8, p.len);
     libc::mprotect(page as *mut libc::c_void, span as usize, libc::PROT_READ | libc::PROT_EXEC);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn xray_sleds_are_recognised_and_nothing_else() {
+        let sled = [0xeb, 0x09, 0x66, 0x0f, 0x1f, 0x84, 0x00, 0x00, 0x02, 0x00, 0x00, 0x85, 0xff];
+        assert_eq!(xray_sled(&sled), Some(11));
+        // a short jump over something that is not one nop
+        let not = [0xeb, 0x09, 0x48, 0x89, 0xf8, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0xc3];
+        assert_eq!(xray_sled(&not), None);
+        assert_eq!(xray_sled(&[0x0f, 0x1f, 0x44, 0x00, 0x00, 0xc3]), None);
+    }
 }

@@ -419,3 +419,23 @@ fn library_functions_are_probed_by_every_mechanism() {
     }
     assert!(memcpy[0].1 > 0 && memcpy.iter().all(|(_, n)| *n == memcpy[0].1), "memcpy calls: {memcpy:?}");
 }
+
+#[test]
+fn compiler_reserved_patch_sites_are_used() {
+    // clang's XRay sled (`jmp +9` over a 9-byte nop) and gcc's 5-byte nop
+    let source = "volatile long sink;\n__attribute__((noinline)) void work(int n) { for (int i = 0; i < n; i++) sink += i; }\nint main(void) { for (int i = 0; i < 1000; i++) work(100); return 0; }\n";
+    let c = scratch().join("sites.c");
+    std::fs::write(&c, source).unwrap();
+    for (name, compiler, flags) in [
+        ("xray", "clang", &["-fxray-instrument", "-fxray-instruction-threshold=1"][..]),
+        ("nop5", "cc", &["-fpatchable-function-entry=5"][..]),
+    ] {
+        let program = scratch().join(name);
+        let o = Command::new(compiler).args(["-O2", "-o"]).arg(&program).arg(&c).args(flags).output().unwrap();
+        assert!(o.status.success(), "{name}: {}", String::from_utf8_lossy(&o.stderr));
+        let (v, out) = events(&["work"], &program, &[], None);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success() && !err.contains("refused"), "{name}: {err}");
+        assert_eq!(calls(&v, "work"), 1000, "{name}");
+    }
+}
