@@ -69,14 +69,14 @@ pub struct SamplingArgs {
 
 #[derive(clap::Args)]
 pub struct EventArgs {
-    /// A point: FUNC (entry and exit: a routine), FUNC:entry, FUNC:exit, FUNC+OFF or 0xADDR. Repeatable.
+    /// A point: FUNC (entry and exit: a routine), FUNC:entry, FUNC:exit, FUNC+OFF or 0xADDR;
+    /// FUNC@LIB for a function of a shared library the program loads (malloc@libc,
+    /// deflate@libz, memcpy@libc.so.6). Repeatable.
     #[arg(long = "probe", required = true)]
     pub probes: Vec<String>,
     /// How points are planted: kansoku's in-process agent (the default for dynamically linked
     /// programs; about a hundred nanoseconds a hit), kernel uprobes (microseconds) or the seed's
-    /// ptrace traps (tens of microseconds). A probe spec is FUNC, FUNC:entry, FUNC:exit,
-    /// FUNC+OFF or 0xADDR; FUNC@LIB names a function of a shared library (malloc@libc,
-    /// deflate@libz).
+    /// ptrace traps (tens of microseconds).
     #[arg(long, value_enum)]
     pub mechanism: Option<MechanismArg>,
     /// Measure the per-hit overhead and subtract it: with the agent, on an empty routine of the
