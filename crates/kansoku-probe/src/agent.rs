@@ -17,9 +17,9 @@ use std::time::{Duration, Instant};
 
 use kansoku_core::agent_abi::{self, *};
 use kansoku_core::ExitStatus;
-use kansoku_monitor::events::{Hit, OffCpu, PointRole};
+use kansoku_monitor::events::{Hit, PointRole};
 
-use crate::events::{EventOutcome, Mechanism, Plan};
+use crate::events::{monotonic_ns, EventOutcome, Mechanism, Plan, SwitchLog};
 use crate::perf::{PerfRecord, SampleSource, SamplingClock, Session, SessionOptions, UprobeSpec};
 use crate::spawn::{poll_child, ChildState, ExecGate};
 use crate::ProbeError;
@@ -55,10 +55,14 @@ pub fn library() -> Result<PathBuf, ProbeError> {
     Err(agent_err(format!("{LIBRARY} is not beside {} (build it with `cargo build --release -p kansoku-agent`, or name it in KANSOKU_AGENT)", exe.display())))
 }
 
-/// Why the agent cannot observe `program`, if it cannot: it is loaded by the dynamic
-/// linker, so a static executable does not load it.
+/// Why the agent cannot observe `program` (found as a shell would), if it cannot: it is
+/// loaded by the dynamic linker, so a static executable does not load it.
 pub fn unsuitable(program: &Path) -> Option<String> {
-    match kansoku_binary::Program::open(program) {
+    let program = match crate::spawn::resolve_program(program) {
+        Ok(p) => p,
+        Err(e) => return Some(e.to_string()),
+    };
+    match kansoku_binary::Program::open(&program) {
         Ok(p) if p.interpreter.is_none() => Some(format!("{} is statically linked: the dynamic linker that would preload the agent never runs", program.display())),
         Ok(_) => library().err().map(|e| e.to_string()),
         Err(e) => Some(e.to_string()),
@@ -74,11 +78,6 @@ fn invariant_tsc() -> bool {
     has("constant_tsc") && has("nonstop_tsc")
 }
 
-fn monotonic_ns() -> u64 {
-    let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
-    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
-}
 
 /// One (TSC, CLOCK_MONOTONIC) pair: the counter read between two clock reads.
 pub(crate) fn clock_pair() -> (u64, u64) {
@@ -120,13 +119,7 @@ struct SharedFile {
 
 impl SharedFile {
     fn create(tsc: bool) -> Result<SharedFile, ProbeError> {
-        let name = CString::new("kansoku-agent").expect("no NUL");
-        // No MFD_CLOEXEC: the program inherits the descriptor.
-        let fd = unsafe { libc::memfd_create(name.as_ptr(), 0) };
-        if fd < 0 {
-            return Err(agent_err(format!("memfd_create: {}", std::io::Error::last_os_error())));
-        }
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let fd = memfd("kansoku-agent")?;
         if unsafe { libc::ftruncate(fd.as_raw_fd(), file_size() as libc::off_t) } != 0 {
             return Err(agent_err(format!("sizing the shared file: {}", std::io::Error::last_os_error())));
         }
@@ -234,13 +227,18 @@ fn plan_text(plan: &Plan) -> Result<String, ProbeError> {
     Ok(text)
 }
 
-fn plan_memfd(text: &str) -> Result<OwnedFd, ProbeError> {
-    let name = CString::new("kansoku-agent-plan").expect("no NUL");
+/// An anonymous shared file, without MFD_CLOEXEC: the program inherits the descriptor.
+fn memfd(name: &str) -> Result<OwnedFd, ProbeError> {
+    let name = CString::new(name).expect("no NUL");
     let fd = unsafe { libc::memfd_create(name.as_ptr(), 0) };
     if fd < 0 {
         return Err(agent_err(format!("memfd_create: {}", std::io::Error::last_os_error())));
     }
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+fn plan_memfd(text: &str) -> Result<OwnedFd, ProbeError> {
+    let fd = memfd("kansoku-agent-plan")?;
     let mut f = std::fs::File::from(fd.try_clone().map_err(|e| agent_err(e.to_string()))?);
     std::io::Write::write_all(&mut f, text.as_bytes()).map_err(|e| agent_err(format!("writing the plan: {e}")))?;
     Ok(fd)
@@ -386,69 +384,6 @@ pub fn run_agent(mut plan: Plan, args: &[String], progress: &mut dyn FnMut(u64))
         notes.push(format!("times are wall-clock times: context switches could not be recorded ({why})"));
     }
     Ok(EventOutcome { plan, mechanism: Mechanism::Agent, hits, measured_ns, exit, interrupted, lost, notes, off_cpu: switches.off_cpu() })
-}
-
-/// The program's context switches, from one inherited perf session per CPU (software
-/// events: no PMU needed), turned into per-thread off-CPU stretches at the end: a thread
-/// that leaves on one CPU comes back on another, so the records of all CPUs are put in
-/// time order before outs and ins are paired.
-pub(crate) struct SwitchLog {
-    sessions: Vec<Session>,
-    /// (time, tid, out, preempted) as drained.
-    records: Vec<(u64, u32, bool, bool)>,
-    pub(crate) problem: Option<String>,
-}
-
-impl SwitchLog {
-    pub(crate) fn open(pid: i32) -> SwitchLog {
-        let mut log = SwitchLog { sessions: Vec::new(), records: Vec::new(), problem: None };
-        for cpu in crate::perf::online_cpus() {
-            let options = SessionOptions {
-                clock: SamplingClock::CpuClock { period_ns: 1 << 40 },
-                context_switches: true,
-                inherit_on_cpu: Some(cpu),
-                enable_on_exec: true,
-                buffer_pages: 64,
-                ..SessionOptions::default()
-            };
-            match Session::open(pid, &options) {
-                Ok(s) => log.sessions.push(s),
-                Err(e) => {
-                    log.problem = Some(e.to_string());
-                    log.sessions.clear();
-                    break;
-                }
-            }
-        }
-        log
-    }
-
-    pub(crate) fn drain(&mut self) {
-        let records = &mut self.records;
-        for s in &mut self.sessions {
-            s.drain(&mut |r| {
-                if let PerfRecord::Switch { tid, time_ns, out, preempted } = r {
-                    records.push((time_ns, tid, out, preempted));
-                }
-            });
-        }
-    }
-
-    /// Every thread's stretches off the CPU.
-    pub(crate) fn off_cpu(mut self) -> Vec<OffCpu> {
-        self.drain();
-        self.records.sort_by_key(|r| r.0);
-        let mut out: std::collections::HashMap<u32, (u64, bool)> = Default::default();
-        let mut off = Vec::new();
-        for (time_ns, tid, going, preempted) in self.records {
-            if going {
-                out.insert(tid, (time_ns, preempted));
-            } else if let Some((from_ns, preempted)) = out.remove(&tid) {
-                off.push(OffCpu { tid, from_ns, to_ns: time_ns, preempted });
-            }
-        }
-        off
-    }
 }
 
 /// Uprobes on the functions the agent found but refused to patch (a branch into their

@@ -481,7 +481,7 @@ fn run_uprobes(plan: Plan, args: &[String], progress: &mut dyn FnMut(u64)) -> Re
             }
         }
     }
-    let mut switches = crate::agent::SwitchLog::open(gate.pid.as_raw());
+    let mut switches = SwitchLog::open(gate.pid.as_raw());
     let start = Instant::now();
     let pid = gate.open();
     let mut hits = Vec::new();
@@ -522,10 +522,73 @@ fn ptrace_err(operation: &'static str, pid: Pid) -> impl Fn(Errno) -> ProbeError
     move |errno| ProbeError::Ptrace { operation, pid: pid.as_raw(), errno, hint: if errno == Errno::EPERM { PTRACE_HINT } else { "" } }
 }
 
-fn monotonic_ns() -> u64 {
+pub(crate) fn monotonic_ns() -> u64 {
     let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
     t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
+/// The program's context switches, from one inherited perf session per CPU (software
+/// events: no PMU needed), turned into per-thread off-CPU stretches at the end: a thread
+/// that leaves on one CPU comes back on another, so the records of all CPUs are put in
+/// time order before outs and ins are paired.
+pub(crate) struct SwitchLog {
+    sessions: Vec<Session>,
+    /// (time, tid, out, preempted) as drained.
+    records: Vec<(u64, u32, bool, bool)>,
+    pub(crate) problem: Option<String>,
+}
+
+impl SwitchLog {
+    pub(crate) fn open(pid: i32) -> SwitchLog {
+        let mut log = SwitchLog { sessions: Vec::new(), records: Vec::new(), problem: None };
+        for cpu in crate::perf::online_cpus() {
+            let options = SessionOptions {
+                clock: SamplingClock::CpuClock { period_ns: 1 << 40 },
+                context_switches: true,
+                inherit_on_cpu: Some(cpu),
+                enable_on_exec: true,
+                buffer_pages: 64,
+                ..SessionOptions::default()
+            };
+            match Session::open(pid, &options) {
+                Ok(s) => log.sessions.push(s),
+                Err(e) => {
+                    log.problem = Some(e.to_string());
+                    log.sessions.clear();
+                    break;
+                }
+            }
+        }
+        log
+    }
+
+    pub(crate) fn drain(&mut self) {
+        let records = &mut self.records;
+        for s in &mut self.sessions {
+            s.drain(&mut |r| {
+                if let PerfRecord::Switch { tid, time_ns, out, preempted } = r {
+                    records.push((time_ns, tid, out, preempted));
+                }
+            });
+        }
+    }
+
+    /// Every thread's stretches off the CPU.
+    pub(crate) fn off_cpu(mut self) -> Vec<OffCpu> {
+        self.drain();
+        self.records.sort_by_key(|r| r.0);
+        let mut out: std::collections::HashMap<u32, (u64, bool)> = Default::default();
+        let mut off = Vec::new();
+        for (time_ns, tid, going, preempted) in self.records {
+            if going {
+                out.insert(tid, (time_ns, preempted));
+            } else if let Some((from_ns, preempted)) = out.remove(&tid) {
+                off.push(OffCpu { tid, from_ns, to_ns: time_ns, preempted });
+            }
+        }
+        off
+    }
 }
 
 /// One armed address: the original byte and the points planted there.

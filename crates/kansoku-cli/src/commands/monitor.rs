@@ -348,11 +348,7 @@ pub struct EventsJson {
 
 /// The agent wherever it applies; uprobes otherwise, saying why.
 fn default_mechanism(program: &Path) -> Mechanism {
-    let why = match kansoku_probe::spawn::resolve_program(program) {
-        Ok(p) => kansoku_probe::agent::unsuitable(&p),
-        Err(e) => Some(e.to_string()),
-    };
-    match why {
+    match kansoku_probe::agent::unsuitable(program) {
         None => Mechanism::Agent,
         Some(why) => {
             eprintln!("kansoku: probing by uprobe, not the agent: {why}");

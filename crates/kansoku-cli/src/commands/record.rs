@@ -99,8 +99,8 @@ pub fn marker_by_agent(program: &Path, clock: SamplingClock, asked: Option<Marke
     match asked {
         Some(m) => m == MarkerBy::Agent,
         None if matches!(clock, SamplingClock::Instructions { .. }) => false,
-        None => match kansoku_probe::spawn::resolve_program(program).ok().and_then(|p| kansoku_probe::agent::unsuitable(&p).map(|w| (p, w))) {
-            Some((_, why)) => {
+        None => match kansoku_probe::agent::unsuitable(program) {
+            Some(why) => {
                 eprintln!("kansoku: marker hits by uprobe, not the agent: {why}");
                 false
             }
