@@ -233,10 +233,14 @@ fn corrected_times_of_self_timed_routines_are_within_ten_percent() {
         let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
         let r = &v["report"]["routines"][0];
         let (own_mean, own_median) = own(&out.stdout);
-        let p50 = r["p50_ns"].as_f64().unwrap();
-        eprintln!("{routine}: kansoku p50 {p50} mean {} vs own median {own_median} mean {own_mean}; overhead {}", r["mean_ns"], v["calibration"]["overhead_ns"]);
-        // the median: a shared CI machine preempts the program now and then, the mean feels it
-        assert!((p50 / own_median - 1.0).abs() <= 0.10, "{routine}: p50 {p50} vs own median {own_median}");
+        let (p50, mean) = (r["p50_ns"].as_f64().unwrap(), r["mean_ns"].as_f64().unwrap());
+        eprintln!("{routine}: kansoku p50 {p50} mean {mean} vs own median {own_median} mean {own_mean}; overhead {}", v["calibration"]["overhead_ns"]);
+        // Like with like. spin_1ms times each call itself: its median against kansoku's.
+        // short_work's own figure is the median of 1000 batch means (a batch preempted now
+        // and then on a shared machine drops out): an average per call, to set against
+        // kansoku's mean per call, from which the program's time off the CPU is left out.
+        let kansoku = if routine == "spin_1ms" { p50 } else { mean };
+        assert!((kansoku / own_median - 1.0).abs() <= 0.10, "{routine}: kansoku {kansoku} vs own median {own_median}");
         assert!(v["calibration"]["overhead_ns"].as_f64().unwrap() > 0.0);
     }
 }

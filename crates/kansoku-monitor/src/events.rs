@@ -106,6 +106,8 @@ pub struct EventReport {
     pub measured_ns: u64,
     pub hits: u64,
     pub overhead_ns: Option<f64>,
+    /// The step of the clock the hits were stamped with, ns (0: exact).
+    pub clock_resolution_ns: f64,
     pub points: Vec<PointStats>,
     pub routines: Vec<RoutineStats>,
 }
@@ -190,18 +192,20 @@ impl OffCpuIndex {
 
 /// [`analyse`] with the threads' off-CPU stretches: each call's time excludes the time
 /// its thread was switched out inside it, counted apart as preempted or blocked.
-pub fn analyse_on_cpu(points: &[Point], routines: &[String], hits: &[Hit], overhead_ns: Option<f64>, measured_ns: u64, off_cpu: &[OffCpu]) -> EventReport {
-    analyse_with(points, routines, hits, overhead_ns, measured_ns, &OffCpuIndex::new(off_cpu))
+/// `resolution_ns` is the step of the clock the hits were stamped with (0: exact): the
+/// percentiles are taken between its steps (see [`percentile_at_resolution`]).
+pub fn analyse_on_cpu(points: &[Point], routines: &[String], hits: &[Hit], overhead_ns: Option<f64>, measured_ns: u64, off_cpu: &[OffCpu], resolution_ns: f64) -> EventReport {
+    analyse_with(points, routines, hits, overhead_ns, measured_ns, &OffCpuIndex::new(off_cpu), resolution_ns)
 }
 
 /// Pairs entries and exits per thread and computes the figures. `hits` must be in time
 /// order per thread (a merged, time-sorted stream is fine). `overhead_ns` is the per-hit
 /// cost to subtract (from [`calibrate`]); `measured_ns` the length of the run for rates.
 pub fn analyse(points: &[Point], routines: &[String], hits: &[Hit], overhead_ns: Option<f64>, measured_ns: u64) -> EventReport {
-    analyse_with(points, routines, hits, overhead_ns, measured_ns, &OffCpuIndex::new(&[]))
+    analyse_with(points, routines, hits, overhead_ns, measured_ns, &OffCpuIndex::new(&[]), 0.0)
 }
 
-fn analyse_with(points: &[Point], routines: &[String], hits: &[Hit], overhead_ns: Option<f64>, measured_ns: u64, off: &OffCpuIndex) -> EventReport {
+fn analyse_with(points: &[Point], routines: &[String], hits: &[Hit], overhead_ns: Option<f64>, measured_ns: u64, off: &OffCpuIndex, resolution_ns: f64) -> EventReport {
     let c = overhead_ns.unwrap_or(0.0).max(0.0);
     let secs = (measured_ns as f64 / 1e9).max(1e-12);
     let mut point_hits = vec![0u64; points.len()];
@@ -297,8 +301,8 @@ fn analyse_with(points: &[Point], routines: &[String], hits: &[Hit], overhead_ns
                 per_second: n as f64 / secs,
                 mean_ns: mean,
                 min_ns: v.first().copied().unwrap_or(0.0),
-                p50_ns: percentile(&v, 0.50),
-                p99_ns: percentile(&v, 0.99),
+                p50_ns: percentile_at_resolution(&v, 0.50, resolution_ns),
+                p99_ns: percentile_at_resolution(&v, 0.99, resolution_ns),
                 max_ns: v.last().copied().unwrap_or(0.0),
                 raw_mean_ns: if n > 0 { raw[r] / n as f64 } else { 0.0 },
                 exclusive_mean_ns: if n > 0 { exclusive[r] / n as f64 } else { 0.0 },
@@ -311,7 +315,7 @@ fn analyse_with(points: &[Point], routines: &[String], hits: &[Hit], overhead_ns
             }
         })
         .collect();
-    EventReport { measured_ns, hits: hits.len() as u64, overhead_ns, points: point_stats, routines: routine_stats }
+    EventReport { measured_ns, hits: hits.len() as u64, overhead_ns, clock_resolution_ns: resolution_ns, points: point_stats, routines: routine_stats }
 }
 
 /// Nearest-rank percentile of sorted values.
@@ -321,6 +325,43 @@ pub fn percentile(sorted: &[f64], q: f64) -> f64 {
     }
     let rank = (q * sorted.len() as f64).ceil() as usize;
     sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// The `q` quantile of sorted times read from a clock that moves in steps of
+/// `resolution_ns`. A time read as `v` is any true time within half a step of `v`, so the
+/// quantile is taken of that spread-out distribution. On a coarse clock the nearest-rank
+/// percentile always lands on a step: this VM's TSC moves in 10 ns steps, which put the
+/// median of a 70 ns routine up to 5 ns (7 %) off, and a different 5 ns from run to run.
+/// With `resolution_ns` 0 it is the nearest-rank percentile.
+pub fn percentile_at_resolution(sorted: &[f64], q: f64, resolution_ns: f64) -> f64 {
+    let (Some(&lo), Some(&hi)) = (sorted.first(), sorted.last()) else { return 0.0 };
+    if resolution_ns <= 0.0 {
+        return percentile(sorted, q);
+    }
+    let half = resolution_ns / 2.0;
+    let mut prefix = Vec::with_capacity(sorted.len() + 1);
+    prefix.push(0.0);
+    for &v in sorted {
+        prefix.push(prefix.last().copied().unwrap_or(0.0) + v);
+    }
+    // How many values lie below x, each spread evenly over [v - half, v + half].
+    let below = |x: f64| {
+        let a = sorted.partition_point(|&v| v + half <= x);
+        let b = sorted.partition_point(|&v| v - half < x);
+        let inside = (b - a) as f64;
+        a as f64 + (inside * (x + half) - (prefix[b] - prefix[a])) / resolution_ns
+    };
+    let target = q.clamp(0.0, 1.0) * sorted.len() as f64;
+    let (mut low, mut high) = (lo - half, hi + half);
+    for _ in 0..64 {
+        let mid = (low + high) / 2.0;
+        if below(mid) < target {
+            low = mid;
+        } else {
+            high = mid;
+        }
+    }
+    (low + high) / 2.0
 }
 
 /// `bins` equal bins from the smallest to the largest value.
@@ -486,7 +527,7 @@ mod tests {
         // (partly after the exit); g on thread 2 from 0 to 100, nothing off.
         let hits = [hit(0, 1, 0), hit(2, 2, 0), hit(1, 1, 100), hit(3, 2, 100)];
         let off = |from_ns, to_ns, preempted| OffCpu { tid: 1, from_ns, to_ns, preempted };
-        let rep = analyse_on_cpu(&p, &r, &hits, None, 1, &[off(10, 30, true), off(50, 60, false), off(95, 130, false), off(200, 300, true)]);
+        let rep = analyse_on_cpu(&p, &r, &hits, None, 1, &[off(10, 30, true), off(50, 60, false), off(95, 130, false), off(200, 300, true)], 0.0);
         let f = &rep.routines[0];
         assert_eq!((f.calls, f.preempted_calls, f.preempted_ns, f.blocked_ns), (1, 1, 20.0, 15.0));
         assert_eq!(f.mean_ns, 65.0);
@@ -531,6 +572,16 @@ mod tests {
         assert_eq!(percentile(&v, 0.99), 99.0);
         let h = histogram(&v, 20);
         assert_eq!(h.len(), 20);
+        // 70 ns calls on a clock of 10 ns steps read 70 or 80 (when a step falls inside):
+        // 30 % of 80s means 73 ns; the nearest rank says 70, the spread-out median 72.1.
+        let mut coarse: Vec<f64> = [70.0; 70].into_iter().chain([80.0; 30]).collect();
+        coarse.sort_by(f64::total_cmp);
+        assert_eq!(percentile(&coarse, 0.5), 70.0);
+        let m = percentile_at_resolution(&coarse, 0.5, 10.0);
+        assert!((m - 72.14).abs() < 0.01, "{m}");
+        // A fine clock changes nothing.
+        assert_eq!(percentile_at_resolution(&v, 0.5, 0.0), 50.0);
+        assert!((percentile_at_resolution(&v, 0.5, 1.0) - 50.0).abs() <= 0.5);
         assert_eq!(h.iter().map(|b| b.2).sum::<u64>(), 100);
     }
 }

@@ -19,7 +19,7 @@ use kansoku_core::agent_abi::{self, *};
 use kansoku_core::ExitStatus;
 use kansoku_monitor::events::{Hit, PointRole};
 
-use crate::events::{monotonic_ns, EventOutcome, Mechanism, Plan, SwitchLog};
+use crate::events::{clock_step, monotonic_ns, EventOutcome, Mechanism, Plan, SwitchLog};
 use crate::perf::{PerfRecord, SampleSource, SamplingClock, Session, SessionOptions, UprobeSpec};
 use crate::spawn::{poll_child, ChildState, ExecGate};
 use crate::ProbeError;
@@ -99,6 +99,15 @@ impl TimeBase {
     pub(crate) fn new(tsc: bool, start: (u64, u64), end: (u64, u64)) -> TimeBase {
         let ticks = end.0.saturating_sub(start.0).max(1) as f64;
         TimeBase { tsc, start, ns_per_tick: end.1.saturating_sub(start.1) as f64 / ticks }
+    }
+
+    /// The step the agent's time stamps move in, ns (see [`clock_step`]).
+    pub fn resolution_ns(&self) -> f64 {
+        if self.tsc {
+            clock_step(|| unsafe { core::arch::x86_64::_rdtsc() }) * self.ns_per_tick
+        } else {
+            clock_step(monotonic_ns)
+        }
     }
 
     pub fn ns(&self, stamp: u64) -> u64 {
@@ -383,7 +392,8 @@ pub fn run_agent(mut plan: Plan, args: &[String], progress: &mut dyn FnMut(u64))
     if let Some(why) = &switches.problem {
         notes.push(format!("times are wall-clock times: context switches could not be recorded ({why})"));
     }
-    Ok(EventOutcome { plan, mechanism: Mechanism::Agent, hits, measured_ns, exit, interrupted, lost, notes, off_cpu: switches.off_cpu() })
+    let clock_resolution_ns = time.resolution_ns();
+    Ok(EventOutcome { plan, mechanism: Mechanism::Agent, hits, measured_ns, exit, interrupted, lost, notes, off_cpu: switches.off_cpu(), clock_resolution_ns })
 }
 
 /// Uprobes on the functions the agent found but refused to patch (a branch into their

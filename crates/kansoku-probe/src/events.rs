@@ -126,6 +126,9 @@ pub struct EventOutcome {
     /// The threads' stretches off the CPU (agent and uprobe runs: from the kernel's
     /// context-switch records), for on-CPU times; empty when not recorded.
     pub off_cpu: Vec<OffCpu>,
+    /// The step the hits' clock moves in, ns, measured at the end of the run (0: it moved
+    /// on every read, finer than a read takes). This VM's TSC moves in 10 ns steps.
+    pub clock_resolution_ns: f64,
 }
 
 /// Why a probe spec could not be planted.
@@ -515,7 +518,8 @@ fn run_uprobes(plan: Plan, args: &[String], progress: &mut dyn FnMut(u64)) -> Re
     }
     hits.sort_by_key(|h| (h.time_ns, h.point));
     let notes = switches.problem.iter().map(|why| format!("times are wall-clock times: context switches could not be recorded ({why})")).collect();
-    Ok(EventOutcome { plan, mechanism: Mechanism::Uprobe, hits, measured_ns, exit, interrupted, lost, notes, off_cpu: switches.off_cpu() })
+    let clock_resolution_ns = clock_step(monotonic_ns);
+    Ok(EventOutcome { plan, mechanism: Mechanism::Uprobe, hits, measured_ns, exit, interrupted, lost, notes, off_cpu: switches.off_cpu(), clock_resolution_ns })
 }
 
 fn ptrace_err(operation: &'static str, pid: Pid) -> impl Fn(Errno) -> ProbeError {
@@ -526,6 +530,42 @@ pub(crate) fn monotonic_ns() -> u64 {
     let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
     t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
+/// The step a clock moves in, in its own units, or 0 when it looks continuous. It is read
+/// around waits of varying length: a continuous clock gives every difference, a stepping
+/// one only multiples of its step (±1 where the step is not a whole number of units). A
+/// VM's TSC can step by 24.45 ticks (10 ns) and take 2–3 steps to read, so a clock read
+/// twice in a row never repeats: the step shows only as the gap between those clusters.
+pub(crate) fn clock_step(read: impl Fn() -> u64) -> f64 {
+    let mut deltas: Vec<u64> = (0..8192u64)
+        .map(|i| {
+            let t0 = read();
+            let mut x = 0u64;
+            for j in 0..i % 61 {
+                x = std::hint::black_box(x + j);
+            }
+            read().wrapping_sub(t0)
+        })
+        .collect();
+    deltas.sort_unstable();
+    // Clusters: runs of differences each within 2 units of the one before; only clusters
+    // of real weight count (an interrupt puts a stray difference far out).
+    let mut clusters: Vec<(f64, usize)> = Vec::new();
+    let mut run: Vec<u64> = Vec::new();
+    for &d in &deltas {
+        if run.last().is_some_and(|&l| d > l + 2) {
+            clusters.push((run.iter().sum::<u64>() as f64 / run.len() as f64, run.len()));
+            run.clear();
+        }
+        run.push(d);
+    }
+    clusters.push((run.iter().sum::<u64>() as f64 / run.len() as f64, run.len()));
+    let heavy: Vec<f64> = clusters.iter().filter(|c| c.1 * 100 >= deltas.len()).map(|c| c.0).collect();
+    if heavy.len() < 3 {
+        return 0.0;
+    }
+    heavy.windows(2).map(|w| w[1] - w[0]).fold(f64::INFINITY, f64::min)
 }
 
 /// The program's context switches, from one inherited perf session per CPU (software
@@ -789,7 +829,8 @@ fn run_traps_pinned(plan: Plan, args: &[String], progress: &mut dyn FnMut(u64)) 
         }
     }
     hits.sort_by_key(|h| (h.time_ns, h.point));
-    Ok(EventOutcome { plan, mechanism: Mechanism::Trap, hits, measured_ns, exit, interrupted, lost: 0, notes: Vec::new(), off_cpu: Vec::new() })
+    let clock_resolution_ns = clock_step(monotonic_ns);
+    Ok(EventOutcome { plan, mechanism: Mechanism::Trap, hits, measured_ns, exit, interrupted, lost: 0, notes: Vec::new(), off_cpu: Vec::new(), clock_resolution_ns })
 }
 
 #[cfg(test)]
@@ -806,5 +847,36 @@ mod library_tests {
         assert_eq!(split_library("malloc@libc"), ("malloc", Some("libc")));
         assert_eq!(split_library("malloc"), ("malloc", None));
         assert_eq!(split_library("@libc"), ("@libc", None));
+    }
+}
+
+#[cfg(test)]
+mod clock_tests {
+    use super::clock_step;
+    use std::cell::Cell;
+
+    /// A clock whose true time moves by a varying 30–90 units a read, shown in steps of
+    /// `step` (0: as it is).
+    fn fake_clock(step: f64) -> impl Fn() -> u64 {
+        let (t, seed) = (Cell::new(1000.0f64), Cell::new(0x9E37_79B9u32));
+        move || {
+            let s = seed.get().wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            seed.set(s);
+            t.set(t.get() + 30.0 + (s >> 8) as f64 / (1u32 << 24) as f64 * 60.0);
+            if step > 0.0 {
+                ((t.get() / step).floor() * step).round() as u64
+            } else {
+                t.get() as u64
+            }
+        }
+    }
+
+    #[test]
+    fn a_stepping_clock_is_told_from_a_continuous_one() {
+        let step = clock_step(fake_clock(24.45));
+        assert!((step - 24.45).abs() < 0.5, "{step}");
+        assert_eq!(clock_step(fake_clock(0.0)), 0.0);
+        // This machine's own clock: whatever it is, a step is a few ns at most.
+        assert!(clock_step(super::monotonic_ns) < 100.0);
     }
 }

@@ -9,7 +9,7 @@ use anyhow::{bail, Context, Result};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use serde::Serialize;
 
-use kansoku_monitor::events::{analyse, analyse_on_cpu, calibrate, calibration_differences, Calibration, EventReport};
+use kansoku_monitor::events::{analyse_on_cpu, calibrate, calibration_differences, Calibration, EventReport};
 use kansoku_monitor::sampling::{summarise, Observation, Summary, SummaryOptions};
 use kansoku_probe::events::{record_events, Calibrate, EventOptions, Mechanism};
 use kansoku_probe::spawn::{resolve_program, ExecGate};
@@ -390,7 +390,7 @@ pub fn run_events(args: EventArgs) -> Result<EventsJson> {
         eprintln!("kansoku: warning: the calibration points were never hit in sequence; no overhead subtracted");
     }
     let points: Vec<_> = r.plan.points.iter().map(|p| p.point.clone()).collect();
-    let report = analyse_on_cpu(&points, &r.plan.routines, &r.hits, calibration.map(|c| c.overhead_ns), r.measured_ns, &r.off_cpu);
+    let report = analyse_on_cpu(&points, &r.plan.routines, &r.hits, calibration.map(|c| c.overhead_ns), r.measured_ns, &r.off_cpu, r.clock_resolution_ns);
     crate::output::exit_as(r.exit);
     let exit = match r.exit {
         kansoku_core::ExitStatus::Exited(c) => format!("exited with status {c}"),
@@ -439,6 +439,9 @@ pub fn events_text(e: &EventsJson, limit: usize) -> String {
             c.mean_ns,
             c.p99_ns
         ));
+    }
+    if r.clock_resolution_ns > 0.0 {
+        out.push_str(&format!("the clock moves in {:.1} ns steps: p50 and p99 are taken between its steps, not on them\n", r.clock_resolution_ns));
     }
     if !r.routines.is_empty() {
         let mut t = Table::new(&["routine", "calls", "calls/s", "mean ns", "p50", "p99", "max", "exclusive mean", "uncorrected mean"]);
@@ -551,7 +554,7 @@ pub fn events_demo_stage(dir: &Path) -> Result<String> {
         };
         let cal = r.plan.calibration.and_then(|(a, b)| calibrate(&calibration_differences(&r.hits, a, b)));
         let points: Vec<_> = r.plan.points.iter().map(|p| p.point.clone()).collect();
-        let rep = analyse(&points, &r.plan.routines, &r.hits, cal.map(|c| c.overhead_ns), r.measured_ns);
+        let rep = analyse_on_cpu(&points, &r.plan.routines, &r.hits, cal.map(|c| c.overhead_ns), r.measured_ns, &r.off_cpu, r.clock_resolution_ns);
         let m = options.mechanism.to_string();
         for rt in &rep.routines {
             text.push_str(&format!("{m}: {} calls={} p50 {:.0} ns mean {:.0} ns (uncorrected {:.0})\n", rt.name, rt.calls, rt.p50_ns, rt.mean_ns, rt.raw_mean_ns));
