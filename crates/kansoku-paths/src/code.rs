@@ -94,6 +94,30 @@ pub struct Run {
     pub limit_cut: bool,
 }
 
+/// A superblock entry as the splitter uses it on every execution, reduced from its [`Run`]
+/// once: plain data, so that the hot loop copies it instead of looking up and counting
+/// references to the run (the run is fetched only for a superblock left in the middle).
+#[derive(Clone, Copy, Debug)]
+pub struct SuperblockPlan {
+    pub entry: u64,
+    /// The block starting at the entry, interned on first use (`NO_BLOCK` until then: an
+    /// entry that only continues a block never becomes one).
+    entry_block: BlockId,
+    /// The entry is a leader of our CFG.
+    pub entry_leader: bool,
+    /// `leaders[from..to]` of [`CodeMap::plan_leaders`]: leaders crossed after the entry.
+    leaders: (u32, u32),
+    pub last: InsnInfo,
+    /// Address of the last instruction.
+    pub last_addr: u64,
+    pub end: u64,
+    pub limit_cut: bool,
+}
+
+const NO_BLOCK: BlockId = BlockId::MAX;
+/// No superblock entry is at this address: an empty slot of the successor caches.
+const NO_ADDR: u64 = u64::MAX;
+
 /// Facts the path profiler asks about blocks; [`CodeMap`] answers them from real code,
 /// tests answer them from small tables.
 pub trait BlockFacts {
@@ -130,6 +154,12 @@ pub struct CodeMap {
     function_index: FxHashMap<(usize, u64), u32>,
     insns: FxHashMap<u64, InsnInfo>,
     runs: FxHashMap<u64, Arc<Run>>,
+    plans: Vec<SuperblockPlan>,
+    plan_index: FxHashMap<u64, u32>,
+    plan_leaders: Vec<(u32, BlockId)>,
+    /// Per plan, the last two superblocks entered after it (address, plan): control flow
+    /// repeats, so the next entry is nearly always one of them and needs no hash lookup.
+    plan_next: Vec<[(u64, u32); 2]>,
 }
 
 impl CodeMap {
@@ -145,6 +175,10 @@ impl CodeMap {
             function_index: FxHashMap::default(),
             insns: FxHashMap::default(),
             runs: FxHashMap::default(),
+            plans: Vec::new(),
+            plan_index: FxHashMap::default(),
+            plan_leaders: Vec::new(),
+            plan_next: Vec::new(),
         }
     }
 
@@ -358,6 +392,76 @@ impl CodeMap {
         let run = Arc::new(Run { insns, leaders, last, end, limit_cut });
         self.runs.insert(addr, run.clone());
         run
+    }
+}
+
+impl CodeMap {
+    /// The plan of the superblock entry at `addr` (runs of at most `max` instructions).
+    pub fn plan_id(&mut self, addr: u64, max: usize) -> u32 {
+        if let Some(&id) = self.plan_index.get(&addr) {
+            return id;
+        }
+        let run = self.run(addr, max);
+        let from = self.plan_leaders.len() as u32;
+        self.plan_leaders.extend_from_slice(&run.leaders);
+        let id = self.plans.len() as u32;
+        let entry_leader = self.insn(addr).leader;
+        self.plans.push(SuperblockPlan {
+            entry: addr,
+            entry_block: NO_BLOCK,
+            entry_leader,
+            leaders: (from, self.plan_leaders.len() as u32),
+            last: run.last,
+            last_addr: run.insns.last().copied().unwrap_or(addr),
+            end: run.end,
+            limit_cut: run.limit_cut,
+        });
+        self.plan_next.push([(NO_ADDR, 0); 2]);
+        self.plan_index.insert(addr, id);
+        id
+    }
+
+    /// The plan of the superblock entered at `addr` right after plan `from`.
+    #[inline]
+    pub fn next_plan(&mut self, from: u32, addr: u64, max: usize) -> u32 {
+        let seen = &mut self.plan_next[from as usize];
+        if seen[0].0 == addr {
+            return seen[0].1;
+        }
+        if seen[1].0 == addr {
+            seen.swap(0, 1);
+            return seen[0].1;
+        }
+        let id = self.plan_id(addr, max);
+        let seen = &mut self.plan_next[from as usize];
+        seen[1] = seen[0];
+        seen[0] = (addr, id);
+        id
+    }
+
+    #[inline]
+    pub fn plan(&self, id: u32) -> SuperblockPlan {
+        self.plans[id as usize]
+    }
+
+    /// The block starting at plan `id`'s entry.
+    #[inline]
+    pub fn plan_entry_block(&mut self, id: u32) -> BlockId {
+        let b = self.plans[id as usize].entry_block;
+        if b != NO_BLOCK {
+            return b;
+        }
+        let b = self.block_at(self.plans[id as usize].entry);
+        self.plans[id as usize].entry_block = b;
+        b
+    }
+
+    /// The `i`th leader the plan's run crosses after its entry: (index of the instruction
+    /// in the run, block).
+    #[inline]
+    pub fn plan_leader(&self, p: &SuperblockPlan, i: u32) -> Option<(u32, BlockId)> {
+        let at = p.leaders.0 + i;
+        (at < p.leaders.1).then(|| self.plan_leaders[at as usize])
     }
 }
 

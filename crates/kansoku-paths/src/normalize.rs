@@ -19,7 +19,7 @@
 
 use kansoku_binary::InstructionKind;
 
-use crate::code::{BlockId, CodeMap, InsnInfo};
+use crate::code::{BlockId, CodeMap, InsnInfo, SuperblockPlan};
 
 /// VEX's default `--vex-guest-max-insns`: a superblock holds at most this many instructions.
 pub const VEX_MAX_INSNS: usize = 50;
@@ -37,7 +37,8 @@ enum Prev {
 
 /// Splits Lackey superblock entries into basic-block entries (one entry of lookahead).
 pub struct SuperblockSplitter {
-    pending: Option<u64>,
+    /// The plan of the entry waiting for its successor (which says where it was left).
+    pending: Option<u32>,
     prev: Prev,
     max_insns: usize,
     /// Superblocks that ended at a non-transfer other than the VEX limit (diagnostic).
@@ -52,7 +53,11 @@ impl SuperblockSplitter {
     /// One superblock entry.
     #[inline]
     pub fn push(&mut self, addr: u64, code: &mut CodeMap, out: &mut impl FnMut(&mut CodeMap, BlockId, InstructionKind)) {
-        if let Some(p) = self.pending.replace(addr) {
+        let id = match self.pending {
+            Some(p) => code.next_plan(p, addr, self.max_insns),
+            None => code.plan_id(addr, self.max_insns),
+        };
+        if let Some(p) = self.pending.replace(id) {
             self.process(p, Some(addr), code, out);
         }
     }
@@ -71,65 +76,68 @@ impl SuperblockSplitter {
         self.finish(None, code, out);
     }
 
-    fn process(&mut self, e: u64, next: Option<u64>, code: &mut CodeMap, out: &mut impl FnMut(&mut CodeMap, BlockId, InstructionKind)) {
-        match self.prev {
-            Prev::Start => {
-                let b = code.block_at(e);
-                out(code, b, InstructionKind::Other)
-            }
-            Prev::Transfer(k) => {
-                let b = code.block_at(e);
-                out(code, b, k)
-            }
-            Prev::Continuation => {
-                if code.insn(e).leader {
-                    let b = code.block_at(e);
-                    out(code, b, InstructionKind::Other)
-                }
-            }
-            Prev::Rep(r, n) => {
-                if e == r {
-                    // the rep instruction's next element: same block
-                } else if e == n {
-                    if code.insn(e).leader {
-                        let b = code.block_at(e);
-                        out(code, b, InstructionKind::Other)
-                    }
-                } else {
-                    let b = code.block_at(e);
-                    out(code, b, InstructionKind::Other)
-                }
-            }
+    /// The entry block of plan `id`, if this superblock starts a basic block.
+    #[inline]
+    fn enter(&self, id: u32, code: &mut CodeMap, out: &mut impl FnMut(&mut CodeMap, BlockId, InstructionKind)) {
+        let p = code.plan(id);
+        let kind = match self.prev {
+            Prev::Start => Some(InstructionKind::Other),
+            Prev::Transfer(k) => Some(k),
+            Prev::Continuation => p.entry_leader.then_some(InstructionKind::Other),
+            // the rep instruction's next element: same block
+            Prev::Rep(r, _) if p.entry == r => None,
+            Prev::Rep(_, n) if p.entry == n => p.entry_leader.then_some(InstructionKind::Other),
+            Prev::Rep(..) => Some(InstructionKind::Other),
+        };
+        if let Some(k) = kind {
+            let b = code.plan_entry_block(id);
+            out(code, b, k)
         }
-        let run = code.run(e, self.max_insns);
-        let mut stop = run.insns.len();
-        let mut cut = false;
-        if let Some(n) = next {
-            if run.limit_cut && n == run.end {
-                cut = true;
-            } else if !(run.last.transfers() && run.last.target == Some(n)) {
-                if let Ok(j) = run.insns[1..].binary_search(&n) {
-                    stop = j + 1;
-                    cut = true;
-                    if !(run.last.rep && n == *run.insns.last().unwrap()) {
-                        self.unexpected_cuts += 1;
-                    }
-                }
-            }
+    }
+
+    /// How many of the run's instructions ran before `next` was entered, and whether the
+    /// superblock was left in the middle (so `next` continues it).
+    #[inline]
+    fn ran(&mut self, p: &SuperblockPlan, next: Option<u64>, code: &mut CodeMap) -> (u32, bool) {
+        let Some(n) = next else { return (u32::MAX, false) };
+        if p.limit_cut && n == p.end {
+            return (u32::MAX, true);
         }
-        for &(j, b) in &run.leaders {
-            if (j as usize) < stop {
+        // The usual ways out, a taken branch or falling off the end, need no search.
+        if (p.last.transfers() && p.last.target == Some(n)) || n == p.end || n <= p.entry || n > p.last_addr {
+            return (u32::MAX, false);
+        }
+        let run = code.run(p.entry, self.max_insns);
+        match run.insns[1..].binary_search(&n) {
+            Ok(j) => {
+                if !(run.last.rep && n == *run.insns.last().unwrap()) {
+                    self.unexpected_cuts += 1;
+                }
+                (j as u32 + 1, true)
+            }
+            Err(_) => (u32::MAX, false),
+        }
+    }
+
+    fn process(&mut self, id: u32, next: Option<u64>, code: &mut CodeMap, out: &mut impl FnMut(&mut CodeMap, BlockId, InstructionKind)) {
+        self.enter(id, code, out);
+        let p = code.plan(id);
+        let (stop, cut) = self.ran(&p, next, code);
+        let mut i = 0;
+        while let Some((j, b)) = code.plan_leader(&p, i) {
+            if j < stop {
                 out(code, b, InstructionKind::Other);
             }
+            i += 1;
         }
         self.prev = if cut {
             Prev::Continuation
-        } else if run.last.rep {
-            Prev::Rep(*run.insns.last().unwrap(), run.end)
-        } else if run.limit_cut {
+        } else if p.last.rep {
+            Prev::Rep(p.last_addr, p.end)
+        } else if p.limit_cut {
             Prev::Transfer(InstructionKind::Other)
         } else {
-            Prev::Transfer(run.last.kind)
+            Prev::Transfer(p.last.kind)
         };
     }
 }

@@ -36,27 +36,90 @@ pub enum BackEdgeMode {
 
 /// Paths stored once, counted many times. Memory grows with the number of distinct paths
 /// (and their lengths), never with the length of the run.
+///
+/// A path in progress is a node of a trie of the paths seen so far: adding a block moves
+/// to a child node, and a finished path is counted at its node, so a path is never hashed
+/// or compared whole. Each node remembers the child it went to last: the blocks of a run
+/// repeat, so the next block is nearly always that one and needs no hash lookup either.
 #[derive(Default)]
 pub struct PathTable {
-    index: FxHashMap<Rc<[BlockId]>, u32>,
+    nodes: Vec<PathNode>,
+    children: FxHashMap<(TrieNode, BlockId), TrieNode>,
     paths: Vec<Rc<[BlockId]>>,
     counts: Vec<u64>,
 }
 
+/// A node of the path trie (an index into its nodes): 0 is the empty path.
+type TrieNode = u32;
+const NO_PATH: u32 = u32::MAX;
+
+#[derive(Clone, Copy)]
+struct PathNode {
+    parent: TrieNode,
+    block: BlockId,
+    /// The path's id once it has been counted.
+    path: u32,
+    /// The last child taken: (block, node).
+    last_child: (BlockId, TrieNode),
+}
+
 impl PathTable {
-    /// Counts one execution of `path`; returns its id.
+    /// The empty path.
+    pub const EMPTY: TrieNode = 0;
+
+    fn root(&mut self) {
+        if self.nodes.is_empty() {
+            self.nodes.push(PathNode { parent: 0, block: BlockId::MAX, path: NO_PATH, last_child: (BlockId::MAX, 0) });
+        }
+    }
+
+    /// The path `node` followed by block `b`.
     #[inline]
-    pub fn count(&mut self, path: &[BlockId]) -> u32 {
-        if let Some(&id) = self.index.get(path) {
+    pub fn extend(&mut self, node: TrieNode, b: BlockId) -> TrieNode {
+        self.root();
+        let n = &self.nodes[node as usize];
+        if n.last_child.0 == b {
+            return n.last_child.1;
+        }
+        let child = match self.children.get(&(node, b)) {
+            Some(&c) => c,
+            None => {
+                let c = self.nodes.len() as TrieNode;
+                self.nodes.push(PathNode { parent: node, block: b, path: NO_PATH, last_child: (BlockId::MAX, 0) });
+                self.children.insert((node, b), c);
+                c
+            }
+        };
+        self.nodes[node as usize].last_child = (b, child);
+        child
+    }
+
+    /// Counts one execution of the path ending at `node` (not the empty path); returns its id.
+    #[inline]
+    pub fn count_node(&mut self, node: TrieNode) -> u32 {
+        let id = self.nodes[node as usize].path;
+        if id != NO_PATH {
             self.counts[id as usize] += 1;
             return id;
         }
+        let mut blocks = Vec::new();
+        let mut at = node;
+        while at != Self::EMPTY {
+            blocks.push(self.nodes[at as usize].block);
+            at = self.nodes[at as usize].parent;
+        }
+        blocks.reverse();
         let id = self.paths.len() as u32;
-        let stored: Rc<[BlockId]> = Rc::from(path);
-        self.index.insert(stored.clone(), id);
-        self.paths.push(stored);
+        self.paths.push(Rc::from(blocks));
         self.counts.push(1);
+        self.nodes[node as usize].path = id;
         id
+    }
+
+    /// Counts one execution of `path` (not empty); returns its id.
+    pub fn count(&mut self, path: &[BlockId]) -> u32 {
+        let node = path.iter().fold(Self::EMPTY, |n, &b| self.extend(n, b));
+        self.count_node(node)
     }
 
     pub fn len(&self) -> usize {
@@ -86,10 +149,11 @@ impl PathTable {
     }
 }
 
+/// One thread's paths in progress: nodes of the [`PathTable`] trie.
 #[derive(Default)]
 struct ThreadState {
-    path: Vec<BlockId>,
-    frames: Vec<Vec<BlockId>>,
+    path: TrieNode,
+    frames: Vec<TrieNode>,
     prev: Option<BlockId>,
 }
 
@@ -135,10 +199,10 @@ impl PathProfiler {
     }
 
     #[inline]
-    fn cut(paths: &mut PathTable, path: &mut Vec<BlockId>) {
-        if !path.is_empty() {
-            paths.count(path);
-            path.clear();
+    fn cut(paths: &mut PathTable, path: &mut TrieNode) {
+        if *path != PathTable::EMPTY {
+            paths.count_node(*path);
+            *path = PathTable::EMPTY;
         }
     }
 
@@ -185,7 +249,7 @@ impl PathProfiler {
                     CallMode::Frames if facts.ends_in_syscall(p) => {}
                     CallMode::Frames => {
                         if st.frames.len() < MAX_FRAMES {
-                            st.frames.push(std::mem::take(&mut st.path));
+                            st.frames.push(std::mem::replace(&mut st.path, PathTable::EMPTY));
                         } else {
                             Self::cut(&mut self.paths, &mut st.path);
                         }
@@ -204,7 +268,7 @@ impl PathProfiler {
         }
         if facts.in_scope(b) {
             self.blocks_in_scope += 1;
-            st.path.push(b);
+            st.path = self.paths.extend(st.path, b);
         }
         st.prev = Some(b);
     }

@@ -244,7 +244,13 @@ impl PathAnalysis {
         }
         let mut functions: Vec<FunctionRow> = Vec::new();
         let mut fids: Vec<u32> = fstats.keys().copied().collect();
-        fids.sort_by_key(|f| std::cmp::Reverse(fstats[f].1));
+        // Ties by place in memory: function ids follow the order blocks were first met,
+        // which differs between sources of the same run.
+        let place = |f: u32| {
+            let fi = &self.code.functions()[f as usize];
+            (fi.module, fi.base)
+        };
+        fids.sort_by_key(|&f| (std::cmp::Reverse(fstats[&f].1), place(f)));
         for f in fids {
             let (blocks_set, execs, instructions) = &fstats[&f];
             let fi = &self.code.functions()[f as usize];
