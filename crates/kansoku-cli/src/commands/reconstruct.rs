@@ -263,7 +263,7 @@ const KERNEL_START: u64 = 0xffff_8000_0000_0000;
 
 /// Reads and symbolises a sampled recording.
 pub fn load_samples(path: &Path) -> Result<Loaded> {
-    let mut reader = RecordingReader::open(path)?;
+    let mut reader = kansoku_perfdata::AnyRecording::open(path)?;
     let header = reader.header().clone();
     if header.kind != RecordingKind::Samples {
         bail!(
@@ -302,6 +302,7 @@ pub fn load_samples(path: &Path) -> Result<Loaded> {
         }
     }
     let mut warnings = std::mem::take(&mut sym.warnings);
+    warnings.extend(reader.warnings().iter().cloned());
     if kernel + outside > 0 {
         let share = |n: u64| 100.0 * n as f64 / samples.max(1) as f64;
         warnings.push(format!(

@@ -1,0 +1,390 @@
+//! # kansoku-perfdata — what `perf record` wrote, read as a kansoku recording
+//!
+//! A performance engineer who already records with Linux perf keeps doing so: a
+//! `perf.data` of timer samples (`-e cpu-clock`) and, optionally, a uprobe marker
+//! (`perf probe -x PROG F`, then `-e probe_PROG:F`) becomes the same events a
+//! `kansoku record --marker F` recording holds, so `kansoku reconstruct perf.data` rebuilds
+//! the instruction trace of the marked region from it.
+//!
+//! | perf.data | kansoku event |
+//! |---|---|
+//! | `MMAP2`/`MMAP` of an executable mapping of the recorded process | [`Event::Module`], build id from the record or the file's build-id table |
+//! | sample of a tracepoint event (a uprobe: `probe_PROG:F`) | [`Event::Marker`] |
+//! | sample of any other event (cpu-clock, cycles…) | [`Event::Sample`] (and [`Event::Thread`] when the thread changes) |
+//!
+//! The header says what was recorded: the program and its arguments (perf's own command
+//! line, after `--`, or the process's `exec`), `clock = cpu-clock` and the period when the
+//! samples are timer samples, `marker` = F.
+//!
+//! A cut perf.data (perf killed, a copy cut short) is read to its last complete record:
+//! perf writes its header last, so such a file says its data is longer than it is (or
+//! empty); the reader walks the records to the last one the file holds whole, reads up to
+//! there and says where it stopped ([`PerfDataReader::truncated_at`]). The names of the
+//! events are then lost with the file's end: a tracepoint event is taken for the marker.
+//!
+//! Nothing here runs perf or a program: [`PerfDataReader`] turns a file into events.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::fs::File;
+use std::io::{BufReader, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use kansoku_core::{Event, Header, Module, RecordingError, RecordingKind, Sample};
+use linux_perf_data::linux_perf_event_reader::{EventRecord, Mmap2FileId, PerfEventType, SamplingPolicy, SoftwareCounterType};
+use linux_perf_data::{PerfFileReader, PerfFileRecord};
+
+/// The magic a little-endian perf.data starts with.
+const MAGIC: &[u8; 8] = b"PERFILE2";
+/// perf's file header: magic, size, attr_size, the attrs, data and event-types sections
+/// (offset and size each), then 256 bits of feature flags.
+const HEADER_BYTES: usize = 104;
+const DATA_OFFSET_AT: usize = 40;
+const DATA_SIZE_AT: usize = 48;
+const FEATURES_AT: usize = 72;
+/// `PROT_EXEC` in an `MMAP2` record's protection.
+const PROT_EXEC: u32 = 4;
+
+/// Is this file a perf.data (by its first eight bytes)?
+pub fn is_perf_data(path: &Path) -> bool {
+    let mut magic = [0u8; 8];
+    File::open(path).and_then(|mut f| f.read_exact(&mut magic)).is_ok() && &magic == MAGIC
+}
+
+/// Reads a perf.data as kansoku events, in time order.
+pub struct PerfDataReader {
+    path: PathBuf,
+    header: Header,
+    reader: PerfFileReader<Patched>,
+    convert: Converter,
+    truncated_at: Option<u64>,
+}
+
+/// What turns perf's records into kansoku events (apart from the reader, whose buffer
+/// the record being turned borrows).
+struct Converter {
+    /// Per event (attribute index): is it the marker's uprobe?
+    markers: Vec<bool>,
+    /// The sample ids of tracepoint events, from the file's attribute section: a cut file
+    /// has lost the event descriptions the attribute index of a record comes from.
+    marker_ids: HashSet<u64>,
+    build_ids: HashMap<Vec<u8>, String>,
+    /// The recorded program's process, once seen (its `exec`, or its first sample).
+    pid: Option<i32>,
+    tid: Option<i32>,
+    start: Option<u64>,
+    pending: VecDeque<Event>,
+    warnings: Vec<String>,
+}
+
+impl PerfDataReader {
+    pub fn open(path: &Path) -> Result<Self, RecordingError> {
+        let io = |cause| RecordingError::Io { path: path.to_path_buf(), cause };
+        let corrupt = |offset, what: String| RecordingError::Corrupt { path: path.to_path_buf(), offset, what };
+        let (mut patched, truncated_at) = Patched::open(path).map_err(io)?;
+        let marker_ids = tracepoint_ids(&mut patched).map_err(io)?;
+        let PerfFileReader { perf_file, record_iter } = PerfFileReader::parse_file(patched).map_err(|e| corrupt(0, format!("not a readable perf.data: {e}")))?;
+        let attrs = perf_file.event_attributes();
+        let markers: Vec<bool> = attrs.iter().map(|a| matches!(a.attr.type_, PerfEventType::Tracepoint(_))).collect();
+        // perf names a uprobe event GROUP:FUNCTION (`probe_seed000:func_M`); a cut file
+        // has lost the names, and then the marker's hits are still marker hits, unnamed.
+        let marker = attrs.iter().zip(&markers).find(|(_, &m)| m).and_then(|(a, _)| a.name()?.split(':').nth(1)).map(str::to_string);
+        let sampler = attrs.iter().zip(&markers).find(|(_, &m)| !m).map(|(a, _)| &a.attr);
+        let cmdline: Vec<String> = perf_file.cmdline().ok().flatten().unwrap_or_default().iter().map(|s| s.to_string()).collect();
+        let (program, args) = program_of(&cmdline);
+        let mut header = Header::new(RecordingKind::Samples, program, args).with_parameter("source", "perf.data");
+        if let Some(attr) = sampler {
+            let timer = matches!(attr.type_, PerfEventType::Software(SoftwareCounterType::CpuClock | SoftwareCounterType::TaskClock));
+            header = header.with_parameter("clock", if timer { "cpu-clock" } else { "event" });
+            if let SamplingPolicy::Period(p) = attr.sampling_policy {
+                header = header.with_parameter(if timer { "time_period_ns" } else { "period" }, p.get());
+            }
+        }
+        if let Some(m) = marker {
+            header = header.with_parameter("marker", m.as_str()).with_parameter("marker_by", "uprobe");
+        }
+        let build_ids = perf_file.build_ids().unwrap_or_default().into_values().map(|d| (d.path, hex(&d.build_id))).collect();
+        let reader = PerfFileReader { perf_file, record_iter };
+        let convert = Converter { markers, marker_ids, build_ids, pid: None, tid: None, start: None, pending: VecDeque::new(), warnings: Vec::new() };
+        Ok(PerfDataReader { path: path.to_path_buf(), header, reader, convert, truncated_at })
+    }
+
+    /// What the reader noticed: records perf lost (a cut file is [`Self::truncated_at`]).
+    pub fn warnings(&self) -> &[String] {
+        &self.convert.warnings
+    }
+
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// Where a cut file was read up to (byte offset of the end of its last whole record).
+    pub fn truncated_at(&self) -> Option<u64> {
+        self.truncated_at
+    }
+
+    pub fn next_event(&mut self) -> Result<Option<Event>, RecordingError> {
+        loop {
+            if let Some(e) = self.convert.pending.pop_front() {
+                return Ok(Some(e));
+            }
+            let PerfFileReader { perf_file, record_iter } = &mut self.reader;
+            let record = record_iter.next_record(perf_file).map_err(|e| RecordingError::Corrupt { path: self.path.clone(), offset: 0, what: e.to_string() })?;
+            let Some(PerfFileRecord::EventRecord { attr_index, record }) = record else {
+                if record.is_none() {
+                    return Ok(None);
+                }
+                continue;
+            };
+            let time = record.timestamp();
+            let parsed = record.parse().map_err(|e| RecordingError::Corrupt { path: self.path.clone(), offset: 0, what: format!("a {:?} record: {e}", record.record_type) })?;
+            let marker = self.convert.markers.get(attr_index).copied().unwrap_or(false);
+            self.convert.take(parsed, time, marker);
+        }
+    }
+}
+
+impl Converter {
+    /// One kernel record: queues the events it means.
+    fn take(&mut self, record: EventRecord, time: Option<u64>, marker: bool) {
+        match record {
+            EventRecord::Comm(c) if c.is_execve && self.pid.is_none() => self.pid = Some(c.pid),
+            EventRecord::Mmap2(m) if m.protection & PROT_EXEC != 0 && self.ours(m.pid) => {
+                let path = m.path.as_slice().to_vec();
+                let build_id = match &m.file_id {
+                    Mmap2FileId::BuildId(b) => Some(hex(b)),
+                    Mmap2FileId::InodeAndVersion(_) => self.build_ids.get(&path).cloned(),
+                };
+                self.module(path, build_id, m.address, m.length, m.page_offset);
+            }
+            EventRecord::Mmap(m) if m.is_executable && self.ours(m.pid) => {
+                let path = m.path.as_slice().to_vec();
+                let build_id = self.build_ids.get(&path).cloned();
+                self.module(path, build_id, m.address, m.length, m.page_offset);
+            }
+            EventRecord::Sample(s) => {
+                let (Some(pid), Some(tid), Some(t)) = (s.pid, s.tid, time.or(s.timestamp)) else { return };
+                if self.pid.is_none() {
+                    self.pid = Some(pid);
+                }
+                if Some(pid) != self.pid {
+                    return;
+                }
+                if self.tid != Some(tid) {
+                    self.tid = Some(tid);
+                    self.pending.push_back(Event::Thread { tid: tid as u32 });
+                }
+                let time_ns = t.saturating_sub(*self.start.get_or_insert(t));
+                let marker = marker || s.id.is_some_and(|id| self.marker_ids.contains(&id));
+                self.pending.push_back(match marker {
+                    true => Event::Marker { time_ns, instructions: None },
+                    false => Event::Sample(Sample { time_ns, ip: s.ip.unwrap_or(0), instructions: None }),
+                });
+            }
+            EventRecord::Lost(l) => self.warnings.push(format!("perf lost {} records (its ring buffer was full)", l.count)),
+            _ => {}
+        }
+    }
+
+    /// Mappings are taken from the recorded process only (and before it is known, from
+    /// every process: perf synthesises the maps of the process it starts before its exec).
+    fn ours(&self, pid: i32) -> bool {
+        self.pid.is_none_or(|p| p == pid)
+    }
+
+    fn module(&mut self, path: Vec<u8>, build_id: Option<String>, start: u64, len: u64, file_offset: u64) {
+        let path = String::from_utf8_lossy(&path).into_owned();
+        self.pending.push_back(Event::Module(Module { path, build_id, start, end: start.saturating_add(len), file_offset }));
+    }
+}
+
+/// The program and its arguments from perf's own command line (`perf record … -- PROG
+/// ARGS`, or the first word that is not an option or an option's value).
+fn program_of(cmdline: &[String]) -> (String, Vec<String>) {
+    let rest: Vec<String> = match cmdline.iter().position(|a| a == "--") {
+        Some(i) => cmdline[i + 1..].to_vec(),
+        None => Vec::new(),
+    };
+    match rest.split_first() {
+        Some((p, args)) => (p.clone(), args.to_vec()),
+        None => (cmdline.last().cloned().unwrap_or_default(), Vec::new()),
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A perf.data opened for reading, with its header corrected when the file is cut: perf
+/// writes the data section's size (and the feature sections after it) when it ends, so a
+/// file perf did not finish claims more data than it holds, or none. The records are
+/// walked (each starts with its size) to the last one the file holds whole; the header
+/// then says the data ends there and that no feature sections follow.
+struct Patched {
+    file: BufReader<File>,
+    header: [u8; HEADER_BYTES],
+    pos: u64,
+}
+
+impl Patched {
+    fn open(path: &Path) -> std::io::Result<(Patched, Option<u64>)> {
+        let mut file = BufReader::new(File::open(path)?);
+        let mut header = [0u8; HEADER_BYTES];
+        let len = file.get_ref().metadata()?.len();
+        if len < HEADER_BYTES as u64 || file.read_exact(&mut header).is_err() || &header[..8] != MAGIC {
+            return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "not a perf.data (no PERFILE2 magic at byte 0)"));
+        }
+        let field = |at: usize| u64::from_le_bytes(header[at..at + 8].try_into().expect("eight bytes"));
+        let (offset, size) = (field(DATA_OFFSET_AT), field(DATA_SIZE_AT));
+        let mut truncated = None;
+        if size == 0 || offset.saturating_add(size) > len {
+            let end = whole_records_end(&mut file, offset, len)?;
+            header[DATA_SIZE_AT..DATA_SIZE_AT + 8].copy_from_slice(&(end - offset).to_le_bytes());
+            header[FEATURES_AT..HEADER_BYTES].fill(0);
+            truncated = Some(end);
+        }
+        file.seek(SeekFrom::Start(0))?;
+        Ok((Patched { file, header, pos: 0 }, truncated))
+    }
+}
+
+/// The ids of the file's tracepoint events (type 2), read from its attribute section:
+/// each attribute (`attr_size` bytes) starts with its type (u32) and ends with the file
+/// section (offset, size) of its ids. Bounded by the file: a section outside it is skipped.
+fn tracepoint_ids(file: &mut Patched) -> std::io::Result<HashSet<u64>> {
+    let field = |at: usize| u64::from_le_bytes(file.header[at..at + 8].try_into().expect("eight bytes"));
+    let (attr_size, attrs_at, attrs_len) = (field(16), field(24), field(32));
+    let len = file.file.get_ref().metadata()?.len();
+    let mut ids = HashSet::new();
+    if !(24..=4096).contains(&attr_size) || attrs_at.saturating_add(attrs_len) > len {
+        return Ok(ids);
+    }
+    for i in 0..attrs_len / attr_size {
+        let mut attr = vec![0u8; attr_size as usize];
+        file.file.seek(SeekFrom::Start(attrs_at + i * attr_size))?;
+        file.file.read_exact(&mut attr)?;
+        let word = |at: usize| u64::from_le_bytes(attr[at..at + 8].try_into().expect("eight bytes"));
+        let (ids_at, ids_len) = (word(attr.len() - 16), word(attr.len() - 8));
+        if u32::from_le_bytes(attr[..4].try_into().expect("four bytes")) != 2 || ids_at.saturating_add(ids_len) > len || ids_len > 1 << 20 {
+            continue;
+        }
+        let mut raw = vec![0u8; ids_len as usize];
+        file.file.seek(SeekFrom::Start(ids_at))?;
+        file.file.read_exact(&mut raw)?;
+        ids.extend(raw.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("eight bytes"))));
+    }
+    file.seek(SeekFrom::Start(0))?;
+    Ok(ids)
+}
+
+/// The end of the last record wholly inside the file, walking from the data section's
+/// start (every record starts with its type (u32), misc (u16) and size (u16)).
+fn whole_records_end(file: &mut BufReader<File>, offset: u64, len: u64) -> std::io::Result<u64> {
+    let mut at = offset.min(len);
+    let mut head = [0u8; 8];
+    loop {
+        if at + 8 > len {
+            return Ok(at);
+        }
+        file.seek(SeekFrom::Start(at))?;
+        file.read_exact(&mut head)?;
+        let size = u64::from(u16::from_le_bytes([head[6], head[7]]));
+        if size < 8 || at + size > len {
+            return Ok(at);
+        }
+        at += size;
+    }
+}
+
+impl Read for Patched {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.pos < HEADER_BYTES as u64 {
+            let from = self.pos as usize;
+            let n = buf.len().min(HEADER_BYTES - from);
+            buf[..n].copy_from_slice(&self.header[from..from + n]);
+            self.pos += n as u64;
+            self.file.seek(SeekFrom::Start(self.pos))?;
+            return Ok(n);
+        }
+        let n = self.file.read(buf)?;
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+impl Seek for Patched {
+    fn seek(&mut self, to: SeekFrom) -> std::io::Result<u64> {
+        self.pos = self.file.seek(to)?;
+        Ok(self.pos)
+    }
+}
+
+/// A recording of either kind, opened by what the file is: kansoku's `.ksk` or perf's
+/// perf.data. The commands that read samples open files through this.
+pub enum AnyRecording {
+    Kansoku(Box<kansoku_core::RecordingReader>),
+    Perf(Box<PerfDataReader>),
+}
+
+impl AnyRecording {
+    pub fn open(path: &Path) -> Result<AnyRecording, RecordingError> {
+        if is_perf_data(path) {
+            return Ok(AnyRecording::Perf(Box::new(PerfDataReader::open(path)?)));
+        }
+        Ok(AnyRecording::Kansoku(Box::new(kansoku_core::RecordingReader::open(path)?)))
+    }
+
+    pub fn header(&self) -> &Header {
+        match self {
+            AnyRecording::Kansoku(r) => r.header(),
+            AnyRecording::Perf(r) => r.header(),
+        }
+    }
+
+    pub fn next_event(&mut self) -> Result<Option<Event>, RecordingError> {
+        match self {
+            AnyRecording::Kansoku(r) => r.next_event(),
+            AnyRecording::Perf(r) => r.next_event(),
+        }
+    }
+
+    /// Where a cut file was read up to.
+    pub fn truncated_at(&self) -> Option<u64> {
+        match self {
+            AnyRecording::Kansoku(r) => r.truncated_at(),
+            AnyRecording::Perf(r) => r.truncated_at(),
+        }
+    }
+
+    /// What the perf.data reader noticed (records perf lost); a cut file is
+    /// [`Self::truncated_at`].
+    pub fn warnings(&self) -> &[String] {
+        match self {
+            AnyRecording::Kansoku(_) => &[],
+            AnyRecording::Perf(r) => r.warnings(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_program_is_what_follows_the_double_dash() {
+        let words = |s: &str| s.split(' ').map(String::from).collect::<Vec<_>>();
+        assert_eq!(program_of(&words("perf record -e cpu-clock -o x -- /bin/prog 10 20")), ("/bin/prog".to_string(), words("10 20")));
+        assert_eq!(program_of(&words("perf record ./prog")).0, "./prog");
+        assert_eq!(program_of(&[]).0, "");
+    }
+
+    #[test]
+    fn what_is_not_a_perf_data_is_refused_by_name() {
+        let dir = std::env::temp_dir().join(format!("kansoku-perfdata-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("notes.txt");
+        std::fs::write(&f, b"hello, this is not perf data at all, but long enough to read a header from it: 104 bytes and more, more, more").unwrap();
+        assert!(!is_perf_data(&f));
+        let e = PerfDataReader::open(&f).err().unwrap().to_string();
+        assert!(e.contains("notes.txt") && e.contains("PERFILE2"), "{e}");
+    }
+}
