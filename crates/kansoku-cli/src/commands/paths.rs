@@ -88,7 +88,7 @@ pub struct Args {
     /// FILE`), `collapsed` (instructions per call stack: `flamegraph.pl FILE > out.svg`,
     /// `inferno-flamegraph`), `pprof` (one sample per path, gzipped profile.proto: `go tool
     /// pprof -top FILE`).
-    #[arg(long, value_name = "FORMAT=FILE", value_parser = parse_export)]
+    #[arg(long, value_name = "FORMAT=FILE", value_parser = crate::exports::parse_export)]
     pub export: Vec<(Format, PathBuf)>,
     /// The valgrind launcher to run.
     #[arg(long, default_value = "valgrind")]
@@ -129,22 +129,8 @@ fn options(args: &Args, program: Option<String>) -> AnalysisOptions {
     }
 }
 
-/// `--export FORMAT=FILE`.
-fn parse_export(s: &str) -> Result<(Format, PathBuf), String> {
-    let names = Format::ALL.map(Format::name).join(", ");
-    let (name, file) = s.split_once('=').ok_or_else(|| format!("expected FORMAT=FILE (FORMAT one of {names})"))?;
-    let format = Format::from_name(name).ok_or_else(|| format!("unknown export format `{name}` (known: {names})"))?;
-    if file.is_empty() {
-        return Err(format!("--export {name}= needs a file name after `=`"));
-    }
-    Ok((format, PathBuf::from(file)))
-}
-
-/// Creates the `--export` files before the program runs: a path that cannot be written is
-/// said at once, not after a long run whose results would then be lost.
-fn create_exports(args: &Args) -> Result<Vec<File>> {
-    args.export.iter().map(|(_, path)| File::create(path).with_context(|| format!("creating {}", path.display()))).collect()
-}
+/// The formats a path profile is written in.
+const PATH_EXPORTS: [Format; 3] = [Format::Callgrind, Format::Collapsed, Format::Pprof];
 
 /// Writes the `--export` files; returns one line per file saying how to open it.
 fn write_exports(args: &Args, files: Vec<File>, r: &mut PathsRun) -> Result<Vec<String>> {
@@ -166,13 +152,7 @@ fn write_exports(args: &Args, files: Vec<File>, r: &mut PathsRun) -> Result<Vec<
             Some(result) => result.with_context(|| format!("writing {}", path.display()))?,
             None => bail!("--export {}: this build cannot write that format from a path profile", format.name()),
         }
-        let open = match format {
-            Format::Callgrind => format!("callgrind_annotate {0} (or kcachegrind {0})", path.display()),
-            Format::Collapsed => format!("flamegraph.pl {0} > flame.svg (or inferno-flamegraph {0})", path.display()),
-            Format::Pprof => format!("go tool pprof -top {0} (or -http=: {0})", path.display()),
-            _ => path.display().to_string(),
-        };
-        done.push(format!("{} export written to {}: open with {open}", format.name(), path.display()));
+        done.push(crate::exports::written(*format, path));
     }
     Ok(done)
 }
@@ -380,7 +360,7 @@ pub fn run(args: Args) -> Result<()> {
     }
     let runs_program = matches!(args.source.as_str(), "valgrind" | "lackey" | "exact" | "step");
     crate::output::report_to(crate::output::report_target(None, runs_program))?;
-    let export_files = create_exports(&args)?;
+    let export_files = crate::exports::create_exports(&args.export, &PATH_EXPORTS, "kansoku paths")?;
     let mut r = analyse(&args)?;
     for name in [&args.function, &args.cfg].into_iter().flatten() {
         r.analysis.check_function(name)?;
