@@ -339,8 +339,97 @@ fn an_export_a_command_cannot_write_is_refused_before_the_program_runs() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("--export pprof: `kansoku monitor events` writes perfetto"), "{err}");
     assert!(o.stdout.is_empty(), "the program ran: {}", String::from_utf8_lossy(&o.stdout));
-    let o = Command::new(env!("CARGO_BIN_EXE_kansoku")).args(["paths", "--export", "perfetto=x.pftrace", "--", "echo", "ran"]).output().unwrap();
-    assert!(!o.status.success());
-    assert!(String::from_utf8_lossy(&o.stderr).contains("`kansoku paths` writes callgrind, collapsed, pprof"), "{}", String::from_utf8_lossy(&o.stderr));
-    assert!(o.stdout.is_empty(), "the program ran: {}", String::from_utf8_lossy(&o.stdout));
+}
+
+/// Nested calls, a recursion and a loop for the marker, single-threaded.
+const CALLS: &str = r#"volatile long sink;
+__attribute__((noinline)) void leaf(int i) { sink += i; }
+__attribute__((noinline)) void rec(int d) { if (d > 0) rec(d - 1); sink--; }
+__attribute__((noinline)) void work(int n) { for (int i = 0; i < n; i++) leaf(i); rec(2); }
+int main(void) { for (int i = 0; i < 5; i++) work(3); return 0; }
+"#;
+
+fn kansoku(args: &[&str]) -> std::process::Output {
+    let o = Command::new(env!("CARGO_BIN_EXE_kansoku")).args(args).output().unwrap();
+    assert!(o.status.success(), "kansoku {args:?}: {}", String::from_utf8_lossy(&o.stderr));
+    o
+}
+
+/// Calls per callee in a callgrind file (`cfn=(id) name`, then `calls=N …`).
+fn callgrind_calls(file: &Path) -> HashMap<String, u64> {
+    let (mut names, mut calls) = (HashMap::new(), HashMap::new());
+    let mut callee = String::new();
+    for line in std::fs::read_to_string(file).unwrap().lines() {
+        // a name is spelled out at its first use, by `fn=` or `cfn=`, then only its id
+        let spec = line.strip_prefix("fn=(").or_else(|| line.strip_prefix("cfn=("));
+        if let Some((id, name)) = spec.and_then(|s| s.split_once(')')) {
+            if !name.trim().is_empty() {
+                names.insert(id.to_string(), name.trim().to_string());
+            }
+            if line.starts_with("cfn=") {
+                callee = names[id].clone();
+            }
+        } else if let Some(rest) = line.strip_prefix("calls=") {
+            *calls.entry(callee.clone()).or_insert(0) += rest.split(' ').next().unwrap().parse::<u64>().unwrap();
+        }
+    }
+    calls
+}
+
+#[test]
+fn exact_trace_perfetto_export_has_the_calls_kansoku_counts_nested_with_markers_and_iterations() {
+    let Some(schema) = consumer() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let d = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    std::fs::write(d("calls.c"), CALLS).unwrap();
+    let o = Command::new("cc").args(["-O2", "-g", "-o", &d("calls"), &d("calls.c")]).output().unwrap();
+    assert!(o.status.success(), "cc: {}", String::from_utf8_lossy(&o.stderr));
+
+    // the whole run: slices per function = the calls kansoku's callgrind export counts
+    kansoku(&["trace", "exact", "-o", &d("t.ksk"), "--", &d("calls")]);
+    kansoku(&["paths", "--source", &d("t.ksk"), "--export", &format!("perfetto={}", d("t.pftrace")), "--export", &format!("callgrind={}", d("t.cg"))]);
+    let t = trace_of(&decode(&schema, Path::new(&d("t.pftrace"))));
+    let all = slices(&t);
+    let per_function = count(all.iter().map(|s| s.name.as_str()));
+    let calls = callgrind_calls(Path::new(&d("t.cg")));
+    for f in ["work", "leaf", "rec"] {
+        assert_eq!(per_function.get(f), calls.get(f), "{f}: slices vs the callgrind export's calls");
+    }
+    assert_eq!((per_function["work"], per_function["leaf"], per_function["rec"]), (5, 15, 15));
+    for s in all.iter().filter(|s| ["work", "leaf", "rec"].contains(&s.name.as_str())) {
+        let parent = s.inside.last().map(String::as_str);
+        match s.name.as_str() {
+            "work" => assert_eq!(parent, Some("main"), "{s:?}"),
+            "leaf" => assert_eq!(parent, Some("work"), "{s:?}"),
+            _ => assert!(matches!(parent, Some("work" | "rec")), "{s:?}"),
+        }
+    }
+    assert_eq!(all.iter().filter(|s| s.name == "rec").map(|s| s.inside.iter().filter(|n| *n == "rec").count()).max(), Some(2), "rec(2) nests three deep");
+    let meta = t.events.iter().find(|e| e.name.as_deref() == Some("kansoku")).expect("a kansoku metadata instant");
+    assert!(meta.args["time_axis"].starts_with("instruction index"), "{:?}", meta.args);
+    let show: serde_json::Value = serde_json::from_slice(&kansoku(&["show", &d("t.ksk"), "--json", "--limit", "1"]).stdout).unwrap();
+    // the index counts each basic block entry's instructions, a `rep` string instruction
+    // once per entry where the trace lists every repetition: at most the trace's count
+    let (index, traced) = (meta.args["instructions"].parse::<u64>().unwrap(), show["summary"]["instructions"].as_u64().unwrap());
+    assert!(index <= traced && index as f64 >= 0.99 * traced as f64, "the index ends at {index}, the trace has {traced} instructions");
+    eprintln!("whole run: {} slices (work {}, leaf {}, rec {}), index {index} of {traced} traced instructions", all.len(), per_function["work"], per_function["leaf"], per_function["rec"]);
+
+    // a marker window: one instant per marker hit, one iteration slice from each
+    kansoku(&["trace", "exact", "--marker", "work", "--iterations", "3", "-o", &d("m.ksk"), "--", &d("calls")]);
+    kansoku(&["paths", "--source", &d("m.ksk"), "--export", &format!("perfetto={}", d("m.pftrace"))]);
+    let t = trace_of(&decode(&schema, Path::new(&d("m.pftrace"))));
+    let show: serde_json::Value = serde_json::from_slice(&kansoku(&["show", &d("m.ksk"), "--json", "--limit", "1"]).stdout).unwrap();
+    let hits = show["summary"]["markers"].as_u64().unwrap();
+    assert!(hits >= 3, "{show}");
+    let marks: Vec<u64> = t.events.iter().filter(|e| e.kind == "TYPE_INSTANT" && e.name.as_deref() == Some("marker")).map(|e| e.at).collect();
+    assert_eq!(marks.len() as u64, hits);
+    let all = slices(&t);
+    let iterations: Vec<&Slice> = all.iter().filter(|s| t.tracks[&s.track].name.starts_with("iterations")).collect();
+    assert_eq!(iterations.len() as u64, hits);
+    eprintln!("marker window: {hits} marker hits, {} iterations, {} slices", iterations.len(), all.len());
+    for (k, (it, at)) in iterations.iter().zip(&marks).enumerate() {
+        assert_eq!((it.name.clone(), it.start), (format!("iteration {}", k + 1), *at));
+        // each iteration starts where a call of work starts (the marker is work's entry)
+        assert!(all.iter().any(|s| s.name == "work" && s.start.abs_diff(it.start) <= 8), "{it:?}");
+    }
 }

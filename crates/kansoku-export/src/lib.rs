@@ -29,7 +29,7 @@ pub use callgrind::write_callgrind;
 pub use collapsed::write_collapsed;
 pub use perfetto::{write_perfetto, ArgValue, Args, CounterLane, Mark, SideLane, Span, ThreadLane, Timeline};
 pub use pprof::{pprof_profile, write_pprof};
-pub use timelines::{events_timeline, EventRun};
+pub use timelines::{calls_timeline, events_timeline, CallRun, EventRun};
 
 /// Interned names: each distinct name gets the next index, in first-use order (callgrind's
 /// name compression and pprof's string table both number their names this way).

@@ -4,6 +4,7 @@
 use std::collections::BTreeSet;
 
 use kansoku_monitor::events::{Call, Hit, OffCpu, Point, PointRole};
+use kansoku_paths::CallTimeline;
 
 use crate::perfetto::{Args, Mark, SideLane, Span, ThreadLane, Timeline};
 
@@ -62,5 +63,39 @@ fn event_thread(run: &EventRun, tid: u32, pid: u32) -> ThreadLane {
         .collect();
     let side_lanes = if off.is_empty() { Vec::new() } else { vec![SideLane { name: format!("off-CPU {tid}"), spans: off }] };
     let name = if tid == pid { format!("{} {tid}", run.program.rsplit('/').next().unwrap_or(run.program)) } else { format!("thread {tid}") };
+    ThreadLane { tid: tid_id(tid), name, spans, marks, side_lanes }
+}
+
+/// A trace's calls on its instruction index (exact traces: `kansoku paths` of a `.ksk`
+/// or of a program run exactly), with how it was made.
+pub struct CallRun<'a> {
+    /// What the analysis recovered: calls, marker hits, the index's end.
+    pub timeline: &'a CallTimeline,
+    /// How the run was made and what the time axis is.
+    pub metadata: Args,
+}
+
+/// One slice per call on its thread (calls nest as the shadow call stack nested them),
+/// each marker hit as an instant `marker`, and the iterations between a thread's marker
+/// hits (the last one to the end of the trace) as slices on a lane `iterations` under
+/// the thread. Threads are grouped as in [`events_timeline`].
+pub fn calls_timeline(run: CallRun) -> Timeline {
+    let t = run.timeline;
+    let tids: BTreeSet<u32> = t.calls.iter().map(|c| c.tid).chain(t.markers.iter().map(|m| m.0)).collect();
+    let pid = tids.iter().copied().find(|&tid| tid != 0).unwrap_or(0);
+    let program = t.program.clone().unwrap_or_else(|| "program".to_string());
+    let threads = tids.into_iter().map(|tid| call_thread(t, tid, pid, &program)).collect();
+    Timeline { pid: tid_id(pid), process_name: program, threads, counters: Vec::new(), metadata: run.metadata }
+}
+
+fn call_thread(t: &CallTimeline, tid: u32, pid: u32, program: &str) -> ThreadLane {
+    let function = |k: usize| t.functions.get(k).cloned().unwrap_or_else(|| format!("function {k}"));
+    let spans = t.calls.iter().filter(|c| c.tid == tid).map(|c| Span { name: function(c.function), start: c.start, end: c.end, args: Vec::new() }).collect();
+    let hits: Vec<u64> = t.markers.iter().filter(|m| m.0 == tid).map(|m| m.1).collect();
+    let marks = hits.iter().map(|&at| Mark { name: "marker".to_string(), at, args: Vec::new() }).collect();
+    let ends = hits.iter().skip(1).copied().chain(std::iter::once(t.instructions));
+    let iterations: Vec<Span> = hits.iter().zip(ends).enumerate().map(|(k, (&start, end))| Span { name: format!("iteration {}", k + 1), start, end: end.max(start), args: Vec::new() }).collect();
+    let side_lanes = if iterations.is_empty() { Vec::new() } else { vec![SideLane { name: format!("iterations {tid}"), spans: iterations }] };
+    let name = if tid == pid { format!("{} {tid}", program.rsplit('/').next().unwrap_or(program)) } else { format!("thread {tid}") };
     ThreadLane { tid: tid_id(tid), name, spans, marks, side_lanes }
 }

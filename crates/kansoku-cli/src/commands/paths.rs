@@ -87,7 +87,8 @@ pub struct Args {
     /// (instructions per function, line and call: `callgrind_annotate FILE`, `kcachegrind
     /// FILE`), `collapsed` (instructions per call stack: `flamegraph.pl FILE > out.svg`,
     /// `inferno-flamegraph`), `pprof` (one sample per path, gzipped profile.proto: `go tool
-    /// pprof -top FILE`).
+    /// pprof -top FILE`), `perfetto` (every call as a slice on its thread, marker hits and
+    /// iterations, on the instruction index: ui.perfetto.dev).
     #[arg(long, value_name = "FORMAT=FILE", value_parser = crate::exports::parse_export)]
     pub export: Vec<(Format, PathBuf)>,
     /// The valgrind launcher to run.
@@ -130,12 +131,12 @@ fn options(args: &Args, program: Option<String>) -> AnalysisOptions {
 }
 
 /// The formats a path profile is written in.
-const PATH_EXPORTS: [Format; 3] = [Format::Callgrind, Format::Collapsed, Format::Pprof];
+const PATH_EXPORTS: [Format; 4] = [Format::Callgrind, Format::Collapsed, Format::Pprof, Format::Perfetto];
 
 /// Writes the `--export` files; returns one line per file saying how to open it.
 fn write_exports(args: &Args, files: Vec<File>, r: &mut PathsRun) -> Result<Vec<String>> {
     let mut done = Vec::new();
-    let costs = if args.export.iter().any(|(f, _)| *f != Format::Pprof) { Some(r.analysis.costs()) } else { None };
+    let costs = if args.export.iter().any(|(f, _)| matches!(f, Format::Callgrind | Format::Collapsed)) { Some(r.analysis.costs()) } else { None };
     let command = if args.command.is_empty() { args.source.clone() } else { args.command.join(" ") };
     for ((format, path), file) in args.export.iter().zip(files) {
         let out = BufWriter::new(file);
@@ -146,6 +147,10 @@ fn write_exports(args: &Args, files: Vec<File>, r: &mut PathsRun) -> Result<Vec<
                 let comment = format!("kansoku paths of {command} (source {}, calls {:?}, back edges {:?}, scope {:?})", r.source, r.report.calls, r.report.back_edges, r.report.scope);
                 Some(kansoku_export::write_pprof(&r.report, &comment, out))
             }
+            Format::Perfetto => r.analysis.call_timeline().map(|t| {
+                let metadata = calls_metadata(&command, r, &t);
+                kansoku_export::write_perfetto(&kansoku_export::calls_timeline(kansoku_export::CallRun { timeline: &t, metadata }), out)
+            }),
             _ => None,
         };
         match written {
@@ -155,6 +160,20 @@ fn write_exports(args: &Args, files: Vec<File>, r: &mut PathsRun) -> Result<Vec<
         done.push(crate::exports::written(*format, path));
     }
     Ok(done)
+}
+
+/// The `kansoku` instant's arguments for a timeline of calls.
+fn calls_metadata(command: &str, r: &PathsRun, t: &kansoku_paths::CallTimeline) -> kansoku_export::Args {
+    use kansoku_export::ArgValue::{Text, Uint};
+    vec![
+        ("command".to_string(), Text(format!("kansoku paths --source {}", r.source))),
+        ("program".into(), Text(command.to_string())),
+        ("time_axis".into(), Text("instruction index: instructions of the basic blocks entered before, all threads (a rep-prefixed instruction counts once per entry); the trace has no time stamps".into())),
+        ("slices".into(), Text("calls and returns recovered from the instruction stream by a shadow call stack per thread; a jump into another function (tail call, PLT stub) opens a slice too".into())),
+        ("instructions".into(), Uint(t.instructions)),
+        ("calls".into(), Uint(t.calls.len() as u64)),
+        ("marker_hits".into(), Uint(t.markers.len() as u64)),
+    ]
 }
 
 /// The source `--source` names: a program under kansoku's Valgrind tool (Lackey where the
@@ -192,6 +211,9 @@ pub fn analyse(args: &Args) -> Result<PathsRun> {
     }
     let program = source.program().with_context(|| format!("starting {name}"))?;
     let mut analysis = PathAnalysis::new(&options(args, program.as_ref().map(|(p, _)| p.clone())));
+    if args.export.iter().any(|(f, _)| *f == Format::Perfetto) {
+        analysis.keep_call_timeline();
+    }
     if let Some(h) = &header {
         analysis.block_kind = BlockKind::of_header(h);
     }
