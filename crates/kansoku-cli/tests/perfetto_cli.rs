@@ -131,6 +131,7 @@ struct Track {
     name: String,
     tid: Option<u64>,
     parent: Option<u64>,
+    counter: bool,
 }
 
 #[derive(Debug)]
@@ -139,6 +140,7 @@ struct Event {
     kind: String,
     track: u64,
     name: Option<String>,
+    value: Option<f64>,
     args: HashMap<String, String>,
 }
 
@@ -149,7 +151,7 @@ fn trace_of(m: &Msg) -> Trace {
         if let Some(d) = p.msg("track_descriptor") {
             let thread = d.msg("thread");
             let name = d.value("name").or_else(|| thread.and_then(|t| t.value("thread_name"))).or_else(|| d.msg("process").and_then(|p| p.value("process_name")));
-            let track = Track { name: name.unwrap_or("").to_string(), tid: thread.and_then(|t| t.number("tid")), parent: d.number("parent_uuid") };
+            let track = Track { name: name.unwrap_or("").to_string(), tid: thread.and_then(|t| t.number("tid")), parent: d.number("parent_uuid"), counter: d.msg("counter").is_some() };
             tracks.insert(d.number("uuid").expect("a track has a uuid"), track);
         }
         if let Some(e) = p.msg("track_event") {
@@ -160,6 +162,7 @@ fn trace_of(m: &Msg) -> Trace {
                 kind: e.value("type").unwrap().to_string(),
                 track: e.number("track_uuid").expect("an event has a track"),
                 name: e.value("name").map(str::to_string),
+                value: e.value("double_counter_value").map(|v| v.parse().unwrap()),
                 args,
             });
         }
@@ -432,4 +435,70 @@ fn exact_trace_perfetto_export_has_the_calls_kansoku_counts_nested_with_markers_
         // each iteration starts where a call of work starts (the marker is work's entry)
         assert!(all.iter().any(|s| s.name == "work" && s.start.abs_diff(it.start) <= 8), "{it:?}");
     }
+}
+
+/// `(time, value)` of the counter track named `name`.
+fn counter(t: &Trace, name: &str) -> Vec<(u64, f64)> {
+    let (&uuid, track) = t.tracks.iter().find(|(_, tr)| tr.name == name).unwrap_or_else(|| panic!("no counter track {name}"));
+    assert!(track.counter, "{name} is a counter track");
+    t.events.iter().filter(|e| e.track == uuid).map(|e| {
+        assert_eq!(e.kind, "TYPE_COUNTER");
+        (e.at, e.value.expect("a counter event has a value"))
+    }).collect()
+}
+
+#[test]
+fn wave_perfetto_export_has_a_counter_value_per_point() {
+    let Some(schema) = consumer() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let d = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    std::fs::write(d("calls.c"), CALLS).unwrap();
+    let o = Command::new("cc").args(["-O2", "-g", "-o", &d("calls"), &d("calls.c")]).output().unwrap();
+    assert!(o.status.success(), "cc: {}", String::from_utf8_lossy(&o.stderr));
+    kansoku(&["wave", "--exact", "--marker", "work", "--max-instructions", "3000", "--json", "-o", &d("w.json"), "--export", &format!("perfetto={}", d("w.pftrace")), "--", &d("calls")]);
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d("w.json")).unwrap()).unwrap();
+    let t = trace_of(&decode(&schema, Path::new(&d("w.pftrace"))));
+    let code = counter(&t, "code address");
+    let data = counter(&t, "data address");
+    assert_eq!(code.len() as u64, v["points"].as_u64().unwrap(), "a code address per point");
+    assert_eq!(data.len() as u64, v["points_with_data"].as_u64().unwrap(), "a data address per point with one");
+    assert!(code.len() >= 1000, "{} points", code.len());
+    // exact mode: the time axis is the instruction number, one per point, in order
+    assert!(code.windows(2).all(|w| w[1].0 == w[0].0 + 1), "consecutive instruction numbers");
+    // the code addresses lie in the functions the report's regions name
+    let regions = v["regions"].as_array().unwrap();
+    let in_region = |a: f64| regions.iter().any(|r| r["low"].as_f64().unwrap() <= a && a < r["high"].as_f64().unwrap());
+    assert!(code.iter().all(|&(_, a)| in_region(a)), "code addresses inside the report's regions");
+    let meta = t.events.iter().find(|e| e.name.as_deref() == Some("kansoku")).unwrap();
+    assert!(meta.args["time_axis"].starts_with("instruction number"), "{:?}", meta.args);
+    eprintln!("wave: {} code and {} data counter values", code.len(), data.len());
+}
+
+#[test]
+fn monitor_perfetto_export_has_the_reported_series_as_counters() {
+    let Some(schema) = consumer() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let d = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    let workload = kansoku_examples::build("workload", dir.path()).unwrap();
+    kansoku(&["monitor", "--interval", "100", "--json", "-o", &d("m.json"), "--export", &format!("perfetto={}", d("m.pftrace")), "--", workload.to_str().unwrap(), "cpu", "1", "1"]);
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d("m.json")).unwrap()).unwrap();
+    let t = trace_of(&decode(&schema, Path::new(&d("m.pftrace"))));
+    let series = v["summary"]["series"].as_array().unwrap();
+    assert!(series.len() >= 5, "{} intervals", series.len());
+    for (track, field) in [("CPU active", "cpu_active"), ("user state", "user_state"), ("kernel state", "kernel_state"), ("iowait", "iowait"), ("I-O busy (max device)", "io_busy")] {
+        let values = counter(&t, track);
+        assert_eq!(values.len(), series.len(), "{track}: one value per interval");
+        for ((at, value), x) in values.iter().zip(series) {
+            let reported = x[field].as_f64().unwrap();
+            assert!((value - reported).abs() <= 1e-9 * reported.abs().max(1.0), "{track}: {value} vs the report's {reported}");
+            assert_eq!(*at, (x["t_s"].as_f64().unwrap() * 1e9) as u64);
+        }
+    }
+    for (k, device) in v["summary"]["devices"].as_array().unwrap().iter().enumerate() {
+        let values = counter(&t, &format!("{} busy", device["name"].as_str().unwrap()));
+        let reported: Vec<f64> = series.iter().map(|x| x["devices"][k].as_f64().unwrap()).collect();
+        assert_eq!(values.iter().map(|p| p.1).collect::<Vec<_>>(), reported);
+    }
+    let cpu = counter(&t, "CPU active");
+    eprintln!("monitor: {} intervals, CPU active max {:.1} %", cpu.len(), cpu.iter().map(|p| p.1).fold(0.0, f64::max));
 }

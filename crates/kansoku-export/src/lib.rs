@@ -8,7 +8,7 @@
 //! | [`callgrind`] | [`CostProfile`]: instructions per instruction address and source line, call arcs with inclusive cost | `callgrind_annotate FILE`, `kcachegrind FILE` |
 //! | [`collapsed`] | [`CostProfile`]: instructions per call stack | `flamegraph.pl`, `inferno-flamegraph`, speedscope |
 //! | [`pprof`] | [`PathReport`]: one sample per path, its blocks as locations with file:line | `go tool pprof -top FILE`, `-http` |
-//! | [`perfetto`] | [`Timeline`]: one process's threads with nested slices (calls), instants, side lanes (off-CPU), counters, the run's metadata | ui.perfetto.dev, Perfetto's `trace_processor` |
+//! | [`perfetto`] | [`Timeline`]: one process's threads with nested slices, instants, side lanes and counters, and the run's metadata; made by [`events_timeline`] (event mode: a slice per call, off-CPU stretches), [`calls_timeline`] (an exact trace's calls, marker hits, iterations on the instruction index), [`wave_timeline`] (code and data address counters), [`sampling_timeline`] (the monitor's series as counters) | ui.perfetto.dev, Perfetto's `trace_processor` |
 //!
 //! Every writer takes the data and an `impl Write`; nothing here reads files, runs
 //! programs or prints.
@@ -29,7 +29,7 @@ pub use callgrind::write_callgrind;
 pub use collapsed::write_collapsed;
 pub use perfetto::{write_perfetto, ArgValue, Args, CounterLane, Mark, SideLane, Span, ThreadLane, Timeline};
 pub use pprof::{pprof_profile, write_pprof};
-pub use timelines::{calls_timeline, events_timeline, CallRun, EventRun};
+pub use timelines::{calls_timeline, events_timeline, sampling_timeline, wave_timeline, CallRun, EventRun};
 
 /// Interned names: each distinct name gets the next index, in first-use order (callgrind's
 /// name compression and pprof's string table both number their names this way).

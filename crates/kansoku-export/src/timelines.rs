@@ -4,9 +4,11 @@
 use std::collections::BTreeSet;
 
 use kansoku_monitor::events::{Call, Hit, OffCpu, Point, PointRole};
+use kansoku_monitor::sampling::IntervalFigures;
+use kansoku_monitor::wave::WavePoint;
 use kansoku_paths::CallTimeline;
 
-use crate::perfetto::{Args, Mark, SideLane, Span, ThreadLane, Timeline};
+use crate::perfetto::{Args, CounterLane, Mark, SideLane, Span, ThreadLane, Timeline};
 
 /// An event-mode run (seed 001) as its analysis left it.
 pub struct EventRun<'a> {
@@ -98,4 +100,35 @@ fn call_thread(t: &CallTimeline, tid: u32, pid: u32, program: &str) -> ThreadLan
     let side_lanes = if iterations.is_empty() { Vec::new() } else { vec![SideLane { name: format!("iterations {tid}"), spans: iterations }] };
     let name = if tid == pid { format!("{} {tid}", program.rsplit('/').next().unwrap_or(program)) } else { format!("thread {tid}") };
     ThreadLane { tid: tid_id(tid), name, spans, marks, side_lanes }
+}
+
+/// The program waveform as two counters: the code address of each point, and the first
+/// data address its instruction reads or writes (points without one leave the counter
+/// where it was). Time: the points' instruction numbers where they have them (exact
+/// mode, `exact`), else their nanoseconds since the first point.
+pub fn wave_timeline(program: &str, points: &[WavePoint], exact: bool, metadata: Args) -> Timeline {
+    let at = |p: &WavePoint| if exact { p.instructions.unwrap_or(p.time_ns) } else { p.time_ns };
+    let code = CounterLane { name: "code address".into(), unit: "address".into(), points: points.iter().map(|p| (at(p), p.code as f64)).collect() };
+    let data_points = points.iter().filter_map(|p| p.data.first().map(|&d| (at(p), d as f64))).collect();
+    let data = CounterLane { name: "data address".into(), unit: "address".into(), points: data_points };
+    Timeline { pid: 0, process_name: program.to_string(), threads: Vec::new(), counters: vec![code, data], metadata }
+}
+
+/// The sampling monitor's series (seed 001) as counters, one value per interval at its
+/// end (nanoseconds since the start): CPU active, user state, kernel state, iowait, I-O
+/// busy, and each device's busy percent (`devices` names them in the series' order).
+pub fn sampling_timeline(title: &str, pid: i32, series: &[IntervalFigures], devices: &[String], metadata: Args) -> Timeline {
+    let at = |x: &IntervalFigures| (x.t_s.max(0.0) * 1e9) as u64;
+    let lane = |name: &str, f: &dyn Fn(&IntervalFigures) -> f64| CounterLane { name: name.into(), unit: "%".into(), points: series.iter().map(|x| (at(x), f(x))).collect() };
+    let mut counters = vec![
+        lane("CPU active", &|x| x.cpu_active),
+        lane("user state", &|x| x.user_state),
+        lane("kernel state", &|x| x.kernel_state),
+        lane("iowait", &|x| x.iowait),
+        lane("I-O busy (max device)", &|x| x.io_busy),
+    ];
+    for (k, device) in devices.iter().enumerate() {
+        counters.push(lane(&format!("{device} busy"), &|x| x.devices.get(k).copied().unwrap_or(0.0)));
+    }
+    Timeline { pid, process_name: title.to_string(), threads: Vec::new(), counters, metadata }
 }

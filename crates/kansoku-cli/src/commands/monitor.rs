@@ -63,6 +63,11 @@ pub struct SamplingArgs {
     /// Write kiviat.svg, timeseries.svg, observations.json and summary.json into this directory.
     #[arg(long)]
     pub svg: Option<PathBuf>,
+    /// Also write the series for a viewer, as FORMAT=FILE: `perfetto` (a counter track per
+    /// series of timeseries.svg: CPU active, user, kernel, iowait, I-O busy, each device's
+    /// busy percent; open it at ui.perfetto.dev).
+    #[arg(long, value_name = "FORMAT=FILE", value_parser = crate::exports::parse_export)]
+    pub export: Vec<crate::exports::Export>,
     /// The program to run and observe, after `--`.
     #[arg(last = true)]
     pub program: Vec<String>,
@@ -148,6 +153,7 @@ fn measure_sampling(args: SamplingArgs, print: bool) -> Result<MonitorReport> {
         let observes_program = args.pid.is_some() || !args.program.is_empty();
         crate::output::report_to(crate::output::report_target(args.output.as_deref(), observes_program))?;
     }
+    let export_files = crate::exports::create_exports(&args.export, &[Format::Perfetto], "kansoku monitor")?;
     let interval = Duration::from_millis(args.interval);
     // By default ~10 function samples per interval of CPU time, every 100 µs to 10 ms.
     let period_ns = match args.sample_period {
@@ -240,6 +246,10 @@ fn measure_sampling(args: SamplingArgs, print: bool) -> Result<MonitorReport> {
     if let Some(dir) = &args.svg {
         save_sampling(dir, &report, &observations)?;
     }
+    for ((format, path), file) in args.export.iter().zip(export_files) {
+        write_sampling_timeline(&args, &report, std::io::BufWriter::new(file)).with_context(|| format!("writing {}", path.display()))?;
+        eprintln!("kansoku: {}", crate::exports::written(*format, path));
+    }
     if !print {
     } else if args.json {
         print_json(&report)?;
@@ -250,6 +260,28 @@ fn measure_sampling(args: SamplingArgs, print: bool) -> Result<MonitorReport> {
         }
     }
     Ok(report)
+}
+
+/// The sampling series as Perfetto counters, under the target's process (or the system).
+fn write_sampling_timeline(args: &SamplingArgs, r: &MonitorReport, out: impl std::io::Write) -> Result<()> {
+    use kansoku_export::ArgValue::{Text, Uint};
+    let title = match (args.program.first(), r.target) {
+        (Some(program), _) => program.clone(),
+        (None, Some(pid)) => format!("process {pid}"),
+        (None, None) => "system".to_string(),
+    };
+    let devices: Vec<String> = r.summary.devices.iter().map(|d| d.name.clone()).collect();
+    let metadata = vec![
+        ("command".to_string(), Text("kansoku monitor".into())),
+        ("target".into(), Text(title.clone())),
+        ("ended".into(), Text(r.ended.clone())),
+        ("time_axis".into(), Text("nanoseconds since the first observation; each value is the interval that ends there".into())),
+        ("interval_ms".into(), Uint(r.interval_ms)),
+        ("observations".into(), Uint(r.summary.observations as u64)),
+    ];
+    let timeline = kansoku_export::sampling_timeline(&title, r.target.unwrap_or(0), &r.summary.series, &devices, metadata);
+    kansoku_export::write_perfetto(&timeline, out)?;
+    Ok(())
 }
 
 fn save_sampling(dir: &Path, report: &MonitorReport, observations: &[Observation]) -> Result<()> {
@@ -556,6 +588,7 @@ pub fn demo_stage(dir: &Path) -> Result<String> {
         sample_period: None,
         no_follow: false,
         svg: Some(svg.clone()),
+        export: Vec::new(),
         program: vec![program.display().to_string(), "cpu".into(), "1".into(), "1".into()],
     };
     // Everything goes to the demo's files; the summary line below is the demo's output.
