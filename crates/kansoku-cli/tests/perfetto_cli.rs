@@ -502,3 +502,34 @@ fn monitor_perfetto_export_has_the_reported_series_as_counters() {
     let cpu = counter(&t, "CPU active");
     eprintln!("monitor: {} intervals, CPU active max {:.1} %", cpu.len(), cpu.iter().map(|p| p.1).fold(0.0, f64::max));
 }
+
+#[test]
+fn reconstructed_iteration_perfetto_export_has_the_calls_of_an_exact_iteration() {
+    let Some(schema) = consumer() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let d = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    // recursion 4 200: each iteration of work calls fib(4), which calls fib 9 times in all
+    let program = kansoku_examples::build("recursion", dir.path()).unwrap();
+    kansoku(&["trace", "exact", "--marker", "work", "--iterations", "104", "-o", &d("e.ksk"), "--", program.to_str().unwrap(), "4", "200"]);
+    kansoku(&["sample", "--period", "7", &d("e.ksk"), "-o", &d("r.ksk")]);
+    kansoku(&["reconstruct", &d("r.ksk"), "--solver", "phase", "-o", &d("t.trace"), "--export", &format!("perfetto={}", d("r.pftrace"))]);
+    let t = trace_of(&decode(&schema, Path::new(&d("r.pftrace"))));
+    let all = slices(&t);
+    let per_function = count(all.iter().map(|s| s.name.as_str()));
+    // the exact trace's iterations, exported the same way: fib calls per iteration
+    kansoku(&["paths", "--source", &d("e.ksk"), "--export", &format!("perfetto={}", d("e.pftrace"))]);
+    let exact = trace_of(&decode(&schema, Path::new(&d("e.pftrace"))));
+    let exact_slices = slices(&exact);
+    let second = exact_slices.iter().find(|s| s.name == "iteration 2").expect("a second iteration");
+    let fib_in_second = exact_slices.iter().filter(|s| s.name == "fib" && s.start >= second.start && s.end <= second.end).count() as u64;
+    assert_eq!(fib_in_second, 9, "fib(4) calls fib 9 times");
+    assert_eq!(per_function.get("fib").copied(), Some(fib_in_second), "reconstructed fib calls = an exact iteration's: {per_function:?}");
+    for s in all.iter().filter(|s| s.name == "fib") {
+        assert!(matches!(s.inside.last().map(String::as_str), Some("fib" | "work")), "{s:?}");
+    }
+    assert_eq!(all.iter().filter(|s| s.name == "fib").map(|s| s.inside.iter().filter(|n| *n == "fib").count()).max(), Some(3), "fib(4) nests four deep");
+    let lines = std::fs::read_to_string(d("t.trace")).unwrap().lines().filter(|l| l.starts_with("0x")).count() as u64;
+    let iteration = all.iter().find(|s| s.name == "iteration 1").expect("the iteration as a slice");
+    assert_eq!(iteration.end - iteration.start, lines, "the iteration spans the reconstructed trace's instructions");
+    eprintln!("reconstructed: {} slices, fib {}, iteration of {lines} instructions", all.len(), per_function["fib"]);
+}
