@@ -206,8 +206,9 @@ pub struct CounterLane {
 /// first moment, on the process track).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Timeline {
-    /// The process id its threads are grouped under.
-    pub pid: i32,
+    /// The process id its threads are grouped under; `None` where there is none to give
+    /// (a waveform, the whole system): the process track is then a plain named track.
+    pub pid: Option<i32>,
     /// The process's title (the program).
     pub process_name: String,
     /// Its threads.
@@ -255,10 +256,9 @@ impl Layout {
     }
 
     fn counter(&mut self, at: u64, track: u64, value: f64) {
-        self.event(at, EventType::Counter, track, None, &Vec::new());
-        if let Some(last) = self.events.last_mut() {
-            last.event.double_counter_value = Some(value);
-        }
+        let event = TrackEvent { r#type: Some(EventType::Counter as i32), track_uuid: Some(track), double_counter_value: Some(value), ..Default::default() };
+        let order = self.events.len() + 1;
+        self.events.push(Pending { at, order, event });
     }
 
     /// Begin and end events for `spans` on `track`: outer slices begin before and end
@@ -303,12 +303,14 @@ fn annotation((name, value): &(String, ArgValue)) -> DebugAnnotation {
 
 fn lay_out(timeline: &Timeline) -> Result<Layout, ExportError> {
     let mut layout = Layout::default();
-    let process = layout.track(TrackDescriptor {
-        process: Some(ProcessDescriptor { pid: Some(timeline.pid), process_name: Some(timeline.process_name.clone()) }),
-        ..Default::default()
+    let process = layout.track(match timeline.pid {
+        Some(pid) => TrackDescriptor { process: Some(ProcessDescriptor { pid: Some(pid), process_name: Some(timeline.process_name.clone()) }), ..Default::default() },
+        None => TrackDescriptor { name: Some(timeline.process_name.clone()), ..Default::default() },
     });
     for thread in &timeline.threads {
-        let descriptor = ThreadDescriptor { pid: Some(timeline.pid), tid: Some(thread.tid), thread_name: Some(thread.name.clone()) };
+        // a thread belongs to a process; without one it stands as its own
+        let pid = timeline.pid.unwrap_or(thread.tid);
+        let descriptor = ThreadDescriptor { pid: Some(pid), tid: Some(thread.tid), thread_name: Some(thread.name.clone()) };
         let track = layout.track(TrackDescriptor { thread: Some(descriptor), ..Default::default() });
         layout.spans(track, &thread.name, &thread.spans)?;
         for mark in &thread.marks {
@@ -394,7 +396,7 @@ mod tests {
 
     fn timeline(spans: Vec<Span>) -> Timeline {
         let thread = ThreadLane { tid: 7, name: "main".into(), spans, ..Default::default() };
-        Timeline { pid: 7, process_name: "p".into(), threads: vec![thread], ..Default::default() }
+        Timeline { pid: Some(7), process_name: "p".into(), threads: vec![thread], ..Default::default() }
     }
 
     #[test]

@@ -38,7 +38,7 @@ pub fn events_timeline(run: EventRun) -> Timeline {
     let tids: BTreeSet<u32> = run.calls.iter().map(|c| c.tid).chain(run.hits.iter().map(|h| h.tid)).chain(run.off_cpu.iter().map(|o| o.tid)).collect();
     let pid = tids.first().copied().unwrap_or(0);
     let threads = tids.into_iter().map(|tid| event_thread(&run, tid, pid)).collect();
-    Timeline { pid: tid_id(pid), process_name: run.program.to_string(), threads, counters: Vec::new(), metadata: run.metadata }
+    Timeline { pid: Some(tid_id(pid)), process_name: run.program.to_string(), threads, counters: Vec::new(), metadata: run.metadata }
 }
 
 /// A kernel thread id as Perfetto's signed one (ids are below 2^22 on Linux).
@@ -87,7 +87,7 @@ pub fn calls_timeline(run: CallRun) -> Timeline {
     let pid = tids.iter().copied().find(|&tid| tid != 0).unwrap_or(0);
     let program = t.program.clone().unwrap_or_else(|| "program".to_string());
     let threads = tids.into_iter().map(|tid| call_thread(t, tid, pid, &program)).collect();
-    Timeline { pid: tid_id(pid), process_name: program, threads, counters: Vec::new(), metadata: run.metadata }
+    Timeline { pid: Some(tid_id(pid)), process_name: program, threads, counters: Vec::new(), metadata: run.metadata }
 }
 
 fn call_thread(t: &CallTimeline, tid: u32, pid: u32, program: &str) -> ThreadLane {
@@ -111,13 +111,14 @@ pub fn wave_timeline(program: &str, points: &[WavePoint], exact: bool, metadata:
     let code = CounterLane { name: "code address".into(), unit: "address".into(), points: points.iter().map(|p| (at(p), p.code as f64)).collect() };
     let data_points = points.iter().filter_map(|p| p.data.first().map(|&d| (at(p), d as f64))).collect();
     let data = CounterLane { name: "data address".into(), unit: "address".into(), points: data_points };
-    Timeline { pid: 0, process_name: program.to_string(), threads: Vec::new(), counters: vec![code, data], metadata }
+    Timeline { pid: None, process_name: program.to_string(), threads: Vec::new(), counters: vec![code, data], metadata }
 }
 
 /// The sampling monitor's series (seed 001) as counters, one value per interval at its
 /// end (nanoseconds since the start): CPU active, user state, kernel state, iowait, I-O
-/// busy, and each device's busy percent (`devices` names them in the series' order).
-pub fn sampling_timeline(title: &str, pid: i32, series: &[IntervalFigures], devices: &[String], metadata: Args) -> Timeline {
+/// busy, and each device's busy percent (`devices` names them in the series' order), under
+/// the observed process (`pid`) or, observing only the system, a track named `title`.
+pub fn sampling_timeline(title: &str, pid: Option<i32>, series: &[IntervalFigures], devices: &[String], metadata: Args) -> Timeline {
     let at = |x: &IntervalFigures| (x.t_s.max(0.0) * 1e9) as u64;
     let lane = |name: &str, f: &dyn Fn(&IntervalFigures) -> f64| CounterLane { name: name.into(), unit: "%".into(), points: series.iter().map(|x| (at(x), f(x))).collect() };
     let mut counters = vec![

@@ -246,10 +246,6 @@ fn measure_sampling(args: SamplingArgs, print: bool) -> Result<MonitorReport> {
     if let Some(dir) = &args.svg {
         save_sampling(dir, &report, &observations)?;
     }
-    for ((format, path), file) in args.export.iter().zip(export_files) {
-        write_sampling_timeline(&args, &report, std::io::BufWriter::new(file)).with_context(|| format!("writing {}", path.display()))?;
-        eprintln!("kansoku: {}", crate::exports::written(*format, path));
-    }
     if !print {
     } else if args.json {
         print_json(&report)?;
@@ -258,6 +254,11 @@ fn measure_sampling(args: SamplingArgs, print: bool) -> Result<MonitorReport> {
         if let Some(dir) = &args.svg {
             reportln!("\nwrote {0}/kiviat.svg, {0}/timeseries.svg, {0}/summary.json, {0}/observations.json", dir.display());
         }
+    }
+    // after the report: an export that fails must not take the report with it
+    for ((format, path), file) in args.export.iter().zip(export_files) {
+        write_sampling_timeline(&args, &report, std::io::BufWriter::new(file)).with_context(|| format!("writing {}", path.display()))?;
+        eprintln!("kansoku: {}", crate::exports::written(*format, path));
     }
     Ok(report)
 }
@@ -279,7 +280,7 @@ fn write_sampling_timeline(args: &SamplingArgs, r: &MonitorReport, out: impl std
         ("interval_ms".into(), Uint(r.interval_ms)),
         ("observations".into(), Uint(r.summary.observations as u64)),
     ];
-    let timeline = kansoku_export::sampling_timeline(&title, r.target.unwrap_or(0), &r.summary.series, &devices, metadata);
+    let timeline = kansoku_export::sampling_timeline(&title, r.target, &r.summary.series, &devices, metadata);
     kansoku_export::write_perfetto(&timeline, out)?;
     Ok(())
 }
@@ -437,10 +438,6 @@ pub fn run_events(args: EventArgs) -> Result<EventsJson> {
         other => format!("{other:?}"),
     };
     let out = EventsJson { mechanism: mechanism.to_string(), program: r.plan.program.display().to_string(), exit, interrupted: r.interrupted, lost: r.lost, calibration, calibrated_at, report };
-    for ((format, path), file) in args.export.iter().zip(export_files) {
-        write_events_timeline(&out, &r, &points, std::io::BufWriter::new(file)).with_context(|| format!("writing {}", path.display()))?;
-        eprintln!("kansoku: {}", crate::exports::written(*format, path));
-    }
     if let Some(dir) = &args.svg {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         for rt in &out.report.routines {
@@ -455,6 +452,11 @@ pub fn run_events(args: EventArgs) -> Result<EventsJson> {
         print_json(&out)?;
     } else {
         report!("{}", events_text(&out, args.limit));
+    }
+    // after the report: an export that fails must not take the report with it
+    for ((format, path), file) in args.export.iter().zip(export_files) {
+        write_events_timeline(&out, &r, &points, std::io::BufWriter::new(file)).with_context(|| format!("writing {}", path.display()))?;
+        eprintln!("kansoku: {}", crate::exports::written(*format, path));
     }
     Ok(out)
 }

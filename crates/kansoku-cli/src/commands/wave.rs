@@ -111,12 +111,6 @@ pub fn run(args: Args) -> Result<()> {
     if let Some(svg) = &args.svg {
         save_svgs(svg, &outcome, &report, &code, &data, args.exact)?;
     }
-    for ((format, path), file) in args.export.iter().zip(export_files) {
-        let metadata = wave_metadata(&report, args.exact);
-        let timeline = kansoku_export::wave_timeline(&report.program, &outcome.points, args.exact, metadata);
-        kansoku_export::write_perfetto(&timeline, std::io::BufWriter::new(file)).with_context(|| format!("writing {}", path.display()))?;
-        eprintln!("kansoku: {}", crate::exports::written(*format, path));
-    }
     if args.json {
         print_json(&report)?;
     } else {
@@ -124,6 +118,13 @@ pub fn run(args: Args) -> Result<()> {
         if let Some(svg) = &args.svg {
             reportln!("wrote {} and {}", svg.display(), acf_path(svg).display());
         }
+    }
+    // after the report: an export that fails must not take the report with it
+    for ((format, path), file) in args.export.iter().zip(export_files) {
+        let metadata = wave_metadata(&report, args.exact);
+        let timeline = kansoku_export::wave_timeline(&report.program, &outcome.points, args.exact, metadata);
+        kansoku_export::write_perfetto(&timeline, std::io::BufWriter::new(file)).with_context(|| format!("writing {}", path.display()))?;
+        eprintln!("kansoku: {}", crate::exports::written(*format, path));
     }
     Ok(())
 }
