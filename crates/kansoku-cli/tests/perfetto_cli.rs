@@ -53,8 +53,10 @@ fn consumer() -> Option<PathBuf> {
         eprintln!("skipped: protoc is not installed (Debian protobuf-compiler; scripts/setup installs it)");
         return None;
     }
-    match perfetto_schema() {
-        Ok(p) => Some(p),
+    // found once: the tests of this file run in parallel and would share the locator's dir
+    static SCHEMA: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    match SCHEMA.get_or_init(perfetto_schema) {
+        Ok(p) => Some(p.clone()),
         Err(why) => {
             eprintln!("skipped: Perfetto's schema is not at hand: {why} (scripts/setup fetches it)");
             None
@@ -333,6 +335,7 @@ fn monitor_events_perfetto_trace_decodes_to_the_reported_calls_nesting_off_cpu_a
     assert!((overhead - reported).abs() <= 1e-9 * reported.abs().max(1.0), "{overhead} vs {reported}");
     assert_eq!(meta.args["calibration_pairs"], v["calibration"]["samples"].to_string());
     assert!(!t.events.iter().any(|e| e.name.as_deref().is_some_and(|n| n.starts_with("calibrate"))), "calibration hits are not drawn");
+    eprintln!("events: slices {per_routine:?}, {ticks} tick instants, {} off-CPU slices ({blocked} ns blocked, nap {nap_blocked} ns), overhead {overhead} ns", off.len());
 }
 
 #[test]
