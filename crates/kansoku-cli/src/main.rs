@@ -4,6 +4,7 @@
 //! tables or JSON. Every subcommand lives in its own module under `commands/`.
 
 mod commands;
+mod exports;
 mod output;
 
 use clap::{Parser, Subcommand};

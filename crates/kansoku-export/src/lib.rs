@@ -8,22 +8,28 @@
 //! | [`callgrind`] | [`CostProfile`]: instructions per instruction address and source line, call arcs with inclusive cost | `callgrind_annotate FILE`, `kcachegrind FILE` |
 //! | [`collapsed`] | [`CostProfile`]: instructions per call stack | `flamegraph.pl`, `inferno-flamegraph`, speedscope |
 //! | [`pprof`] | [`PathReport`]: one sample per path, its blocks as locations with file:line | `go tool pprof -top FILE`, `-http` |
+//! | [`perfetto`] | [`Timeline`]: one process's threads with nested slices, instants, side lanes and counters, and the run's metadata; made by [`events_timeline`] (event mode: a slice per call, off-CPU stretches), [`calls_timeline`] (an exact trace's calls, marker hits, iterations on the instruction index), [`wave_timeline`] (code and data address counters), [`sampling_timeline`] (the monitor's series as counters) | ui.perfetto.dev, Perfetto's `trace_processor` |
 //!
 //! Every writer takes the data and an `impl Write`; nothing here reads files, runs
 //! programs or prints.
 //!
 //! [`CostProfile`]: kansoku_paths::CostProfile
 //! [`PathReport`]: kansoku_paths::PathReport
+//! [`perfetto`]: write_perfetto
 
 #![deny(missing_docs)]
 
 mod callgrind;
 mod collapsed;
+mod perfetto;
 mod pprof;
+mod timelines;
 
 pub use callgrind::write_callgrind;
 pub use collapsed::write_collapsed;
+pub use perfetto::{write_perfetto, ArgValue, Args, CounterLane, Mark, SideLane, Span, ThreadLane, Timeline};
 pub use pprof::{pprof_profile, write_pprof};
+pub use timelines::{calls_timeline, events_timeline, sampling_timeline, wave_timeline, CallRun, EventRun};
 
 /// Interned names: each distinct name gets the next index, in first-use order (callgrind's
 /// name compression and pprof's string table both number their names this way).
@@ -56,18 +62,21 @@ pub enum Format {
     Collapsed,
     /// pprof's `profile.proto`, gzip-compressed as pprof writes it.
     Pprof,
+    /// Perfetto's trace (`perfetto.protos.Trace`, TrackEvent packets).
+    Perfetto,
 }
 
 impl Format {
     /// Every format, in the order the documentation lists them.
-    pub const ALL: [Format; 3] = [Format::Callgrind, Format::Collapsed, Format::Pprof];
+    pub const ALL: [Format; 4] = [Format::Callgrind, Format::Collapsed, Format::Pprof, Format::Perfetto];
 
-    /// The name users type (`callgrind`, `collapsed`, `pprof`).
+    /// The name users type (`callgrind`, `collapsed`, `pprof`, `perfetto`).
     pub fn name(self) -> &'static str {
         match self {
             Format::Callgrind => "callgrind",
             Format::Collapsed => "collapsed",
             Format::Pprof => "pprof",
+            Format::Perfetto => "perfetto",
         }
     }
 
@@ -89,7 +98,19 @@ pub enum ExportError {
         /// What the writer said.
         source: std::io::Error,
     },
-    /// The profile has nothing to write (no instructions in scope).
-    #[error("the {0} export would be empty: the analysis counted no instructions in scope")]
+    /// The profile has nothing to write (no instructions in scope, no event on a timeline).
+    #[error("the {0} export would be empty: the analysis found nothing in scope to show")]
     Empty(&'static str),
+    /// A slice of a timeline cannot be laid out as Perfetto requires (nested on its track).
+    #[error("the perfetto export cannot show slice `{slice}` at {start} on track `{track}`: {why}")]
+    Slice {
+        /// The track's title.
+        track: String,
+        /// The slice's name.
+        slice: String,
+        /// Where it starts.
+        start: u64,
+        /// What is wrong with it.
+        why: &'static str,
+    },
 }

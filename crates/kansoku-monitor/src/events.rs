@@ -318,6 +318,42 @@ fn analyse_with(points: &[Point], routines: &[String], hits: &[Hit], overhead_ns
     EventReport { measured_ns, hits: hits.len() as u64, overhead_ns, clock_resolution_ns: resolution_ns, points: point_stats, routines: routine_stats }
 }
 
+/// One completed call of a routine on one thread: its entry and exit hits' times, as the
+/// clock gave them (no overhead or off-CPU time taken out: a timeline shows when it ran).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Call {
+    /// The routine's index in the routine list.
+    pub routine: usize,
+    pub tid: u32,
+    pub entry_ns: u64,
+    pub exit_ns: u64,
+}
+
+/// Every completed call, paired per thread exactly as [`analyse`] pairs them (an exit
+/// closes the innermost open activation of its routine; activations above it are
+/// abandoned), so a routine has as many calls here as [`RoutineStats::calls`] says. Calls
+/// of one thread nest: each lies inside every call that was open at its entry and closed
+/// after its exit. In the order of their exits.
+pub fn calls(points: &[Point], hits: &[Hit]) -> Vec<Call> {
+    let mut stacks: HashMap<u32, Vec<(usize, u64)>> = HashMap::new();
+    let mut done = Vec::new();
+    for h in hits {
+        let Some(p) = points.get(h.point as usize) else { continue };
+        let stack = stacks.entry(h.tid).or_default();
+        match p.role {
+            PointRole::Entry(r) => stack.push((r, h.time_ns)),
+            PointRole::Exit(r) => {
+                let Some(pos) = stack.iter().rposition(|&(open, _)| open == r) else { continue };
+                let (_, entry_ns) = stack[pos];
+                stack.truncate(pos);
+                done.push(Call { routine: r, tid: h.tid, entry_ns, exit_ns: h.time_ns });
+            }
+            PointRole::Single => {}
+        }
+    }
+    done
+}
+
 /// Nearest-rank percentile of sorted values.
 pub fn percentile(sorted: &[f64], q: f64) -> f64 {
     if sorted.is_empty() {
@@ -507,6 +543,21 @@ mod tests {
         assert_eq!((g.calls, g.clamped_at_zero, g.min_ns, g.max_ns), (4, 2, 0.0, 15.0));
         // without a correction nothing is clamped
         assert_eq!(analyse(&p, &r, &hits, None, 1).routines[1].clamped_at_zero, 0);
+    }
+
+    #[test]
+    fn calls_pair_as_analyse_does_and_nest() {
+        let (p, r) = pts();
+        // thread 1: f { f { } } then an unmatched f exit, g abandoned inside f; thread 2: g
+        let hits = [hit(0, 1, 0), hit(2, 2, 5), hit(0, 1, 10), hit(1, 1, 30), hit(3, 2, 45), hit(1, 1, 100), hit(1, 1, 110), hit(0, 1, 120), hit(2, 1, 121), hit(1, 1, 130)];
+        let all = calls(&p, &hits);
+        let rep = analyse(&p, &r, &hits, None, 1);
+        for (k, routine) in rep.routines.iter().enumerate() {
+            assert_eq!(all.iter().filter(|c| c.routine == k).count() as u64, routine.calls, "{}", routine.name);
+        }
+        let on = |tid| all.iter().filter(|c| c.tid == tid).map(|c| (c.routine, c.entry_ns, c.exit_ns)).collect::<Vec<_>>();
+        assert_eq!(on(1), [(0, 10, 30), (0, 0, 100), (0, 120, 130)]);
+        assert_eq!(on(2), [(1, 5, 45)]);
     }
 
     #[test]

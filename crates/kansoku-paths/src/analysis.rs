@@ -179,6 +179,12 @@ impl PathAnalysis {
         }
     }
 
+    /// Also keep every call and marker hit on the run's instruction index, for
+    /// [`PathAnalysis::call_timeline`] (starts a call tracker if none runs).
+    pub fn keep_call_timeline(&mut self) {
+        self.call_tracker.get_or_insert_with(CallTracker::new).keep_timeline();
+    }
+
     /// Also write the basic-block stream into a recording.
     pub fn record_into(&mut self, recorder: BlockRecorder) {
         self.recorder = Some(recorder);
@@ -250,7 +256,12 @@ impl PathAnalysis {
                     self.stats.signal.get_or_insert(*sig);
                 }
             }
-            Event::Sample(_) | Event::Marker { .. } | Event::Access { .. } | Event::Unknown { .. } => {}
+            Event::Marker { .. } => {
+                if let Some(t) = &mut self.call_tracker {
+                    t.marker();
+                }
+            }
+            Event::Sample(_) | Event::Access { .. } | Event::Unknown { .. } => {}
         }
     }
 

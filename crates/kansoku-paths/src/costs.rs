@@ -57,6 +57,8 @@ struct Frame {
     by_jump: bool,
     /// The thread's in-scope instructions when the frame started.
     entered_at: u64,
+    /// The run's instruction index (all threads, any scope) when the frame started.
+    started: u64,
 }
 
 #[derive(Default)]
@@ -84,6 +86,51 @@ pub struct CallTracker {
     current: ThreadStack,
     tid: u32,
     others: HashMap<u32, ThreadStack>,
+    /// Instructions of every block entered so far, all threads, in scope or not: the
+    /// timeline's clock where a trace has no time stamps.
+    clock: u64,
+    /// Every closed frame, when a timeline is asked for.
+    spans: Option<Vec<FrameSpan>>,
+    /// Marker hits (thread, clock), when a timeline is asked for.
+    markers: Vec<(u32, u64)>,
+}
+
+/// One closed frame of a thread's shadow call stack, on the run's instruction index.
+#[derive(Clone, Copy)]
+struct FrameSpan {
+    tid: u32,
+    owner: Owner,
+    start: u64,
+    end: u64,
+}
+
+/// One call (a frame of the shadow call stack) on the run's timeline. A thread's calls
+/// nest: each lies within the frames that were open below it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct CallSpan {
+    pub tid: u32,
+    /// Index into [`CallTimeline::functions`].
+    pub function: usize,
+    /// The run's instruction index (all threads) at the call's first instruction.
+    pub start: u64,
+    /// The index where the thread went on after it (its caller, or the next frame); for
+    /// a frame still open when the stream ended (a program that calls `exit`), the end.
+    pub end: u64,
+}
+
+/// The calls of a run in order, on the instruction index: what a timeline viewer draws
+/// from a trace without time stamps.
+#[derive(Clone, Debug, Serialize)]
+pub struct CallTimeline {
+    pub program: Option<String>,
+    /// Function names (or stretches outside known functions), as [`CostProfile`] names them.
+    pub functions: Vec<String>,
+    /// Every call, in the order it ended.
+    pub calls: Vec<CallSpan>,
+    /// Marker hits: thread and instruction index.
+    pub markers: Vec<(u32, u64)>,
+    /// Instructions the run executed (the index's end).
+    pub instructions: u64,
 }
 
 impl CallTracker {
@@ -119,7 +166,7 @@ impl CallTracker {
         if let Some((caller, site)) = arc {
             self.arcs.entry((caller, site, owner)).or_default().calls += 1;
         }
-        self.current.frames.push(Frame { node, owner, arc, by_jump, entered_at: self.current.instructions });
+        self.current.frames.push(Frame { node, owner, arc, by_jump, entered_at: self.current.instructions, started: self.clock });
     }
 
     /// A call from `caller`'s block `site`; beyond [`MAX_DEPTH`] the cost stays in the
@@ -132,6 +179,9 @@ impl CallTracker {
 
     fn pop(&mut self) -> Option<Frame> {
         let f = self.current.frames.pop()?;
+        if let Some(spans) = &mut self.spans {
+            spans.push(FrameSpan { tid: self.tid, owner: f.owner, start: f.started, end: self.clock });
+        }
         if let Some((caller, site)) = f.arc {
             self.arcs.entry((caller, site, f.owner)).or_default().inclusive += self.current.instructions - f.entered_at;
         }
@@ -169,12 +219,26 @@ impl CallTracker {
             }
         }
         let info = code.block(b);
+        self.clock += u64::from(info.instructions);
         if info.in_program {
             let n = u64::from(info.instructions);
             self.current.instructions += n;
             if let Some(top) = self.current.frames.last() {
                 self.self_cost[top.node as usize] += n;
             }
+        }
+    }
+
+    /// Keep every frame as it closes, and marker hits, for [`PathAnalysis::call_timeline`]
+    /// (memory: 32 bytes a call).
+    pub fn keep_timeline(&mut self) {
+        self.spans.get_or_insert_with(Vec::new);
+    }
+
+    /// The current thread entered the marker (for the timeline).
+    pub fn marker(&mut self) {
+        if self.spans.is_some() {
+            self.markers.push((self.tid, self.clock));
         }
     }
 
@@ -376,5 +440,16 @@ impl PathAnalysis {
             self.call_tracker = Some(tracker);
         }
         CostProfile { program: self.code.program_path().map(str::to_string), functions: names.functions, calls, stacks, total_instructions: total }
+    }
+
+    /// Every call of the run on its instruction index, when the call tracker kept them
+    /// ([`PathAnalysis::keep_call_timeline`]); `None` otherwise.
+    pub fn call_timeline(&mut self) -> Option<CallTimeline> {
+        let tracker = self.call_tracker.as_ref()?;
+        let spans = tracker.spans.as_ref()?;
+        let mut names = Names { index: HashMap::new(), functions: Vec::new() };
+        let calls = spans.iter().map(|s| CallSpan { tid: s.tid, function: names.get(&self.code, s.owner), start: s.start, end: s.end }).collect();
+        let functions = names.functions.into_iter().map(|f| f.name).collect();
+        Some(CallTimeline { program: self.code.program_path().map(str::to_string), functions, calls, markers: tracker.markers.clone(), instructions: tracker.clock })
     }
 }

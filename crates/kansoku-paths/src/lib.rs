@@ -43,7 +43,7 @@ pub use kansoku_core::{fxhash, sbstream};
 pub use analysis::{AnalysisOptions, BlockKind, BlockRecorder, InputStats, PathAnalysis};
 pub use ballarus::BallLarus;
 pub use code::{BlockFacts, BlockId, CodeMap, Scope};
-pub use costs::{CallCost, CallTracker, CostProfile, FunctionCost, InstructionCost, StackCost};
+pub use costs::{CallCost, CallSpan, CallTimeline, CallTracker, CostProfile, FunctionCost, InstructionCost, StackCost};
 pub use dot::CfgError;
 pub use profile::{BackEdgeMode, CallMode, PathProfiler, PathTable};
 pub use report::{BlockRef, FunctionRow, PathReport, PathRow, Summary};

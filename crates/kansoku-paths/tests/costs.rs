@@ -10,6 +10,12 @@ use kansoku_probe::valgrind::{spawn_tool, LackeyOptions};
 
 /// `recursion N REPEAT` under kansoku's tool, analysed with the call tracker.
 fn analyse(program: &Path, args: &[&str], calls: CallMode) -> (PathReport, CostProfile) {
+    let mut a = analysed(program, args, calls, false);
+    (a.report(None, None), a.costs())
+}
+
+/// The analysis of `program ARGS` under kansoku's tool, its calls kept on a timeline if asked.
+fn analysed(program: &Path, args: &[&str], calls: CallMode, timeline: bool) -> PathAnalysis {
     let options = LackeyOptions { valgrind: "valgrind".into(), program: program.to_path_buf(), args: args.iter().map(|s| s.to_string()).collect() };
     let mut run = spawn_tool(&options).expect("valgrind starts with kansoku's tool (built by kansoku-probe's build.rs)");
     let mut bytes = Vec::new();
@@ -24,11 +30,14 @@ fn analyse(program: &Path, args: &[&str], calls: CallMode) -> (PathReport, CostP
         track_edges: false,
         track_calls: true,
     });
+    if timeline {
+        a.keep_call_timeline();
+    }
     a.feed_tool_stream(&bytes);
     a.feed_valgrind_log(&log);
     a.set_exit(exit);
     a.finish().unwrap();
-    (a.report(None, None), a.costs())
+    a
 }
 
 fn fib_calls(n: u64) -> u64 {
@@ -76,4 +85,28 @@ fn costs_of_recursive_fibonacci() {
         // Source lines: fib's instructions are in recursion.c.
         assert!(costs.functions[fib].instructions.iter().all(|i| i.file.as_deref().is_some_and(|f| f.ends_with("recursion.c")) && i.line.is_some()));
     }
+}
+
+#[test]
+fn call_timeline_of_recursive_fibonacci_nests_every_call_the_costs_count() {
+    let program = build("recursion", &test_build_dir()).unwrap();
+    let (n, repeat) = (10u64, 2u64);
+    let mut a = analysed(&program, &[&n.to_string(), &repeat.to_string()], CallMode::Split, true);
+    let costs = a.costs();
+    let t = a.call_timeline().expect("the timeline was kept");
+    let named = |name: &str| t.functions.iter().position(|f| f == name).unwrap();
+    let (work, fib) = (named("work"), named("fib"));
+    let spans = |f: usize| t.calls.iter().filter(move |c| c.function == f);
+    // as many calls as the call arcs count
+    let arc_calls = |name: &str| costs.calls.iter().filter(|c| costs.functions[c.callee].name == name).map(|c| c.calls).sum::<u64>();
+    assert_eq!(spans(fib).count() as u64, repeat * fib_calls(n));
+    assert_eq!(spans(fib).count() as u64, arc_calls("fib"));
+    assert_eq!(spans(work).count() as u64, arc_calls("work"));
+    // every fib lies inside a work call, and n fib calls are open at the deepest point
+    for c in spans(fib) {
+        assert!(spans(work).any(|w| w.tid == c.tid && w.start < c.start && c.end <= w.end), "{c:?} inside a work call");
+        assert!(c.start < c.end && c.end <= t.instructions);
+    }
+    let depth = spans(fib).map(|c| spans(fib).filter(|o| o.start <= c.start && c.end <= o.end).count()).max().unwrap();
+    assert_eq!(depth as u64, n);
 }

@@ -9,6 +9,7 @@ use anyhow::{bail, Context, Result};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use serde::Serialize;
 
+use kansoku_export::Format;
 use kansoku_monitor::events::{analyse_on_cpu, calibrate, calibration_differences, Calibration, EventReport};
 use kansoku_monitor::sampling::{summarise, Observation, Summary, SummaryOptions};
 use kansoku_probe::events::{record_events, Calibrate, EventOptions, Mechanism};
@@ -62,6 +63,11 @@ pub struct SamplingArgs {
     /// Write kiviat.svg, timeseries.svg, observations.json and summary.json into this directory.
     #[arg(long)]
     pub svg: Option<PathBuf>,
+    /// Also write the series for a viewer, as FORMAT=FILE: `perfetto` (a counter track per
+    /// series of timeseries.svg: CPU active, user, kernel, iowait, I-O busy, each device's
+    /// busy percent; open it at ui.perfetto.dev).
+    #[arg(long, value_name = "FORMAT=FILE", value_parser = crate::exports::parse_export)]
+    pub export: Vec<crate::exports::Export>,
     /// The program to run and observe, after `--`.
     #[arg(last = true)]
     pub program: Vec<String>,
@@ -100,6 +106,11 @@ pub struct EventArgs {
     /// Show at most this many points in the table.
     #[arg(long, default_value_t = 20)]
     pub limit: usize,
+    /// Also write the run for a viewer, as FORMAT=FILE: `perfetto` (a Perfetto trace: one
+    /// slice per call on its thread, off-CPU stretches under each thread, the calibration
+    /// in the `kansoku` instant's arguments; open it at ui.perfetto.dev).
+    #[arg(long, value_name = "FORMAT=FILE", value_parser = crate::exports::parse_export)]
+    pub export: Vec<crate::exports::Export>,
     #[arg(last = true, required = true)]
     pub program: Vec<String>,
 }
@@ -142,6 +153,7 @@ fn measure_sampling(args: SamplingArgs, print: bool) -> Result<MonitorReport> {
         let observes_program = args.pid.is_some() || !args.program.is_empty();
         crate::output::report_to(crate::output::report_target(args.output.as_deref(), observes_program))?;
     }
+    let export_files = crate::exports::create_exports(&args.export, &[Format::Perfetto], "kansoku monitor")?;
     let interval = Duration::from_millis(args.interval);
     // By default ~10 function samples per interval of CPU time, every 100 µs to 10 ms.
     let period_ns = match args.sample_period {
@@ -243,7 +255,34 @@ fn measure_sampling(args: SamplingArgs, print: bool) -> Result<MonitorReport> {
             reportln!("\nwrote {0}/kiviat.svg, {0}/timeseries.svg, {0}/summary.json, {0}/observations.json", dir.display());
         }
     }
+    // after the report: an export that fails must not take the report with it
+    for ((format, path), file) in args.export.iter().zip(export_files) {
+        write_sampling_timeline(&args, &report, std::io::BufWriter::new(file)).with_context(|| format!("writing {}", path.display()))?;
+        eprintln!("kansoku: {}", crate::exports::written(*format, path));
+    }
     Ok(report)
+}
+
+/// The sampling series as Perfetto counters, under the target's process (or the system).
+fn write_sampling_timeline(args: &SamplingArgs, r: &MonitorReport, out: impl std::io::Write) -> Result<()> {
+    use kansoku_export::ArgValue::{Text, Uint};
+    let title = match (args.program.first(), r.target) {
+        (Some(program), _) => program.clone(),
+        (None, Some(pid)) => format!("process {pid}"),
+        (None, None) => "system".to_string(),
+    };
+    let devices: Vec<String> = r.summary.devices.iter().map(|d| d.name.clone()).collect();
+    let metadata = vec![
+        ("command".to_string(), Text("kansoku monitor".into())),
+        ("target".into(), Text(title.clone())),
+        ("ended".into(), Text(r.ended.clone())),
+        ("time_axis".into(), Text("nanoseconds since the first observation; each value is the interval that ends there".into())),
+        ("interval_ms".into(), Uint(r.interval_ms)),
+        ("observations".into(), Uint(r.summary.observations as u64)),
+    ];
+    let timeline = kansoku_export::sampling_timeline(&title, r.target, &r.summary.series, &devices, metadata);
+    kansoku_export::write_perfetto(&timeline, out)?;
+    Ok(())
 }
 
 fn save_sampling(dir: &Path, report: &MonitorReport, observations: &[Observation]) -> Result<()> {
@@ -377,6 +416,7 @@ pub fn run_events(args: EventArgs) -> Result<EventsJson> {
         (None, true) => Calibrate::FirstProbe,
         (None, false) => Calibrate::Off,
     };
+    let export_files = crate::exports::create_exports(&args.export, &[Format::Perfetto], "kansoku monitor events")?;
     let options = EventOptions { program: PathBuf::from(program), args: rest.to_vec(), probes: args.probes.clone(), mechanism, calibrate: calibrate_at };
     let bar = crate::output::spinner("measuring", "hits");
     let r = record_events(&options, &mut |n| bar.set_position(n))?;
@@ -413,7 +453,51 @@ pub fn run_events(args: EventArgs) -> Result<EventsJson> {
     } else {
         report!("{}", events_text(&out, args.limit));
     }
+    // after the report: an export that fails must not take the report with it
+    for ((format, path), file) in args.export.iter().zip(export_files) {
+        write_events_timeline(&out, &r, &points, std::io::BufWriter::new(file)).with_context(|| format!("writing {}", path.display()))?;
+        eprintln!("kansoku: {}", crate::exports::written(*format, path));
+    }
     Ok(out)
+}
+
+/// The run as a Perfetto timeline: the calls as the analysis paired them, and what a
+/// reader needs to trust the picture (how points were planted, what was calibrated).
+fn write_events_timeline(e: &EventsJson, r: &kansoku_probe::events::EventOutcome, points: &[kansoku_monitor::events::Point], out: impl std::io::Write) -> Result<()> {
+    let calls = kansoku_monitor::events::calls(points, &r.hits);
+    // the calibration pair's thousands of hits would bury the program's own instants
+    let calibration = r.plan.calibration.map_or(Vec::new(), |(a, b)| vec![a, b]);
+    let hits: Vec<_> = r.hits.iter().filter(|h| !calibration.contains(&h.point)).copied().collect();
+    let run = kansoku_export::EventRun { program: &e.program, points, routines: &r.plan.routines, hits: &hits, calls: &calls, off_cpu: &r.off_cpu, metadata: events_metadata(e) };
+    kansoku_export::write_perfetto(&kansoku_export::events_timeline(run), out)?;
+    Ok(())
+}
+
+/// The `kansoku` instant's arguments for an event-mode run.
+fn events_metadata(e: &EventsJson) -> kansoku_export::Args {
+    use kansoku_export::ArgValue::{Float, Text, Uint};
+    let mut m = vec![
+        ("command".to_string(), Text("kansoku monitor events".into())),
+        ("program".into(), Text(e.program.clone())),
+        ("mechanism".into(), Text(e.mechanism.clone())),
+        ("exit".into(), Text(e.exit.clone())),
+        ("time_axis".into(), Text("CLOCK_MONOTONIC nanoseconds".into())),
+        ("slices".into(), Text("entry to exit hit of each completed call, as stamped: the report's times subtract the overhead per enclosed hit and the off-CPU time".into())),
+        ("measured_ns".into(), Uint(e.report.measured_ns)),
+        ("hits".into(), Uint(e.report.hits)),
+        ("lost_hits".into(), Uint(e.lost)),
+    ];
+    match &e.calibration {
+        Some(c) => m.extend([
+            ("overhead_subtracted_ns".to_string(), Float(c.overhead_ns)),
+            ("calibration_pairs".into(), Uint(c.samples as u64)),
+            ("calibration_median_ns".into(), Float(c.median_ns)),
+            ("calibration_p99_ns".into(), Float(c.p99_ns)),
+            ("calibrated_at".into(), Text(e.calibrated_at.clone().unwrap_or_else(|| "the agent's own empty routine".into()))),
+        ]),
+        None => m.push(("overhead_subtracted_ns".into(), Text("none (no calibration: run with --calibrate)".into()))),
+    }
+    m
 }
 
 pub fn events_text(e: &EventsJson, limit: usize) -> String {
@@ -506,6 +590,7 @@ pub fn demo_stage(dir: &Path) -> Result<String> {
         sample_period: None,
         no_follow: false,
         svg: Some(svg.clone()),
+        export: Vec::new(),
         program: vec![program.display().to_string(), "cpu".into(), "1".into(), "1".into()],
     };
     // Everything goes to the demo's files; the summary line below is the demo's output.

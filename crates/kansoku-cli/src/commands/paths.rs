@@ -87,8 +87,9 @@ pub struct Args {
     /// (instructions per function, line and call: `callgrind_annotate FILE`, `kcachegrind
     /// FILE`), `collapsed` (instructions per call stack: `flamegraph.pl FILE > out.svg`,
     /// `inferno-flamegraph`), `pprof` (one sample per path, gzipped profile.proto: `go tool
-    /// pprof -top FILE`).
-    #[arg(long, value_name = "FORMAT=FILE", value_parser = parse_export)]
+    /// pprof -top FILE`), `perfetto` (every call as a slice on its thread, marker hits and
+    /// iterations, on the instruction index: ui.perfetto.dev).
+    #[arg(long, value_name = "FORMAT=FILE", value_parser = crate::exports::parse_export)]
     pub export: Vec<(Format, PathBuf)>,
     /// The valgrind launcher to run.
     #[arg(long, default_value = "valgrind")]
@@ -129,27 +130,13 @@ fn options(args: &Args, program: Option<String>) -> AnalysisOptions {
     }
 }
 
-/// `--export FORMAT=FILE`.
-fn parse_export(s: &str) -> Result<(Format, PathBuf), String> {
-    let names = Format::ALL.map(Format::name).join(", ");
-    let (name, file) = s.split_once('=').ok_or_else(|| format!("expected FORMAT=FILE (FORMAT one of {names})"))?;
-    let format = Format::from_name(name).ok_or_else(|| format!("unknown export format `{name}` (known: {names})"))?;
-    if file.is_empty() {
-        return Err(format!("--export {name}= needs a file name after `=`"));
-    }
-    Ok((format, PathBuf::from(file)))
-}
-
-/// Creates the `--export` files before the program runs: a path that cannot be written is
-/// said at once, not after a long run whose results would then be lost.
-fn create_exports(args: &Args) -> Result<Vec<File>> {
-    args.export.iter().map(|(_, path)| File::create(path).with_context(|| format!("creating {}", path.display()))).collect()
-}
+/// The formats a path profile is written in.
+const PATH_EXPORTS: [Format; 4] = [Format::Callgrind, Format::Collapsed, Format::Pprof, Format::Perfetto];
 
 /// Writes the `--export` files; returns one line per file saying how to open it.
 fn write_exports(args: &Args, files: Vec<File>, r: &mut PathsRun) -> Result<Vec<String>> {
     let mut done = Vec::new();
-    let costs = if args.export.iter().any(|(f, _)| *f != Format::Pprof) { Some(r.analysis.costs()) } else { None };
+    let costs = if args.export.iter().any(|(f, _)| matches!(f, Format::Callgrind | Format::Collapsed)) { Some(r.analysis.costs()) } else { None };
     let command = if args.command.is_empty() { args.source.clone() } else { args.command.join(" ") };
     for ((format, path), file) in args.export.iter().zip(files) {
         let out = BufWriter::new(file);
@@ -160,21 +147,33 @@ fn write_exports(args: &Args, files: Vec<File>, r: &mut PathsRun) -> Result<Vec<
                 let comment = format!("kansoku paths of {command} (source {}, calls {:?}, back edges {:?}, scope {:?})", r.source, r.report.calls, r.report.back_edges, r.report.scope);
                 Some(kansoku_export::write_pprof(&r.report, &comment, out))
             }
+            Format::Perfetto => r.analysis.call_timeline().map(|t| {
+                let metadata = calls_metadata(&command, r, &t);
+                kansoku_export::write_perfetto(&kansoku_export::calls_timeline(kansoku_export::CallRun { timeline: &t, metadata }), out)
+            }),
             _ => None,
         };
         match written {
             Some(result) => result.with_context(|| format!("writing {}", path.display()))?,
             None => bail!("--export {}: this build cannot write that format from a path profile", format.name()),
         }
-        let open = match format {
-            Format::Callgrind => format!("callgrind_annotate {0} (or kcachegrind {0})", path.display()),
-            Format::Collapsed => format!("flamegraph.pl {0} > flame.svg (or inferno-flamegraph {0})", path.display()),
-            Format::Pprof => format!("go tool pprof -top {0} (or -http=: {0})", path.display()),
-            _ => path.display().to_string(),
-        };
-        done.push(format!("{} export written to {}: open with {open}", format.name(), path.display()));
+        done.push(crate::exports::written(*format, path));
     }
     Ok(done)
+}
+
+/// The `kansoku` instant's arguments for a timeline of calls.
+fn calls_metadata(command: &str, r: &PathsRun, t: &kansoku_paths::CallTimeline) -> kansoku_export::Args {
+    use kansoku_export::ArgValue::{Text, Uint};
+    vec![
+        ("command".to_string(), Text(format!("kansoku paths --source {}", r.source))),
+        ("program".into(), Text(command.to_string())),
+        ("time_axis".into(), Text("instruction index: instructions of the basic blocks entered before, all threads (a rep-prefixed instruction counts once per entry); the trace has no time stamps".into())),
+        ("slices".into(), Text("calls and returns recovered from the instruction stream by a shadow call stack per thread; a jump into another function (tail call, PLT stub) opens a slice too".into())),
+        ("instructions".into(), Uint(t.instructions)),
+        ("calls".into(), Uint(t.calls.len() as u64)),
+        ("marker_hits".into(), Uint(t.markers.len() as u64)),
+    ]
 }
 
 /// The source `--source` names: a program under kansoku's Valgrind tool (Lackey where the
@@ -212,6 +211,9 @@ pub fn analyse(args: &Args) -> Result<PathsRun> {
     }
     let program = source.program().with_context(|| format!("starting {name}"))?;
     let mut analysis = PathAnalysis::new(&options(args, program.as_ref().map(|(p, _)| p.clone())));
+    if args.export.iter().any(|(f, _)| *f == Format::Perfetto) {
+        analysis.keep_call_timeline();
+    }
     if let Some(h) = &header {
         analysis.block_kind = BlockKind::of_header(h);
     }
@@ -380,7 +382,7 @@ pub fn run(args: Args) -> Result<()> {
     }
     let runs_program = matches!(args.source.as_str(), "valgrind" | "lackey" | "exact" | "step");
     crate::output::report_to(crate::output::report_target(None, runs_program))?;
-    let export_files = create_exports(&args)?;
+    let export_files = crate::exports::create_exports(&args.export, &PATH_EXPORTS, "kansoku paths")?;
     let mut r = analyse(&args)?;
     for name in [&args.function, &args.cfg].into_iter().flatten() {
         r.analysis.check_function(name)?;

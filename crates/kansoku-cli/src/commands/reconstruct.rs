@@ -71,6 +71,11 @@ pub struct Args {
     pub output: Option<PathBuf>,
     #[arg(long)]
     pub json: bool,
+    /// Also write the reconstructed iteration for a viewer, as FORMAT=FILE: `perfetto`
+    /// (its calls, recovered from the instructions as `kansoku paths` recovers them, as
+    /// nested slices on the instruction index; open it at ui.perfetto.dev).
+    #[arg(long, value_name = "FORMAT=FILE", value_parser = crate::exports::parse_export)]
+    pub export: Vec<crate::exports::Export>,
 }
 
 /// `--likelihood`: the seed's score tables, or control-flow distances (see
@@ -518,7 +523,12 @@ pub fn reconstruct_file(args: &Args) -> Result<(Report, Vec<String>, Names)> {
 pub fn run(args: Args) -> Result<()> {
     // Ctrl-C stops the solvers, which return the best trace so far.
     kansoku_probe::interrupt::install();
+    let export_files = crate::exports::create_exports(&args.export, &[kansoku_export::Format::Perfetto], "kansoku reconstruct")?;
     let (report, lines, _) = reconstruct_file(&args)?;
+    for ((format, path), file) in args.export.iter().zip(export_files) {
+        write_reconstructed_timeline(&args, &report, std::io::BufWriter::new(file)).with_context(|| format!("writing {}", path.display()))?;
+        eprintln!("kansoku: {}", crate::exports::written(*format, path));
+    }
     let c = &report.choices;
     eprintln!("kansoku: solver {:?}: {}", report.reconstruction.solver, c.solver_reason);
     if c.solver != Solver::Phase || report.reconstruction.solver != Solver::Phase {
@@ -571,6 +581,37 @@ pub fn run(args: Args) -> Result<()> {
             }
         }
     }
+    Ok(())
+}
+
+/// The reconstructed iteration as a Perfetto timeline: its instructions fed, with the
+/// recording's module map, to the path analysis' shadow call stack (the same recovery as
+/// for an exact trace), one marker hit at its start so the iteration shows as a slice.
+fn write_reconstructed_timeline(args: &Args, report: &Report, out: impl std::io::Write) -> Result<()> {
+    use kansoku_export::ArgValue::{Text, Uint};
+    let (_, modules) = RecordingReader::open(&args.recording)?.summarize_with_modules()?;
+    let mut analysis = kansoku_paths::PathAnalysis::new(&kansoku_paths::AnalysisOptions { scope: kansoku_paths::Scope::All, ..Default::default() });
+    analysis.keep_call_timeline();
+    for m in modules {
+        analysis.feed_event(&Event::Module(m));
+    }
+    analysis.feed_event(&Event::Marker { time_ns: 0, instructions: Some(0) });
+    for i in &report.reconstruction.trace {
+        analysis.feed_event(&Event::Instruction { addr: i.addr });
+    }
+    analysis.finish()?;
+    let timeline = analysis.call_timeline().context("the call timeline was not kept")?;
+    let r = &report.reconstruction;
+    let metadata = vec![
+        ("command".to_string(), Text("kansoku reconstruct".into())),
+        ("recording".into(), Text(args.recording.display().to_string())),
+        ("solver".into(), Text(format!("{:?}", r.solver).to_lowercase())),
+        ("time_axis".into(), Text("instruction index in the reconstructed iteration (no time stamps)".into())),
+        ("slices".into(), Text("calls and returns recovered from the reconstructed instructions by a shadow call stack".into())),
+        ("instructions".into(), Uint(r.trace.len() as u64)),
+        ("samples_used".into(), Uint(r.samples_used as u64)),
+    ];
+    kansoku_export::write_perfetto(&kansoku_export::calls_timeline(kansoku_export::CallRun { timeline: &timeline, metadata }), out)?;
     Ok(())
 }
 
@@ -961,6 +1002,7 @@ fn demo_args(recording: PathBuf, solver: Solver, likelihood: Likelihood, sequenc
         exact: Some(exact.to_path_buf()),
         output: Some(output),
         json: false,
+        export: Vec::new(),
     }
 }
 

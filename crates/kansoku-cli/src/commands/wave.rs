@@ -43,6 +43,11 @@ pub struct Args {
     /// Write the report (text, or JSON with --json) to FILE instead of stderr.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Also write the waveform for a viewer, as FORMAT=FILE: `perfetto` (counter tracks
+    /// `code address` and `data address`, on nanoseconds or, with --exact, instruction
+    /// numbers; open it at ui.perfetto.dev).
+    #[arg(long, value_name = "FORMAT=FILE", value_parser = crate::exports::parse_export)]
+    pub export: Vec<crate::exports::Export>,
     #[arg(last = true, required = true)]
     pub program: Vec<String>,
 }
@@ -92,6 +97,7 @@ pub fn run(args: Args) -> Result<()> {
     } else {
         WaveMode::Sampled { period_ns: args.time_period.unwrap_or(20_000) }
     };
+    let export_files = crate::exports::create_exports(&args.export, &[kansoku_export::Format::Perfetto], "kansoku wave")?;
     let engine = if args.exact { super::trace::choose_engine(args.engine) } else { kansoku_probe::Engine::Ptrace };
     let options = WaveOptions { program: PathBuf::from(program), args: rest.to_vec(), mode, engine };
     let bar = crate::output::spinner("observing", "points");
@@ -113,7 +119,29 @@ pub fn run(args: Args) -> Result<()> {
             reportln!("wrote {} and {}", svg.display(), acf_path(svg).display());
         }
     }
+    // after the report: an export that fails must not take the report with it
+    for ((format, path), file) in args.export.iter().zip(export_files) {
+        let metadata = wave_metadata(&report, args.exact);
+        let timeline = kansoku_export::wave_timeline(&report.program, &outcome.points, args.exact, metadata);
+        kansoku_export::write_perfetto(&timeline, std::io::BufWriter::new(file)).with_context(|| format!("writing {}", path.display()))?;
+        eprintln!("kansoku: {}", crate::exports::written(*format, path));
+    }
     Ok(())
+}
+
+/// The `kansoku` instant's arguments for a waveform.
+fn wave_metadata(r: &WaveReport, exact: bool) -> kansoku_export::Args {
+    use kansoku_export::ArgValue::{Text, Uint};
+    let axis = if exact { "instruction number (every instruction from the marker)" } else { "nanoseconds since the first point" };
+    vec![
+        ("command".to_string(), Text("kansoku wave".into())),
+        ("program".into(), Text(r.program.clone())),
+        ("clock".into(), Text(r.clock.clone())),
+        ("time_axis".into(), Text(axis.into())),
+        ("data_address".into(), Text("the first memory operand of each point's instruction".into())),
+        ("points".into(), Uint(r.points as u64)),
+        ("points_with_data".into(), Uint(r.points_with_data as u64)),
+    ]
 }
 
 fn acf_path(svg: &Path) -> PathBuf {
