@@ -24,10 +24,12 @@
 //!
 //! Nothing here runs perf or a program: [`PerfDataReader`] turns a file into events.
 
+use std::cell::Cell;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
 use kansoku_core::{Event, Header, Module, RecordingError, RecordingKind, Sample};
 use linux_perf_data::linux_perf_event_reader::{EventRecord, Mmap2FileId, PerfEventType, SamplingPolicy, SoftwareCounterType};
@@ -57,6 +59,8 @@ pub struct PerfDataReader {
     reader: PerfFileReader<Patched>,
     convert: Converter,
     truncated_at: Option<u64>,
+    /// How far the file has been read: the byte a damaged record is reported at.
+    position: Rc<Cell<u64>>,
 }
 
 /// What turns perf's records into kansoku events (apart from the reader, whose buffer
@@ -82,7 +86,8 @@ impl PerfDataReader {
         let corrupt = |offset, what: String| RecordingError::Corrupt { path: path.to_path_buf(), offset, what };
         let (mut patched, truncated_at) = Patched::open(path).map_err(io)?;
         let marker_ids = tracepoint_ids(&mut patched).map_err(io)?;
-        let PerfFileReader { perf_file, record_iter } = PerfFileReader::parse_file(patched).map_err(|e| corrupt(0, format!("not a readable perf.data: {e}")))?;
+        let position = patched.seen.clone();
+        let PerfFileReader { perf_file, record_iter } = PerfFileReader::parse_file(patched).map_err(|e| corrupt(position.get(), format!("not a readable perf.data: {e}")))?;
         let attrs = perf_file.event_attributes();
         let markers: Vec<bool> = attrs.iter().map(|a| matches!(a.attr.type_, PerfEventType::Tracepoint(_))).collect();
         // perf names a uprobe event GROUP:FUNCTION (`probe_seed000:func_M`); a cut file
@@ -105,7 +110,7 @@ impl PerfDataReader {
         let build_ids = perf_file.build_ids().unwrap_or_default().into_values().map(|d| (d.path, hex(&d.build_id))).collect();
         let reader = PerfFileReader { perf_file, record_iter };
         let convert = Converter { markers, marker_ids, build_ids, pid: None, tid: None, start: None, pending: VecDeque::new(), warnings: Vec::new() };
-        Ok(PerfDataReader { path: path.to_path_buf(), header, reader, convert, truncated_at })
+        Ok(PerfDataReader { path: path.to_path_buf(), header, reader, convert, truncated_at, position })
     }
 
     /// What the reader noticed: records perf lost (a cut file is [`Self::truncated_at`]).
@@ -128,7 +133,8 @@ impl PerfDataReader {
                 return Ok(Some(e));
             }
             let PerfFileReader { perf_file, record_iter } = &mut self.reader;
-            let record = record_iter.next_record(perf_file).map_err(|e| RecordingError::Corrupt { path: self.path.clone(), offset: 0, what: e.to_string() })?;
+            let corrupt = |what: String| RecordingError::Corrupt { path: self.path.clone(), offset: self.position.get(), what };
+            let record = record_iter.next_record(perf_file).map_err(|e| corrupt(e.to_string()))?;
             let Some(PerfFileRecord::EventRecord { attr_index, record }) = record else {
                 if record.is_none() {
                     return Ok(None);
@@ -136,7 +142,7 @@ impl PerfDataReader {
                 continue;
             };
             let time = record.timestamp();
-            let parsed = record.parse().map_err(|e| RecordingError::Corrupt { path: self.path.clone(), offset: 0, what: format!("a {:?} record: {e}", record.record_type) })?;
+            let parsed = record.parse().map_err(|e| corrupt(format!("a {:?} record: {e}", record.record_type)))?;
             let marker = self.convert.markers.get(attr_index).copied().unwrap_or(false);
             self.convert.take(parsed, time, marker);
         }
@@ -223,6 +229,8 @@ struct Patched {
     file: BufReader<File>,
     header: [u8; HEADER_BYTES],
     pos: u64,
+    /// `pos`, seen from the reader: where a damaged record was met.
+    seen: Rc<Cell<u64>>,
 }
 
 impl Patched {
@@ -230,8 +238,13 @@ impl Patched {
         let mut file = BufReader::new(File::open(path)?);
         let mut header = [0u8; HEADER_BYTES];
         let len = file.get_ref().metadata()?.len();
-        if len < HEADER_BYTES as u64 || file.read_exact(&mut header).is_err() || &header[..8] != MAGIC {
-            return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "not a perf.data (no PERFILE2 magic at byte 0)"));
+        let bad = |what: String| std::io::Error::new(std::io::ErrorKind::InvalidData, what);
+        if len < HEADER_BYTES as u64 {
+            return Err(bad(format!("{len} bytes: too short for a perf.data header ({HEADER_BYTES} bytes)")));
+        }
+        file.read_exact(&mut header)?;
+        if &header[..8] != MAGIC {
+            return Err(bad("not a perf.data (no PERFILE2 magic at byte 0)".into()));
         }
         let field = |at: usize| u64::from_le_bytes(header[at..at + 8].try_into().expect("eight bytes"));
         let (offset, size) = (field(DATA_OFFSET_AT), field(DATA_SIZE_AT));
@@ -243,7 +256,7 @@ impl Patched {
             truncated = Some(end);
         }
         file.seek(SeekFrom::Start(0))?;
-        Ok((Patched { file, header, pos: 0 }, truncated))
+        Ok((Patched { file, header, pos: 0, seen: Rc::default() }, truncated))
     }
 }
 
@@ -302,11 +315,13 @@ impl Read for Patched {
             let n = buf.len().min(HEADER_BYTES - from);
             buf[..n].copy_from_slice(&self.header[from..from + n]);
             self.pos += n as u64;
+            self.seen.set(self.pos);
             self.file.seek(SeekFrom::Start(self.pos))?;
             return Ok(n);
         }
         let n = self.file.read(buf)?;
         self.pos += n as u64;
+        self.seen.set(self.pos);
         Ok(n)
     }
 }
@@ -314,6 +329,7 @@ impl Read for Patched {
 impl Seek for Patched {
     fn seek(&mut self, to: SeekFrom) -> std::io::Result<u64> {
         self.pos = self.file.seek(to)?;
+        self.seen.set(self.pos);
         Ok(self.pos)
     }
 }
