@@ -95,10 +95,11 @@ body { font: 15px/1.45 system-ui, sans-serif; margin: 0 auto; max-width: 1100px;
 h1 { font-size: 1.6em; margin: 1em 0 0.2em; } h2 { border-bottom: 2px solid #3a6ea5; padding-bottom: 0.2em; margin-top: 2em; }
 h3 { font-size: 1.05em; margin: 1.6em 0 0.3em; } .meta { color: #666; font-weight: normal; font-size: 0.9em; }
 code, pre { font-family: ui-monospace, monospace; font-size: 0.88em; }
-pre { background: #f6f7f9; border: 1px solid #e1e4e8; padding: 0.6em; overflow: auto; max-height: 32em; white-space: pre; }
+pre { background: #f6f7f9; border: 1px solid #e1e4e8; padding: 0.6em; overflow: auto; max-height: 32em; white-space: pre-wrap; overflow-wrap: anywhere; }
 .caption { margin: 0.2em 0 0.4em; } .command { color: #333; margin: 0.2em 0 0.6em; } .command code { background: #eef2f7; padding: 0 0.3em; word-break: break-all; }
 .cut { color: #9a4d00; font-style: italic; } .broken { outline: 3px solid #c00; }
-nav { background: #f6f7f9; border: 1px solid #e1e4e8; padding: 0.4em 1em; } nav ol { margin: 0.2em 0; } nav li li { font-size: 0.9em; }
+nav { background: #f6f7f9; border: 1px solid #e1e4e8; padding: 0.4em 1em; } nav h2 { margin-top: 0.4em; } nav ol { margin: 0.2em 0; }
+nav ol ol { padding-left: 0.5em; } nav li li { display: inline; font-size: 0.85em; margin-right: 0.9em; }
 table { border-collapse: collapse; margin: 0.4em 0 0.8em; font-size: 0.88em; display: block; overflow: auto; max-height: 40em; }
 th, td { border: 1px solid #d6dae0; padding: 0.15em 0.5em; text-align: left; vertical-align: top; } th { background: #eef2f7; position: sticky; top: 0; }
 td { max-width: 40em; overflow-wrap: anywhere; } caption { text-align: left; font-weight: 600; padding: 0.2em 0; }
@@ -152,7 +153,7 @@ fn write_manifest(w: &mut impl Write, m: &Manifest) -> io::Result<()> {
 
 fn write_file(w: &mut impl Write, i: usize, f: &Found, kind: Kind, manifest: Option<&Manifest>, budget: &mut usize) -> io::Result<()> {
     writeln!(w, "<article id=\"f-{i}\"><h3><code>{}</code> <span class=\"meta\">{} · {:?}</span></h3>", escape(&clip(&f.path, NAME_CHARS)), size_text(f.size), kind)?;
-    writeln!(w, "<p class=\"caption\">{}</p>", escape(kind.caption()))?;
+    writeln!(w, "<p class=\"caption\">{}</p>", code_spans(&escape(kind.caption())))?;
     write_command(w, f, kind, manifest)?;
     if let Some(e) = &f.error {
         writeln!(w, "<p class=\"cut\">Not read: {}</p>", escape(e))?;
@@ -162,7 +163,7 @@ fn write_file(w: &mut impl Write, i: usize, f: &Found, kind: Kind, manifest: Opt
             Shape::Csv => write_csv(w, f)?,
             Shape::Json => write_json(w, f)?,
             Shape::Text => write_text(w, f)?,
-            Shape::Binary => writeln!(w, "<p class=\"cut\">Binary: listed, not shown.</p>")?,
+            Shape::Binary => write_binary(w, f, kind)?,
         }
     }
     writeln!(w, "</article>")
@@ -172,12 +173,24 @@ fn write_command(w: &mut impl Write, f: &Found, kind: Kind, manifest: Option<&Ma
     let step = manifest.and_then(|m| m.step_for(&f.path));
     match (step, kind.written_by()) {
         (Some(s), _) => {
-            let commands: Vec<String> = s.commands.iter().map(|c| format!("<code>{}</code>", escape(&clip(c, 1000)))).collect();
+            let commands: Vec<String> = s.commands_for(&f.path).iter().map(|c| format!("<code>{}</code>", escape(&clip(c, 1000)))).collect();
             writeln!(w, "<p class=\"command\">Made by the step “{}”: {}</p>", escape(&clip(&s.title, NAME_CHARS)), commands.join(" then "))
         }
         (None, Some(usual)) => writeln!(w, "<p class=\"command\">Files of this kind are written by <code>{}</code> (the exact command is not recorded).</p>", escape(usual)),
         (None, None) => Ok(()),
     }
+}
+
+/// Our captions mark commands with backticks, as the docs do: shown as code.
+fn code_spans(escaped: &str) -> String {
+    let mut out = String::new();
+    for (i, part) in escaped.split('`').enumerate() {
+        match i % 2 {
+            1 => out.push_str(&format!("<code>{part}</code>")),
+            _ => out.push_str(part),
+        }
+    }
+    out
 }
 
 fn size_text(bytes: u64) -> String {
@@ -235,6 +248,32 @@ fn write_json(w: &mut impl Write, f: &Found) -> io::Result<()> {
     writeln!(w, "<details><summary>the file as text</summary>")?;
     write_text(w, f)?;
     writeln!(w, "</details>")
+}
+
+/// A binary file is listed; a recording also shows its header, which says what was run.
+fn write_binary(w: &mut impl Write, f: &Found, kind: Kind) -> io::Result<()> {
+    let header = matches!(kind, Kind::ExactTrace | Kind::SampledRecording).then(|| recording_header(&f.data)).flatten();
+    match header {
+        Some(v) => {
+            writeln!(w, "<p>The recording's header (what was run, how):</p>")?;
+            for t in json_tables(&v, TABLE_ROWS, TABLES) {
+                write_table(w, &t)?;
+            }
+            Ok(())
+        }
+        None => writeln!(w, "<p class=\"cut\">Binary: listed, not shown.</p>"),
+    }
+}
+
+/// The JSON header of a `.ksk` recording: the first JSON object after the magic, version
+/// and length (docs/ARCHITECTURE.md, the recording format).
+fn recording_header(data: &[u8]) -> Option<serde_json::Value> {
+    if !data.starts_with(b"KANSOKU\0") {
+        return None;
+    }
+    let start = data.iter().take(32).position(|&b| b == b'{')?;
+    let v = serde_json::Deserializer::from_slice(&data[start..]).into_iter::<serde_json::Value>().next()?.ok()?;
+    v.is_object().then_some(v)
 }
 
 fn write_table(w: &mut impl Write, t: &Table) -> io::Result<()> {
@@ -330,6 +369,15 @@ mod tests {
         let data = "line\n".repeat(5000).into_bytes();
         let html = page_of(vec![Found { path: "big.txt".into(), size: 1 << 30, data, complete: false, error: None }]);
         assert!(html.contains("Cut: 5000 of 1073741824 bytes shown"), "{}", &html[html.len() - 2000..]);
+    }
+
+    #[test]
+    fn a_recording_shows_its_header() {
+        let mut data = b"KANSOKU\0\x02\0\x50\0\0\0".to_vec();
+        data.extend_from_slice(br#"{"kind":"samples","program":"bin/seed000","args":["20000"]}"#);
+        data.extend_from_slice(b"\x01\x02binary events");
+        let html = page_of(vec![Found { path: "r.ksk".into(), size: 4000, data, complete: false, error: None }]);
+        assert!(html.contains("<tr><td>program</td><td>bin/seed000</td></tr>"), "{html}");
     }
 
     #[test]

@@ -121,8 +121,11 @@ impl Kind {
             "json" => Kind::of_json(name, text),
             "csv" if name.starts_with("paths") || text.starts_with("rank,count,") => Kind::PathTable,
             "csv" => Kind::CsvFile,
-            "ksk" if name.contains("exact") || !(name.contains("-p") || name.contains("record")) => Kind::ExactTrace,
-            "ksk" => Kind::SampledRecording,
+            // the recording's JSON header says what it holds
+            "ksk" if text.contains("\"kind\":\"samples\"") => Kind::SampledRecording,
+            "ksk" if text.contains("\"kind\":\"exact_trace\"") || name.contains("exact") => Kind::ExactTrace,
+            "ksk" if name.contains("-p") || name.contains("record") => Kind::SampledRecording,
+            "ksk" => Kind::ExactTrace,
             "trace" => Kind::ReconstructedTrace,
             "wasm" => Kind::WasmModule,
             "ktrace" => Kind::WasmTrace,
@@ -311,6 +314,7 @@ mod tests {
         assert_eq!(Kind::of("seed-set-formulas.json", b"{"), Kind::CacheSetFormulas);
         assert_eq!(Kind::of("seed000-exact.ksk", b"KANSOKU\0"), Kind::ExactTrace);
         assert_eq!(Kind::of("seed000-p101.ksk", b"KANSOKU\0"), Kind::SampledRecording);
+        assert_eq!(Kind::of("t.ksk", b"KANSOKU\0\x02\0\x40{\"kind\":\"samples\""), Kind::SampledRecording);
         assert_eq!(Kind::of("bin/paths", b"\x7fELF\x02"), Kind::Program);
         assert_eq!(Kind::of("summary.txt", b"kansoku demo"), Kind::DemoSummary);
         assert_eq!(Kind::of("x.bin", b"\x00\x01"), Kind::BinaryFile);

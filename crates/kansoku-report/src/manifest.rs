@@ -43,6 +43,36 @@ impl Manifest {
     }
 }
 
+impl Step {
+    /// The commands of the step that write `file`: named after `-o`, `>`, `--svg` or
+    /// `--xlat-out`; else those that name it; else all (the file is written implicitly).
+    pub fn commands_for(&self, file: &str) -> Vec<&str> {
+        let writes: Vec<&str> = self.commands.iter().map(String::as_str).filter(|c| names(c, file, true)).collect();
+        if !writes.is_empty() {
+            return writes;
+        }
+        let mentions: Vec<&str> = self.commands.iter().map(String::as_str).filter(|c| names(c, file, false)).collect();
+        if !mentions.is_empty() {
+            return mentions;
+        }
+        self.commands.iter().map(String::as_str).collect()
+    }
+}
+
+/// Whether `command` names `file` (as a whole path component at the end of a word), and,
+/// with `as_output`, right after an option that writes it.
+fn names(command: &str, file: &str, as_output: bool) -> bool {
+    command.match_indices(file).any(|(at, _)| {
+        let before = &command[..at];
+        let word_start = before.is_empty() || before.ends_with(['/', ' ']);
+        let after = command[at + file.len()..].chars().next();
+        let word_end = matches!(after, None | Some(' ') | Some(')'));
+        let word = before.rsplit(' ').next().unwrap_or("");
+        let option = before[..before.len() - word.len()].trim_end().rsplit(' ').next().unwrap_or("");
+        word_start && word_end && (!as_output || matches!(option, "-o" | ">" | "--svg" | "--xlat-out"))
+    })
+}
+
 fn pattern_matches(pattern: &str, path: &str) -> bool {
     if let Some(dir) = pattern.strip_suffix('/') {
         return path.strip_prefix(dir).is_some_and(|rest| rest.starts_with('/'));
@@ -65,6 +95,20 @@ mod tests {
         assert!(!pattern_matches("monitor/", "monitoring.txt"));
         assert!(pattern_matches("tp-*.ktrace", "tp-matrix.opt.ktrace"));
         assert!(!pattern_matches("tp-*.ktrace", "tp-.ktrac"));
+    }
+
+    #[test]
+    fn a_file_gets_the_commands_that_write_it() {
+        let step = Step {
+            title: "t".into(),
+            commands: vec!["kansoku trace exact -o d/x-200.ksk -- p".into(), "kansoku sample d/x-200.ksk -o d/x-p7.ksk (and -o d/x-p101.ksk)".into(), "kansoku wave --svg d/w.svg".into()],
+            files: vec![],
+        };
+        assert_eq!(step.commands_for("x-200.ksk"), [step.commands[0].as_str()]);
+        assert_eq!(step.commands_for("x-p101.ksk"), [step.commands[1].as_str()]);
+        assert_eq!(step.commands_for("w.svg"), [step.commands[2].as_str()]);
+        assert_eq!(step.commands_for("w-acf.svg").len(), 3, "written implicitly: all");
+        assert_eq!(step.commands_for("p").len(), 1, "named, not written");
     }
 
     #[test]
