@@ -53,7 +53,9 @@ pub fn escape(text: &str) -> String {
 /// Writes the page of `page` to `w`.
 pub fn write_html(page: &Page, w: &mut impl Write) -> io::Result<()> {
     let nonce = nonce();
-    let files: Vec<(usize, &Found, Kind)> = page.gathered.files.iter().enumerate().map(|(i, f)| (i, f, Kind::of(&f.path, &f.data))).collect();
+    let mut files: Vec<(usize, &Found, Kind)> = page.gathered.files.iter().enumerate().map(|(i, f)| (i, f, Kind::of(&f.path, &f.data))).collect();
+    // within a room, pictures first: the figures are what a reader came for
+    files.sort_by_key(|(i, _, k)| (k.shape() != Shape::Picture, *i));
     write_head(w, &page.directory, &nonce)?;
     write_intro(w, page, &files)?;
     write_contents(w, &files, page.gathered.manifest.is_some())?;

@@ -144,14 +144,34 @@ fn objects_table(items: &[Value], path: &str, max_rows: usize) -> Table {
     Table { caption: path.to_string(), header: header.iter().map(|h| clip(h, CELL_CHARS)).collect(), rows, rows_left_out: items.len().saturating_sub(max_rows) }
 }
 
-/// One value as a cell: strings bare, numbers as written, the rest as compact JSON.
+/// One value as a cell: strings bare, integers as written, fractions rounded to what a
+/// reader compares (the file as text keeps every digit), the rest as compact JSON.
 fn cell(v: &Value) -> String {
     let text = match v {
         Value::String(s) => s.clone(),
         Value::Null => String::new(),
+        Value::Number(n) if n.is_f64() => n.as_f64().map_or_else(|| n.to_string(), fraction),
         other => other.to_string(),
     };
     clip(&text, CELL_CHARS)
+}
+
+/// Four decimals from 1 on (two from 100 on), four significant digits below.
+fn fraction(x: f64) -> String {
+    let a = x.abs();
+    let decimals = if a >= 100.0 {
+        2
+    } else if a >= 1.0 || a == 0.0 {
+        4
+    } else {
+        (3 - a.log10().floor() as i32).clamp(4, 12) as usize
+    };
+    let text = format!("{x:.decimals$}");
+    if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        text
+    }
 }
 
 #[cfg(test)]
@@ -171,10 +191,22 @@ mod tests {
     fn json_objects_flatten_and_arrays_of_objects_become_tables() {
         let v: Value = serde_json::from_str(r#"{"interval_ms": 50, "summary": {"eight": {"cpu_active": 98.0}, "programs": [{"name": "target", "percent": 45.0}, {"name": "x", "count": 3}]}}"#).unwrap();
         let t = json_tables(&v, 100, 10);
-        assert_eq!(t[0].rows, [vec!["interval_ms".to_string(), "50".into()], vec!["summary.eight.cpu_active".into(), "98.0".into()]]);
+        assert_eq!(t[0].rows, [vec!["interval_ms".to_string(), "50".into()], vec!["summary.eight.cpu_active".into(), "98".into()]]);
         assert_eq!(t[1].caption, "summary.programs");
         assert_eq!(t[1].header, ["name", "percent", "count"]);
         assert_eq!(t[1].rows[1], ["x", "", "3"]);
+    }
+
+    #[test]
+    fn fractions_are_rounded_for_reading() {
+        assert_eq!(fraction(97.53694581280789), "97.5369");
+        assert_eq!(fraction(343.14159), "343.14");
+        assert_eq!(fraction(12.313786197246603), "12.3138");
+        assert_eq!(fraction(0.000576), "0.000576");
+        assert_eq!(fraction(0.431248123), "0.4312");
+        assert_eq!(fraction(98.0), "98");
+        assert_eq!(fraction(0.0), "0");
+        assert_eq!(fraction(-2.5), "-2.5");
     }
 
     #[test]
