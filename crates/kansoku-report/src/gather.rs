@@ -70,9 +70,10 @@ pub fn gather(dir: &Path, exclude: &[PathBuf], limits: &Limits) -> Result<Gather
     let mut budget = limits.total_bytes;
     for (relative, full, size) in paths {
         if relative == MANIFEST_FILE {
-            match read_prefix(&full, limits.table_bytes) {
-                Ok((data, _)) => g.manifest = Some(Manifest::from_json(&full.display().to_string(), &data)?),
-                Err(e) => g.notes.push(format!("{}: manifest not read: {e}", full.display())),
+            // a broken manifest costs the commands, not the page
+            match read_prefix(&full, limits.table_bytes).map_err(|e| e.to_string()).and_then(|(data, _)| Manifest::from_json(&full.display().to_string(), &data).map_err(|e| e.to_string())) {
+                Ok(m) => g.manifest = Some(m),
+                Err(e) => g.notes.push(format!("the manifest was not read, so no file names its command: {e}")),
             }
             continue;
         }
@@ -180,6 +181,15 @@ mod tests {
         assert!(g.files[1].complete);
         assert!(g.notes.iter().any(|n| n.contains("loop: a link to a directory")), "{:?}", g.notes);
         assert!(g.notes.iter().any(|n| n.contains("fifo: not a regular file")), "{:?}", g.notes);
+    }
+
+    #[test]
+    fn a_broken_manifest_is_a_note() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join(MANIFEST_FILE), "{not json").unwrap();
+        let g = gather(d.path(), &[], &Limits::default()).unwrap();
+        assert!(g.manifest.is_none() && g.files.is_empty());
+        assert!(g.notes[0].contains("kansoku-manifest.json: not a kansoku manifest"), "{:?}", g.notes);
     }
 
     #[test]

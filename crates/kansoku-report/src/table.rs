@@ -31,14 +31,19 @@ pub fn clip(text: &str, max: usize) -> String {
     }
 }
 
+/// Columns of a CSV table, at most: a line of a million commas is not a million cells.
+const CSV_COLUMNS: usize = 40;
+
 /// A CSV file (RFC 4180 quoting) as one table; its first line is the header.
 pub fn csv_table(text: &str, max_rows: usize) -> Table {
     let mut records = csv_records(text);
     let header = if records.is_empty() { Vec::new() } else { records.remove(0) };
     let rows_left_out = records.len().saturating_sub(max_rows);
     records.truncate(max_rows);
-    let clip_row = |r: Vec<String>| r.iter().map(|c| clip(c, CELL_CHARS)).collect();
-    Table { caption: String::new(), header: clip_row(header), rows: records.into_iter().map(clip_row).collect(), rows_left_out }
+    let widest = records.iter().chain([&header]).map(Vec::len).max().unwrap_or(0);
+    let caption = if widest > CSV_COLUMNS { format!("the first {CSV_COLUMNS} of {widest} columns") } else { String::new() };
+    let clip_row = |r: Vec<String>| r.iter().take(CSV_COLUMNS).map(|c| clip(c, CELL_CHARS)).collect();
+    Table { caption, header: clip_row(header), rows: records.into_iter().map(clip_row).collect(), rows_left_out }
 }
 
 /// Splits CSV into records: `"` quotes a field, `""` inside it is one quote.
@@ -185,6 +190,12 @@ mod tests {
         assert_eq!(t.rows[0], ["1", "walk: BB0 BB1", "a.c:1,2"]);
         assert_eq!(t.rows[1][1], "say \"hi\"");
         assert_eq!((t.rows.len(), t.rows_left_out), (2, 1));
+    }
+
+    #[test]
+    fn csv_columns_are_capped() {
+        let t = csv_table(&format!("{}\n", ",".repeat(999)), 10);
+        assert_eq!((t.header.len(), t.caption.as_str()), (40, "the first 40 of 1000 columns"));
     }
 
     #[test]
