@@ -47,7 +47,7 @@ fn report_of_real_analysis_runs_opens_in_chromium_with_every_picture_drawn() {
     let html = std::fs::read_to_string(&page).unwrap();
     assert_eq!(html.matches("<img ").count(), pictures, "every picture embedded");
     assert!(!html.contains("src=\"http") && !html.contains("href=\"http"), "nothing fetched from elsewhere");
-    for (anchor, kind) in [("seed001", "Kiviat"), ("seed001", "Waveform"), ("seed001", "WaveAutocorrelation"), ("seed003", "CfgPicture"), ("seed003", "PathTable")] {
+    for (anchor, kind) in [("seed001", "Kiviat graph"), ("seed001", "program waveform"), ("seed001", "waveform autocorrelation"), ("seed003", "CFG picture"), ("seed003", "path table")] {
         assert!(html.contains(&format!("<section id=\"{anchor}\">")) && html.contains(&format!("· {kind}</span>")), "{anchor} {kind}");
     }
     assert!(html.contains("<th>rank</th>") && html.contains("walk: BB0"), "the path table as a table");

@@ -154,7 +154,7 @@ fn write_manifest(w: &mut impl Write, m: &Manifest) -> io::Result<()> {
 }
 
 fn write_file(w: &mut impl Write, i: usize, f: &Found, kind: Kind, manifest: Option<&Manifest>, budget: &mut usize) -> io::Result<()> {
-    writeln!(w, "<article id=\"f-{i}\"><h3><code>{}</code> <span class=\"meta\">{} · {:?}</span></h3>", escape(&clip(&f.path, NAME_CHARS)), size_text(f.size), kind)?;
+    writeln!(w, "<article id=\"f-{i}\"><h3><code>{}</code> <span class=\"meta\">{} · {}</span></h3>", escape(&clip(&f.path, NAME_CHARS)), size_text(f.size), kind.label())?;
     writeln!(w, "<p class=\"caption\">{}</p>", code_spans(&escape(kind.caption())))?;
     write_command(w, f, kind, manifest)?;
     if let Some(e) = &f.error {

@@ -216,6 +216,49 @@ impl Kind {
         }
     }
 
+    /// The kind's name on the page.
+    pub fn label(self) -> &'static str {
+        use Kind::*;
+        match self {
+            DemoSummary => "demo summary",
+            ExactTrace => "exact trace",
+            SampledRecording => "sampled recording",
+            ReconstructedTrace => "reconstructed trace",
+            ReconstructionTimeline => "reconstruction timeline",
+            Kiviat => "Kiviat graph",
+            MonitorTimeSeries => "busy over time",
+            MonitorReport => "monitor report",
+            MonitorObservations => "monitor observations",
+            EventHistogram => "call-time histogram",
+            EventTimings => "event timings",
+            Waveform => "program waveform",
+            WaveAutocorrelation => "waveform autocorrelation",
+            WaveReport => "waveform report",
+            WasmModule => "wasm module",
+            WasmTrace => "wasm trace records",
+            TranslationTable => "translation table",
+            TracepointCheck => "trace-call check",
+            TracepointText => "trace-call optimiser text",
+            CfgPicture => "CFG picture",
+            PathTable => "path table",
+            PathReport => "path report",
+            CallgrindExport => "callgrind profile",
+            PprofExport => "pprof profile",
+            CollapsedStacks => "collapsed stacks",
+            CacheKernel => "loop kernel",
+            CacheFormulas => "miss formulas",
+            CacheSetFormulas => "miss formulas, set method",
+            CacheSimulation => "cache simulation",
+            Program => "program",
+            CSource => "C source",
+            Picture => "picture",
+            JsonFile => "JSON",
+            CsvFile => "CSV",
+            TextFile => "text",
+            BinaryFile => "binary",
+        }
+    }
+
     /// What the file means, for a reader who has not read the seed.
     pub fn caption(self) -> &'static str {
         use Kind::*;
