@@ -104,7 +104,7 @@ nav { background: #f6f7f9; border: 1px solid #e1e4e8; padding: 0.4em 1em; } nav 
 nav ol ol { padding-left: 0.5em; } nav li li { display: inline; font-size: 0.85em; margin-right: 0.9em; }
 table { border-collapse: collapse; margin: 0.4em 0 0.8em; font-size: 0.88em; display: block; overflow: auto; max-height: 40em; }
 th, td { border: 1px solid #d6dae0; padding: 0.15em 0.5em; text-align: left; vertical-align: top; } th { background: #eef2f7; position: sticky; top: 0; }
-td { max-width: 40em; overflow-wrap: anywhere; } caption { text-align: left; font-weight: 600; padding: 0.2em 0; }
+td { max-width: 40em; overflow-wrap: anywhere; } td.long { min-width: 20em; } caption { text-align: left; font-weight: 600; padding: 0.2em 0; }
 img { max-width: 100%; height: auto; border: 1px solid #e1e4e8; background: white; }
 details { margin: 0.3em 0; } footer { margin-top: 3em; color: #555; font-size: 0.9em; }
 ";
@@ -283,7 +283,8 @@ fn write_table(w: &mut impl Write, t: &Table) -> io::Result<()> {
     if !t.caption.is_empty() {
         writeln!(w, "<caption><code>{}</code></caption>", escape(&t.caption))?;
     }
-    let row = |cells: &[String], tag: &str| cells.iter().map(|c| format!("<{tag}>{}</{tag}>", escape(c))).collect::<String>();
+    // a long cell (compact JSON of a list) gets room to be read, not a column of letters
+    let row = |cells: &[String], tag: &str| cells.iter().map(|c| format!("<{tag}{}>{}</{tag}>", if c.len() > 40 { " class=\"long\"" } else { "" }, escape(c))).collect::<String>();
     writeln!(w, "<tr>{}</tr>", row(&t.header, "th"))?;
     for r in &t.rows {
         writeln!(w, "<tr>{}</tr>", row(r, "td"))?;

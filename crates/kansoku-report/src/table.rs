@@ -19,7 +19,7 @@ pub struct Table {
 /// Cells longer than this are cut (with `…`): a cell is a glance, the raw file is below.
 const CELL_CHARS: usize = 120;
 /// Columns of an array-of-objects table, at most.
-const COLUMNS: usize = 14;
+const COLUMNS: usize = 24;
 /// Nested objects deeper than this are shown as compact JSON in one cell.
 const DEPTH: usize = 4;
 
@@ -126,15 +126,15 @@ fn flatten<'v>(value: &'v Value, prefix: &str, depth: usize, rows: &mut Vec<Vec<
     }
 }
 
-/// An array of objects: one row each, one column per key seen in the first rows.
+/// An array of objects: one row each, one column per key seen in the first rows; an
+/// object inside a row spreads over `key.field` columns (one level), so a row of
+/// observations reads as numbers, not as JSON.
 fn objects_table(items: &[Value], path: &str, max_rows: usize) -> Table {
     let mut header: Vec<String> = Vec::new();
     for item in items.iter().take(50) {
-        if let Value::Object(map) = item {
-            for key in map.keys() {
-                if header.len() < COLUMNS && !header.contains(key) {
-                    header.push(key.clone());
-                }
+        for (key, _) in row_cells(item) {
+            if header.len() < COLUMNS && !header.contains(&key) {
+                header.push(key);
             }
         }
     }
@@ -142,11 +142,27 @@ fn objects_table(items: &[Value], path: &str, max_rows: usize) -> Table {
         .iter()
         .take(max_rows)
         .map(|item| match item {
-            Value::Object(map) => header.iter().map(|k| map.get(k).map(cell).unwrap_or_default()).collect(),
+            Value::Object(_) => {
+                let cells = row_cells(item);
+                header.iter().map(|k| cells.iter().find(|(c, _)| c == k).map(|(_, v)| cell(v)).unwrap_or_default()).collect()
+            }
             other => vec![cell(other)],
         })
         .collect();
     Table { caption: path.to_string(), header: header.iter().map(|h| clip(h, CELL_CHARS)).collect(), rows, rows_left_out: items.len().saturating_sub(max_rows) }
+}
+
+/// A row's cells by column name: its fields, an object's fields one level down.
+fn row_cells(item: &Value) -> Vec<(String, &Value)> {
+    let Value::Object(map) = item else { return Vec::new() };
+    let mut cells = Vec::new();
+    for (key, v) in map {
+        match v {
+            Value::Object(inner) if !inner.is_empty() => cells.extend(inner.iter().map(|(k, x)| (format!("{key}.{k}"), x))),
+            _ => cells.push((key.clone(), v)),
+        }
+    }
+    cells
 }
 
 /// One value as a cell: strings bare, integers as written, fractions rounded to what a
@@ -200,12 +216,12 @@ mod tests {
 
     #[test]
     fn json_objects_flatten_and_arrays_of_objects_become_tables() {
-        let v: Value = serde_json::from_str(r#"{"interval_ms": 50, "summary": {"eight": {"cpu_active": 98.0}, "programs": [{"name": "target", "percent": 45.0}, {"name": "x", "count": 3}]}}"#).unwrap();
+        let v: Value = serde_json::from_str(r#"{"interval_ms": 50, "summary": {"eight": {"cpu_active": 98.0}, "programs": [{"name": "target", "percent": 45.0}, {"name": "x", "count": 3, "cpu": {"idle": 1}}]}}"#).unwrap();
         let t = json_tables(&v, 100, 10);
         assert_eq!(t[0].rows, [vec!["interval_ms".to_string(), "50".into()], vec!["summary.eight.cpu_active".into(), "98".into()]]);
         assert_eq!(t[1].caption, "summary.programs");
-        assert_eq!(t[1].header, ["name", "percent", "count"]);
-        assert_eq!(t[1].rows[1], ["x", "", "3"]);
+        assert_eq!(t[1].header, ["name", "percent", "count", "cpu.idle"]);
+        assert_eq!(t[1].rows[1], ["x", "", "3", "1"]);
     }
 
     #[test]
