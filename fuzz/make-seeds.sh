@@ -8,7 +8,7 @@ K=${KANSOKU:-../target/release/kansoku}
 S=seeds
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
-mkdir -p $S/{ksk_reader,valgrind_stream,lackey_lines,kernel,formulas_json,scores,xlat,wasm_optimize,trace_decode}
+mkdir -p $S/{ksk_reader,valgrind_stream,lackey_lines,kernel,formulas_json,scores,xlat,wasm_optimize,trace_decode,report_page}
 
 # .ksk: an exact trace and a sampled one of a tiny static program.
 printf 'int f(int x) { return x * 3 + 1; }\nint main(int c, char **v) { int s = 0; for (int i = 0; i < 50; i++) s += f(i); return s & 1; }\n' > "$W/tiny.c"
@@ -68,6 +68,9 @@ while i < len(b):
         if body[1:1 + l] == b"kansoku.xlat":
             open(sys.argv[2], "wb").write(body[1 + l:])
 EOF
+# report_page: files of a results directory (0xff between files, 0x00 after each name),
+# the demo's kinds and a hostile name.
+printf 'summary.txt\0kansoku demo\n== stage\nok\n\xffpaths.csv\0rank,count,path\n1,5,"walk: BB0 BB1"\n\xffmonitor/summary.json\0{"eight": {"cpu_active": 98.0}, "programs": [{"name": "t", "percent": 45}]}\xffkiviat.svg\0<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><text>Eight items</text></svg>\xff<script>x<.txt\0</pre><script>' > $S/report_page/demo-like
 # trace_decode: first byte = trace length / 16, then the trace, then the module.
 python3 - "$W/loops.ktrace" "$W/loops.opt.wasm" "$S/trace_decode/loops" <<'EOF'
 import sys

@@ -45,7 +45,9 @@ enum Command {
     Monitor(commands::monitor::Args),
     /// Program waveform (seed 001): code and data addresses over time, autocorrelation, spectrum, dominant period.
     Wave(commands::wave::Args),
-    /// Build the bundled examples, run every stage, write kansoku-demo/.
+    /// One self-contained HTML page of a results directory: tables, pictures, what each means, the commands.
+    Report(commands::report::Args),
+    /// Build the bundled examples, run every stage, write kansoku-demo/ and its report page.
     Demo(commands::demo::Args),
 }
 
@@ -69,6 +71,7 @@ fn main() {
         Command::Paths(args) => commands::paths::run(args),
         Command::Monitor(args) => commands::monitor::run(args),
         Command::Wave(args) => commands::wave::run(args),
+        Command::Report(args) => commands::report::run(args),
         Command::Demo(args) => commands::demo::run(args),
     };
     let result = result.and_then(|()| output::finish_report());

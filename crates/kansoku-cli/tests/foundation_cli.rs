@@ -1,5 +1,7 @@
 //! The foundation's commands, run as a user runs them.
 
+mod browser;
+
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -128,6 +130,33 @@ fn demo_writes_its_directory() {
     let png = dir.path().join("timeline.png");
     let r = Command::new("rsvg-convert").arg(&svg).arg("-o").arg(&png).status().expect("rsvg-convert (scripts/setup installs librsvg2-bin)");
     assert!(r.success() && std::fs::metadata(&png).unwrap().len() > 1000, "{} renders", svg.display());
+    demo_page_opens_in_chromium(&out, &stdout, dir.path());
+}
+
+/// Issue 16: the demo ends with its report page, which names each file's command and whose
+/// every picture headless Chromium draws; a screenshot of its top is taken.
+fn demo_page_opens_in_chromium(out: &Path, stdout: &str, scratch: &Path) {
+    let page = out.join("index.html");
+    assert!(stdout.contains(&format!("{} (", page.display())), "the demo says where its page is: {stdout}");
+    let html = std::fs::read_to_string(&page).unwrap();
+    let pictures = browser::svgs(out);
+    assert_eq!(html.matches("<img ").count(), pictures, "every picture of the demo embedded");
+    assert!(html.contains("How this directory was made") && html.contains("Made by the step"), "the manifest's commands");
+    for room in ["foundation", "seed000", "seed001", "seed002", "seed003", "seed004"] {
+        assert!(html.contains(&format!("<section id=\"{room}\">")), "a section for {room}");
+    }
+    let Some(chromium) = browser::chromium() else {
+        eprintln!("skipped opening the demo's page: chromium is not installed (scripts/setup installs it)");
+        return;
+    };
+    let (drawn, broken, _) = browser::pictures_drawn(&chromium, &page);
+    assert_eq!((drawn, broken), (pictures as u64, 0), "every picture drawn by Chromium, none broken");
+    let png = scratch.join("demo-page.png");
+    let (width, height, bytes) = browser::screenshot(&chromium, &page, &png);
+    assert!((width, height) == (1280, 2400) && bytes > 60_000, "screenshot {width}x{height}, {bytes} bytes");
+    if let Some(keep) = std::env::var_os("KANSOKU_DEMO_SCREENSHOT") {
+        std::fs::copy(&png, keep).unwrap();
+    }
 }
 
 #[test]

@@ -8,6 +8,7 @@ pub mod monitor;
 pub mod paths;
 pub mod reconstruct;
 pub mod record;
+pub mod report;
 pub mod sample;
 pub mod show;
 pub mod tp;
