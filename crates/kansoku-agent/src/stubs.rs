@@ -83,6 +83,18 @@ global_asm!(
     // stamp goes (0: the handler stamped it, or there is no record)
     "mov [rsp+336], rax",
     "mov [rsp+256], rdx",
+    // When the handler put the exit stub in the return address, the function's `ret` will
+    // go there while the return stack buffer predicts the caller: a mispredicted return on
+    // every call, which a long routine hides behind its own work and an empty one does not
+    // (the calibration then subtracted ~8 ns more than such a routine carries). A `call`
+    // whose next instruction is the exit stub pushes the stub onto the buffer, so the
+    // `ret` is predicted; the exit stub leaves by `ret` to pop the caller's entry again.
+    "lea rax, [rip + kansoku_agent_exit_stub]",
+    "cmp [rsp+344], rax",
+    "jne 3f",
+    "jmp kansoku_agent_rsb_prime",
+    "kansoku_agent_entry_primed:",
+    "3:",
     "kansoku_restore_vectors",
     // The time stamp as late as can be: after the handler and the vector registers, so
     // that little of the probe's own work falls inside the call it times.
@@ -114,7 +126,11 @@ global_asm!(
     "jmp qword ptr [rsp-8]",
     ".size kansoku_agent_entry_stub, .-kansoku_agent_entry_stub",
     "",
+    // The priming `call`: five bytes that end exactly where the exit stub begins (no
+    // alignment between them), so the address it pushes is the exit stub's.
     ".p2align 4",
+    "kansoku_agent_rsb_prime:",
+    "call kansoku_agent_rsb_landing",
     ".globl kansoku_agent_exit_stub",
     ".hidden kansoku_agent_exit_stub",
     ".type kansoku_agent_exit_stub,@function",
@@ -157,10 +173,14 @@ global_asm!(
     "pop rcx",
     "pop rdx",
     "pop rax",
-    // as at entry: a jump keeps the return stack buffer in step with the real calls
-    "lea rsp, [rsp+8]",
-    "jmp qword ptr [rsp-8]",
+    // `ret`: pops the caller's entry of the return stack buffer (the entry stub pushed
+    // this stub's above it), so the return to the caller is predicted too.
+    "ret",
     ".size kansoku_agent_exit_stub, .-kansoku_agent_exit_stub",
+    // Where the priming call lands: drop the address it pushed, back into the entry stub.
+    "kansoku_agent_rsb_landing:",
+    "lea rsp, [rsp+8]",
+    "jmp kansoku_agent_entry_primed",
     "",
     // The calibration routine: a five-byte nop (room for the patch, no branch target
     // inside) and a return. Probing it measures exactly what a probe adds to a call.
