@@ -8,7 +8,7 @@ K=${KANSOKU:-../target/release/kansoku}
 S=seeds
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
-mkdir -p $S/{ksk_reader,valgrind_stream,lackey_lines,kernel,formulas_json,scores,xlat,wasm_optimize,trace_decode,report_page}
+mkdir -p $S/{perf_data,ksk_reader,valgrind_stream,lackey_lines,kernel,formulas_json,scores,xlat,wasm_optimize,trace_decode,report_page}
 
 # .ksk: an exact trace and a sampled one of a tiny static program.
 printf 'int f(int x) { return x * 3 + 1; }\nint main(int c, char **v) { int s = 0; for (int i = 0; i < 50; i++) s += f(i); return s & 1; }\n' > "$W/tiny.c"
@@ -79,3 +79,11 @@ t = t[:len(t) // 16 * 16]
 open(sys.argv[3], "wb").write(bytes([len(t) // 16]) + t + open(sys.argv[2], "rb").read())
 EOF
 du -sh $S
+
+# perf.data: Debian's perf recording seed000 (cpu-clock and a uprobe marker), whole and cut.
+if command -v perf >/dev/null && cc -O1 -o "$W/seed000" ../crates/kansoku-examples/c/seed000.c && perf probe -q -x "$W/seed000" func_M 2>/dev/null; then
+  perf record -q -o $S/perf_data/seed000-cpu-clock-uprobe.data -e cpu-clock:u -c 100000 -e probe_seed000:func_M -- "$W/seed000" 200 >/dev/null 2>&1 || true
+  perf probe -q -d probe_seed000:func_M || true
+  head -c $(( $(stat -c %s $S/perf_data/seed000-cpu-clock-uprobe.data) / 2 )) $S/perf_data/seed000-cpu-clock-uprobe.data > $S/perf_data/cut-in-half.data
+fi
+
