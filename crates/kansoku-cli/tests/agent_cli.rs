@@ -2,23 +2,11 @@
 //! Debian's libraries: call counts against valgrind's callgrind, threads, fork, a crash,
 //! self-timed routines, and the program's output left alone.
 
+mod agent_build;
+use agent_build::agent;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
-
-/// The agent, built optimised as users get it (a debug build would time its own slowness).
-fn agent() -> &'static Path {
-    static AGENT: OnceLock<PathBuf> = OnceLock::new();
-    AGENT.get_or_init(|| {
-        let status = Command::new(env!("CARGO")).args(["build", "--release", "-p", "kansoku-agent"]).current_dir(env!("CARGO_MANIFEST_DIR")).status().unwrap();
-        assert!(status.success(), "building kansoku-agent");
-        let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"));
-        let lib = target.join("release/libkansoku_agent.so");
-        assert!(lib.is_file(), "{} after the build", lib.display());
-        lib
-    })
-}
 
 /// The tests of this file run one at a time: one fills CPU 0 with a busy loop, others run
 /// valgrind or the seed's traps, and the timing test compares a routine timed by kansoku

@@ -3,6 +3,8 @@
 //! the `tracing-perfetto` crate on crates.io; scripts/setup fetches it), and the decoded
 //! slices, instants and counters are checked against kansoku's own report of the run.
 
+mod agent_build;
+use agent_build::agent;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -218,18 +220,6 @@ fn count<'a>(names: impl Iterator<Item = &'a str>) -> HashMap<String, u64> {
     n
 }
 
-/// The agent, built optimised as users get it (as tests/agent_cli.rs builds it).
-fn agent() -> &'static Path {
-    static AGENT: OnceLock<PathBuf> = OnceLock::new();
-    AGENT.get_or_init(|| {
-        let status = Command::new(env!("CARGO")).args(["build", "--release", "-p", "kansoku-agent"]).current_dir(env!("CARGO_MANIFEST_DIR")).status().unwrap();
-        assert!(status.success(), "building kansoku-agent");
-        let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"));
-        let lib = target.join("release/libkansoku_agent.so");
-        assert!(lib.is_file(), "{} after the build", lib.display());
-        lib
-    })
-}
 
 /// Two threads calling nested routines; `nap` sleeps (off the CPU, blocked), `tick` is a
 /// single point (instants).
