@@ -96,6 +96,13 @@ fn perf_record_and_kansoku_record_reconstruct_alike_and_a_cut_perf_data_is_read(
         assert!(p.1 > 0.0 && k.1 > 0.0, "{f} is missing from a trace: {} {}", p.1, k.1);
     }
 
+    // `show` reads it too: the module map with build ids, the counts.
+    let v = ok_json(&["show", &s(&perf_data), "--json", "--limit", "5"]);
+    assert_eq!(v["summary"]["markers"], perf_script_hits(&perf_data), "{}", v["summary"]);
+    let program = v["modules"].as_array().unwrap().iter().find(|m| m["path"].as_str() == Some(&s(&seed))).expect("the program in the module map");
+    assert!(program["build_id"].as_str().is_some_and(|b| b.len() == 40), "{program}");
+    assert!(v["modules"].as_array().unwrap().iter().all(|m| !m["path"].as_str().unwrap().contains("kernel")), "{}", v["modules"]);
+
     // A perf.data cut in the middle (perf killed, a copy cut short): read to its last
     // complete record, with a warning; fewer samples, nothing invented.
     let bytes = std::fs::read(&perf_data).unwrap();

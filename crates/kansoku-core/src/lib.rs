@@ -28,5 +28,5 @@ pub mod varint;
 pub use event::{Event, ExitStatus, Module, Sample};
 pub use location::Location;
 pub use recording::{
-    Header, RecordingKind, RecordingError, RecordingReader, RecordingSummary, RecordingWriter,
+    summarize_events, Header, RecordingKind, RecordingError, RecordingReader, RecordingSummary, RecordingWriter,
 };

@@ -805,31 +805,38 @@ impl<R: Read> RecordingReader<R> {
     /// [`summarize`](Self::summarize), also keeping the Module events in order: what a
     /// reader needs before it prints events, in one pass and without holding the events.
     pub fn summarize_with_modules(mut self) -> Result<(RecordingSummary, Vec<Module>), RecordingError> {
-        let mut modules = Vec::new();
-        let mut s = RecordingSummary::default();
-        let mut tids = std::collections::HashSet::new();
-        while let Some(event) = self.next_event()? {
-            s.events += 1;
-            match event {
-                Event::Instruction { .. } => s.instructions += 1,
-                Event::Access { .. } => s.accesses += 1,
-                Event::Block { .. } => s.blocks += 1,
-                Event::Sample(_) => s.samples += 1,
-                Event::Marker { .. } => s.markers += 1,
-                Event::Thread { tid } => {
-                    tids.insert(tid);
-                }
-                Event::Signal { .. } => s.signals += 1,
-                Event::Exit(e) => s.exit = Some(e),
-                Event::Unknown { .. } => s.unknown += 1,
-                Event::Module(m) => modules.push(m),
-            }
-        }
-        s.threads = tids.len().max(1) as u64;
+        let (mut s, modules) = summarize_events(&mut || self.next_event())?;
         s.truncated_at = self.truncated_at;
         s.bytes = self.input.offset;
         Ok((s, modules))
     }
+}
+
+/// Counts of a stream of events, and its module map (for any reader of recordings: the
+/// `.ksk` reader above, and kansoku-perfdata's for perf.data).
+pub fn summarize_events(next: &mut dyn FnMut() -> Result<Option<Event>, RecordingError>) -> Result<(RecordingSummary, Vec<Module>), RecordingError> {
+    let mut modules = Vec::new();
+    let mut s = RecordingSummary::default();
+    let mut tids = std::collections::HashSet::new();
+    while let Some(event) = next()? {
+        s.events += 1;
+        match event {
+            Event::Instruction { .. } => s.instructions += 1,
+            Event::Access { .. } => s.accesses += 1,
+            Event::Block { .. } => s.blocks += 1,
+            Event::Sample(_) => s.samples += 1,
+            Event::Marker { .. } => s.markers += 1,
+            Event::Thread { tid } => {
+                tids.insert(tid);
+            }
+            Event::Signal { .. } => s.signals += 1,
+            Event::Exit(e) => s.exit = Some(e),
+            Event::Unknown { .. } => s.unknown += 1,
+            Event::Module(m) => modules.push(m),
+        }
+    }
+    s.threads = tids.len().max(1) as u64;
+    Ok((s, modules))
 }
 
 impl<R: Read> Iterator for RecordingReader<R> {

@@ -193,8 +193,9 @@ impl Converter {
 
     /// Mappings are taken from the recorded process only (and before it is known, from
     /// every process: perf synthesises the maps of the process it starts before its exec).
+    /// The kernel's own mappings (pid −1) are never the program's.
     fn ours(&self, pid: i32) -> bool {
-        self.pid.is_none_or(|p| p == pid)
+        pid >= 0 && self.pid.is_none_or(|p| p == pid)
     }
 
     fn module(&mut self, path: Vec<u8>, build_id: Option<String>, start: u64, len: u64, file_offset: u64) {
@@ -368,6 +369,18 @@ impl AnyRecording {
         match self {
             AnyRecording::Kansoku(r) => r.truncated_at(),
             AnyRecording::Perf(r) => r.truncated_at(),
+        }
+    }
+
+    /// Counts and the module map (one pass; open the file again for its events).
+    pub fn summarize_with_modules(self) -> Result<(kansoku_core::RecordingSummary, Vec<Module>), RecordingError> {
+        match self {
+            AnyRecording::Kansoku(r) => r.summarize_with_modules(),
+            AnyRecording::Perf(mut r) => {
+                let (mut s, modules) = kansoku_core::summarize_events(&mut || r.next_event())?;
+                s.truncated_at = r.truncated_at();
+                Ok((s, modules))
+            }
         }
     }
 

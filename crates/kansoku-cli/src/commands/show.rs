@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use kansoku_binary::Symbolizer;
-use kansoku_core::{Event, RecordingReader};
+use kansoku_core::Event;
 use serde_json::json;
 
 use crate::output::{emit, hex, reportln, signal_name};
@@ -33,7 +33,7 @@ pub enum By {
 pub fn run(args: Args) -> Result<()> {
     // First pass: counts and the module map, streamed (the events are not kept: a recording
     // of a billion events is shown in the memory of one).
-    let reader = RecordingReader::open(&args.recording)?;
+    let reader = kansoku_perfdata::AnyRecording::open(&args.recording)?;
     let header = reader.header().clone();
     let (summary, modules) = reader.summarize_with_modules()?;
     if let Some(offset) = summary.truncated_at {
@@ -52,7 +52,7 @@ pub fn run(args: Args) -> Result<()> {
         print_prelude(&args, &header, &summary, &modules)?;
     }
     // Second pass: the events up to the limit, symbolised with the modules met so far.
-    let mut reader = RecordingReader::open(&args.recording)?;
+    let mut reader = kansoku_perfdata::AnyRecording::open(&args.recording)?;
     let mut symbolizer = Symbolizer::new(&[]);
     let mut tid = None;
     let mut shown = 0u64;
