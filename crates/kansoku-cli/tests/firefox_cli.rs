@@ -248,3 +248,32 @@ fn a_recording_that_is_not_samples_is_refused_naming_the_file() {
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success() && stderr.contains("junk.ksk"), "{stderr}");
 }
+
+#[test]
+fn a_perf_data_exports_every_sample_perf_script_lists() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let seed = kansoku_examples::build("seed000", d).unwrap();
+    let data = d.join("perf.data");
+    let Ok(rec) = Command::new("perf").args(["record", "-q", "-o", &s(&data), "-e", "cpu-clock:u", "-c", "20000", "--", &s(&seed), "2000000"]).output() else {
+        println!("skipped: perf is not installed (scripts/setup installs linux-perf)");
+        return;
+    };
+    if !rec.status.success() {
+        println!("skipped: perf record is not permitted here: {}", String::from_utf8_lossy(&rec.stderr));
+        return;
+    }
+    let script = Command::new("perf").args(["script", "-i", &s(&data), "-F", "ip"]).output().unwrap();
+    assert!(script.status.success(), "perf script: {}", String::from_utf8_lossy(&script.stderr));
+    let listed = String::from_utf8_lossy(&script.stdout).lines().filter(|l| !l.trim().is_empty()).count();
+    let out = d.join("p.json");
+    let o = kansoku(&["show", &s(&data), "--export", &format!("firefox={}", s(&out))]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let profile: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let threads = profile["threads"].as_array().unwrap();
+    let exported: u64 = threads.iter().map(|t| t["samples"]["length"].as_u64().unwrap()).sum();
+    assert_eq!(exported as usize, listed, "a sample per sample perf script lists");
+    let build_id = kansoku_binary::Program::open(&seed).unwrap().build_id.expect("gcc writes a build id");
+    let libs = profile["libs"].as_array().unwrap();
+    assert!(libs.iter().any(|l| l["path"] == s(&seed) && l["codeId"] == build_id.as_str()), "{libs:?}");
+}
