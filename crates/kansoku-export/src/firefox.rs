@@ -228,7 +228,7 @@ impl FirefoxProfile {
 
 /// The bytes of a build id written as hex (None when it is not hex).
 fn build_id_bytes(hex: &str) -> Option<Vec<u8>> {
-    if hex.len() % 2 != 0 {
+    if !hex.len().is_multiple_of(2) {
         return None;
     }
     (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok()).collect()
