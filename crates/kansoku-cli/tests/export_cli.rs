@@ -158,7 +158,7 @@ fn bad_exports_are_refused_before_the_program_runs() {
     let o = Command::new(env!("CARGO_BIN_EXE_kansoku")).args(["paths", "--export", "speedscope=x", "--", "true"]).output().unwrap();
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("unknown export format `speedscope` (known: callgrind, collapsed, pprof, perfetto)"), "{err}");
+    assert!(err.contains("unknown export format `speedscope` (known: callgrind, collapsed, pprof, perfetto, firefox)"), "{err}");
     let o = Command::new(env!("CARGO_BIN_EXE_kansoku")).args(["paths", "--export", "pprof", "--", "true"]).output().unwrap();
     assert!(String::from_utf8_lossy(&o.stderr).contains("expected FORMAT=FILE"));
     // A file that cannot be created is said before the program runs (it would print here).

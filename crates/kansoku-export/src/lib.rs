@@ -8,6 +8,7 @@
 //! | [`callgrind`] | [`CostProfile`]: instructions per instruction address and source line, call arcs with inclusive cost | `callgrind_annotate FILE`, `kcachegrind FILE` |
 //! | [`collapsed`] | [`CostProfile`]: instructions per call stack | `flamegraph.pl`, `inferno-flamegraph`, speedscope |
 //! | [`pprof`] | [`PathReport`]: one sample per path, its blocks as locations with file:line | `go tool pprof -top FILE`, `-http` |
+//! | [`firefox`] | a sampled recording's events ([`FirefoxProfile`]): a thread per recorded thread, a one-frame stack per sample (the sampled address), the recorded modules as libraries with path, build id and mapping so the profiler symbolises, marker hits as instant markers and the stretches between them as `iteration` interval markers (numbered) | profiler.firefox.com (Load a profile from file), `samply load FILE` |
 //! | [`perfetto`] | [`Timeline`]: one process's threads with nested slices, instants, side lanes and counters, and the run's metadata; made by [`events_timeline`] (event mode: a slice per call, off-CPU stretches), [`calls_timeline`] (an exact trace's calls, marker hits, iterations on the instruction index), [`wave_timeline`] (code and data address counters), [`sampling_timeline`] (the monitor's series as counters) | ui.perfetto.dev, Perfetto's `trace_processor` |
 //!
 //! Every writer takes the data and an `impl Write`; nothing here reads files, runs
@@ -16,17 +17,20 @@
 //! [`CostProfile`]: kansoku_paths::CostProfile
 //! [`PathReport`]: kansoku_paths::PathReport
 //! [`perfetto`]: write_perfetto
+//! [`firefox`]: FirefoxProfile
 
 #![deny(missing_docs)]
 
 mod callgrind;
 mod collapsed;
+mod firefox;
 mod perfetto;
 mod pprof;
 mod timelines;
 
 pub use callgrind::write_callgrind;
 pub use collapsed::write_collapsed;
+pub use firefox::{FirefoxProfile, FirefoxSummary, SampledRun};
 pub use perfetto::{write_perfetto, ArgValue, Args, CounterLane, Mark, SideLane, Span, ThreadLane, Timeline};
 pub use pprof::{pprof_profile, write_pprof};
 pub use timelines::{calls_timeline, events_timeline, sampling_timeline, wave_timeline, CallRun, EventRun};
@@ -64,19 +68,22 @@ pub enum Format {
     Pprof,
     /// Perfetto's trace (`perfetto.protos.Trace`, TrackEvent packets).
     Perfetto,
+    /// The Firefox Profiler's processed profile (JSON).
+    Firefox,
 }
 
 impl Format {
     /// Every format, in the order the documentation lists them.
-    pub const ALL: [Format; 4] = [Format::Callgrind, Format::Collapsed, Format::Pprof, Format::Perfetto];
+    pub const ALL: [Format; 5] = [Format::Callgrind, Format::Collapsed, Format::Pprof, Format::Perfetto, Format::Firefox];
 
-    /// The name users type (`callgrind`, `collapsed`, `pprof`, `perfetto`).
+    /// The name users type (`callgrind`, `collapsed`, `pprof`, `perfetto`, `firefox`).
     pub fn name(self) -> &'static str {
         match self {
             Format::Callgrind => "callgrind",
             Format::Collapsed => "collapsed",
             Format::Pprof => "pprof",
             Format::Perfetto => "perfetto",
+            Format::Firefox => "firefox",
         }
     }
 

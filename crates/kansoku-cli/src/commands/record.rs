@@ -40,6 +40,10 @@ pub struct Args {
     /// Print the outcome as JSON (on stderr: stdout and stderr are the program's).
     #[arg(long)]
     pub json: bool,
+    /// Also write the recording for a viewer, as FORMAT=FILE: `firefox` (a Firefox Profiler
+    /// profile; `kansoku show REC --export firefox=FILE` does the same later, perf.data too).
+    #[arg(long, value_name = "FORMAT=FILE", value_parser = crate::exports::parse_export)]
+    pub export: Vec<crate::exports::Export>,
     /// The program and its arguments.
     #[arg(last = true, required = true, num_args = 1..)]
     pub command: Vec<String>,
@@ -161,9 +165,15 @@ pub fn run(args: Args) -> Result<()> {
         eprintln!("kansoku: warning: {f}");
     }
     let program = PathBuf::from(&args.command[0]);
+    let export_files = crate::exports::create_exports(&args.export, &[kansoku_export::Format::Firefox], "kansoku record")?;
     let by_agent = args.marker.is_some() && marker_by_agent(&program, clock, args.marker_by);
     let o = record(&program, &args.command[1..], clock, args.marker.as_deref(), by_agent, &args.output)?;
     crate::output::exit_as(o.exit);
+    for ((format, path), file) in args.export.iter().zip(export_files) {
+        let (_, warnings) = crate::exports::write_firefox(&args.output, file).with_context(|| format!("writing {}", path.display()))?;
+        warnings.iter().for_each(|w| eprintln!("kansoku: warning: {w}"));
+        eprintln!("kansoku: {}", crate::exports::written(*format, path));
+    }
     let (name, period) = match clock {
         SamplingClock::Instructions { period } => ("instructions", period),
         SamplingClock::CpuClock { period_ns } => ("cpu-clock", period_ns),

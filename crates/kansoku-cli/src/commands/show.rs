@@ -1,8 +1,10 @@
-//! `kansoku show FILE.ksk [--json] [--limit N] [--by function|block]`
+//! `kansoku show FILE.ksk [--json] [--limit N] [--by function|block]`, and
+//! `kansoku show REC --export firefox=FILE`: a sampled recording (`.ksk` or perf.data)
+//! converted for the Firefox Profiler instead of listed.
 
 use std::path::PathBuf;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use kansoku_binary::Symbolizer;
 use kansoku_core::Event;
 use serde_json::json;
@@ -22,6 +24,12 @@ pub struct Args {
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Convert instead of listing, as FORMAT=FILE: `firefox` (a sampled recording, kansoku's
+    /// or perf's perf.data, as a Firefox Profiler profile: a thread per recorded thread, a
+    /// sample per sample, the modules as libraries the profiler symbolises, marker hits and
+    /// the iterations between them as markers).
+    #[arg(long, value_name = "FORMAT=FILE", value_parser = crate::exports::parse_export)]
+    pub export: Vec<crate::exports::Export>,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -31,6 +39,9 @@ pub enum By {
 }
 
 pub fn run(args: Args) -> Result<()> {
+    if !args.export.is_empty() {
+        return export(&args);
+    }
     // First pass: counts and the module map, streamed (the events are not kept: a recording
     // of a billion events is shown in the memory of one).
     let reader = kansoku_perfdata::AnyRecording::open(&args.recording)?;
@@ -80,6 +91,23 @@ pub fn run(args: Args) -> Result<()> {
     }
     for w in &symbolizer.warnings {
         eprintln!("kansoku: warning: {w}");
+    }
+    Ok(())
+}
+
+/// `--export`: each file written from its own pass over the recording.
+fn export(args: &Args) -> Result<()> {
+    let files = crate::exports::create_exports(&args.export, &[kansoku_export::Format::Firefox], "kansoku show")?;
+    for ((format, path), file) in args.export.iter().zip(files) {
+        let (summary, warnings) = crate::exports::write_firefox(&args.recording, file).with_context(|| format!("writing {}", path.display()))?;
+        for w in warnings {
+            eprintln!("kansoku: warning: {w}");
+        }
+        eprintln!(
+            "kansoku: {} samples ({} outside the recorded modules) on {} thread(s), {} libraries, {} marker hits, {} iterations",
+            summary.samples, summary.unmapped, summary.threads, summary.libraries, summary.hits, summary.iterations
+        );
+        eprintln!("kansoku: {}", crate::exports::written(*format, path));
     }
     Ok(())
 }
