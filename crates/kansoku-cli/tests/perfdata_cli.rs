@@ -41,9 +41,14 @@ fn perf_record(program: &Path, out: &Path, iterations: &str) -> Option<()> {
 
 /// The marker's hits in a perf.data, as `perf script` lists them.
 fn perf_script_hits(data: &Path) -> u64 {
+    perf_script_lines(data, "probe_seed000:func_M")
+}
+
+/// The records of one event that `perf script` lists.
+fn perf_script_lines(data: &Path, event: &str) -> u64 {
     let o = Command::new("perf").args(["script", "-i", &s(data), "-F", "event"]).output().unwrap();
     assert!(o.status.success(), "perf script: {}", String::from_utf8_lossy(&o.stderr));
-    String::from_utf8_lossy(&o.stdout).lines().filter(|l| l.contains("probe_seed000:func_M")).count() as u64
+    String::from_utf8_lossy(&o.stdout).lines().filter(|l| l.contains(event)).count() as u64
 }
 
 /// Per function: its share of the samples and its share of the reconstructed trace, as
@@ -86,19 +91,23 @@ fn perf_record_and_kansoku_record_reconstruct_alike_and_a_cut_perf_data_is_read(
     // Two runs sample different instants: their traces cannot be equal instruction for
     // instruction (a time-sampled trace of a few dozen instructions moves by several from
     // run to run, of either tool), but what they are rebuilt from agrees: every function's
-    // share of the samples within 5 points (measured: within 3), and both traces show
-    // the region's four functions.
+    // share of the samples within 12 points, and both traces show the region's four
+    // functions. (func_M's share is mostly the uprobe's trap, timed at its first
+    // instruction, and moves with the machine's load: 0.82–0.92 over eleven runs of either
+    // tool here, the two tools within 3 points on a quiet machine, 9 under load.)
     let row = |i: usize, f: &str| found[i].iter().find(|r| r.0 == f).map(|r| (r.1, r.2)).unwrap_or((0.0, 0.0));
     for f in ["func_M", "func_A", "func_B", "func_C"] {
         let (p, k) = (row(0, f), row(1, f));
         eprintln!("{f}: samples {:.3} from perf.data, {:.3} from kansoku's recording; trace {:.3} and {:.3}", p.0, k.0, p.1, k.1);
-        assert!(p.0 > 0.0 && (p.0 - k.0).abs() <= 0.05, "{f}: sample share {} from perf.data vs {}", p.0, k.0);
+        assert!(p.0 > 0.0 && (p.0 - k.0).abs() <= 0.12, "{f}: sample share {} from perf.data vs {}", p.0, k.0);
         assert!(p.1 > 0.0 && k.1 > 0.0, "{f} is missing from a trace: {} {}", p.1, k.1);
     }
 
-    // `show` reads it too: the module map with build ids, the counts.
+    // `show` reads it too: the module map with build ids, the counts — every sample and
+    // marker hit `perf script` lists.
     let v = ok_json(&["show", &s(&perf_data), "--json", "--limit", "5"]);
     assert_eq!(v["summary"]["markers"], perf_script_hits(&perf_data), "{}", v["summary"]);
+    assert_eq!(v["summary"]["samples"], perf_script_lines(&perf_data, "cpu-clock"), "{}", v["summary"]);
     let program = v["modules"].as_array().unwrap().iter().find(|m| m["path"].as_str() == Some(&s(&seed))).expect("the program in the module map");
     assert!(program["build_id"].as_str().is_some_and(|b| b.len() == 40), "{program}");
     assert!(v["modules"].as_array().unwrap().iter().all(|m| !m["path"].as_str().unwrap().contains("kernel")), "{}", v["modules"]);

@@ -249,16 +249,118 @@ impl Patched {
         }
         let field = |at: usize| u64::from_le_bytes(header[at..at + 8].try_into().expect("eight bytes"));
         let (offset, size) = (field(DATA_OFFSET_AT), field(DATA_SIZE_AT));
+        if offset < HEADER_BYTES as u64 || offset > len {
+            return Err(bad(format!("its data section starts at byte {offset}, outside the file's {len} bytes")));
+        }
+        sections_inside(&mut file, &header, len).map_err(bad)?;
         let mut truncated = None;
         if size == 0 || offset.saturating_add(size) > len {
             let end = whole_records_end(&mut file, offset, len)?;
             header[DATA_SIZE_AT..DATA_SIZE_AT + 8].copy_from_slice(&(end - offset).to_le_bytes());
             header[FEATURES_AT..HEADER_BYTES].fill(0);
             truncated = Some(end);
+        } else if !features_sane(&mut file, &header, offset + size, len)? {
+            // perf.data's optional sections (event names, command line, build ids) are
+            // read whole and trusted by the parser: damaged ones are left out rather than
+            // risk an allocation the size of a corrupt count.
+            header[FEATURES_AT..HEADER_BYTES].fill(0);
         }
         file.seek(SeekFrom::Start(0))?;
         Ok((Patched { file, header, pos: 0, seen: Rc::default() }, truncated))
     }
+}
+
+fn le64(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().expect("eight bytes"))
+}
+
+fn le32(b: &[u8], at: usize) -> u64 {
+    u64::from(u32::from_le_bytes(b[at..at + 4].try_into().expect("four bytes")))
+}
+
+/// The attribute section, each attribute's ids and the event-types section lie inside
+/// the file, and the attribute size is one perf writes (the parser sizes its tables by
+/// these; a corrupt one would ask for terabytes).
+fn sections_inside(file: &mut BufReader<File>, header: &[u8; HEADER_BYTES], len: u64) -> Result<(), String> {
+    let inside = |at: u64, size: u64| at.checked_add(size).is_some_and(|end| end <= len);
+    let (attr_size, attrs_at, attrs_len) = (le64(header, 16), le64(header, 24), le64(header, 32));
+    if !(64..=4096).contains(&attr_size) || !inside(attrs_at, attrs_len) || attrs_len % attr_size != 0 {
+        return Err(format!("its attribute section ({attrs_len} bytes at {attrs_at}, {attr_size} each) does not fit the file's {len} bytes"));
+    }
+    if !inside(le64(header, 56), le64(header, 64)) {
+        return Err("its event-types section lies outside the file".into());
+    }
+    let mut attr = vec![0u8; attr_size as usize];
+    for i in 0..attrs_len / attr_size {
+        let at = attrs_at + i * attr_size;
+        file.seek(SeekFrom::Start(at)).and_then(|_| file.read_exact(&mut attr)).map_err(|e| e.to_string())?;
+        let (ids_at, ids_len) = (le64(&attr, attr.len() - 16), le64(&attr, attr.len() - 8));
+        if !inside(ids_at, ids_len) {
+            return Err(format!("attribute {i} (at byte {at}) has its ids outside the file"));
+        }
+    }
+    Ok(())
+}
+
+/// Every optional section lies inside the file, and the two whose counts the parser
+/// trusts — the event descriptions (feature 12) and the command line (11) — hold what
+/// their counts say.
+fn features_sane(file: &mut BufReader<File>, header: &[u8; HEADER_BYTES], table_at: u64, len: u64) -> std::io::Result<bool> {
+    let bits: Vec<usize> = (0..256).filter(|&b| header[FEATURES_AT + b / 8] & (1 << (b % 8)) != 0).collect();
+    let table_len = bits.len() as u64 * 16;
+    if table_at.checked_add(table_len).is_none_or(|end| end > len) {
+        return Ok(false);
+    }
+    let mut table = vec![0u8; table_len as usize];
+    file.seek(SeekFrom::Start(table_at))?;
+    file.read_exact(&mut table)?;
+    for (k, &bit) in bits.iter().enumerate() {
+        let (at, size) = (le64(&table, k * 16), le64(&table, k * 16 + 8));
+        if at.checked_add(size).is_none_or(|end| end > len) || size > 1 << 30 {
+            return Ok(false);
+        }
+        if bit == 11 || bit == 12 {
+            let mut section = vec![0u8; size as usize];
+            file.seek(SeekFrom::Start(at))?;
+            file.read_exact(&mut section)?;
+            let whole = if bit == 12 { event_descriptions_whole(&section) } else { strings_whole(&section, 0).is_some() };
+            if !whole {
+                return Ok(false);
+            }
+        }
+    }
+    Ok(true)
+}
+
+/// The command line: a count, then that many strings (each a u32 length and its bytes).
+/// Returns where the strings end.
+fn strings_whole(s: &[u8], from: usize) -> Option<usize> {
+    let n = le32(s.get(from..from + 4)?, 0);
+    (0..n).try_fold(from + 4, |at, _| string_end(s, at))
+}
+
+fn string_end(s: &[u8], at: usize) -> Option<usize> {
+    let n = le32(s.get(at..at + 4)?, 0) as usize;
+    let end = at.checked_add(4)?.checked_add(n)?;
+    (end <= s.len()).then_some(end)
+}
+
+/// The event descriptions: count and attribute size, then per event its attribute, the
+/// number of its ids, its name (a string) and the ids.
+fn event_descriptions_whole(s: &[u8]) -> bool {
+    let Some(head) = s.get(..8) else { return false };
+    let (n, attr_size) = (le32(head, 0), le32(head, 4) as usize);
+    let mut at = 8usize;
+    for _ in 0..n {
+        let Some(ids_at) = at.checked_add(attr_size) else { return false };
+        let Some(nr_ids) = s.get(ids_at..ids_at + 4).map(|b| le32(b, 0) as usize) else { return false };
+        let Some(end) = string_end(s, ids_at + 4) else { return false };
+        at = match nr_ids.checked_mul(8).and_then(|b| end.checked_add(b)) {
+            Some(next) if next <= s.len() => next,
+            _ => return false,
+        };
+    }
+    true
 }
 
 /// The ids of the file's tracepoint events (type 2), read from its attribute section:
