@@ -32,7 +32,7 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use kansoku_core::{Event, Header, Module, RecordingError, RecordingKind, Sample};
-use linux_perf_data::linux_perf_event_reader::{EventRecord, Mmap2FileId, PerfEventType, SamplingPolicy, SoftwareCounterType};
+use linux_perf_data::linux_perf_event_reader::{EventRecord, Mmap2FileId, PerfEventType, RawEventRecord, RecordType, SamplingPolicy, SoftwareCounterType};
 use linux_perf_data::{PerfFileReader, PerfFileRecord};
 
 /// The magic a little-endian perf.data starts with.
@@ -142,6 +142,9 @@ impl PerfDataReader {
                 continue;
             };
             let time = record.timestamp();
+            if !parseable(&record) {
+                return Err(corrupt(format!("a {:?} record that claims more than perf writes", record.record_type)));
+            }
             let parsed = record.parse().map_err(|e| corrupt(format!("a {:?} record: {e}", record.record_type)))?;
             let marker = self.convert.markers.get(attr_index).copied().unwrap_or(false);
             self.convert.take(parsed, time, marker);
@@ -202,6 +205,17 @@ impl Converter {
         let path = String::from_utf8_lossy(&path).into_owned();
         self.pending.push_back(Event::Module(Module { path, build_id, start, end: start.saturating_add(len), file_offset }));
     }
+}
+
+/// Checks the parser asserts instead of reporting (it would panic): an `MMAP2` record
+/// with a build id holds at most 20 bytes of it.
+fn parseable(record: &RawEventRecord) -> bool {
+    const WITH_BUILD_ID: u16 = 1 << 14;
+    if record.record_type != RecordType::MMAP2 || record.misc & WITH_BUILD_ID == 0 {
+        return true;
+    }
+    // pid, tid (4 each), address, length, page offset (8 each), then the build id's length
+    record.data.get(32..33).and_then(|mut b| b.read_u8().ok()).is_some_and(|len| len <= 20)
 }
 
 /// The program and its arguments from perf's own command line (`perf record … -- PROG
