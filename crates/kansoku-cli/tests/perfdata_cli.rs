@@ -112,6 +112,10 @@ fn perf_record_and_kansoku_record_reconstruct_alike_and_a_cut_perf_data_is_read(
     assert!(program["build_id"].as_str().is_some_and(|b| b.len() == 40), "{program}");
     assert!(v["modules"].as_array().unwrap().iter().all(|m| !m["path"].as_str().unwrap().contains("kernel")), "{}", v["modules"]);
 
+    // paths need every executed block, which a perf.data of samples does not hold: said.
+    let o = kansoku(&["paths", "--source", &s(&perf_data)]);
+    assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("holds samples, not every executed block"));
+
     // A perf.data cut in the middle (perf killed, a copy cut short): read to its last
     // complete record, with a warning; fewer samples, nothing invented.
     let bytes = std::fs::read(&perf_data).unwrap();

@@ -57,6 +57,14 @@ impl BlockSource {
             program: path.to_path_buf(),
             reason: format!("cannot read it ({e}): give valgrind, exact, a .ksk recording, a saved tool stream or a Lackey log"),
         })?;
+        if n == 8 && &head == b"PERFILE2" {
+            // Samples, not a block stream: paths need every executed block, which perf
+            // records only with hardware tracing (intel_pt, branch stacks), not cpu-clock.
+            return Err(ProbeError::NotBlocks {
+                path: path.to_path_buf(),
+                why: "a perf.data holds samples, not every executed block: paths come from --source valgrind, exact or a .ksk block recording; `kansoku reconstruct` and `show` read perf.data".into(),
+            });
+        }
         Ok(if n == 8 && &head == kansoku_core::recording::MAGIC {
             BlockSource::Recording(path.to_path_buf())
         } else if n >= 4 && &head[..4] == kansoku_core::sbstream::MAGIC {

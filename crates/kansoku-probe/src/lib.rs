@@ -58,6 +58,9 @@ pub enum ProbeError {
     Binary(#[from] kansoku_binary::BinaryError),
     #[error(transparent)]
     Recording(#[from] kansoku_core::RecordingError),
+    /// A file given as a block source holds something else.
+    #[error("{path}: {why}")]
+    NotBlocks { path: PathBuf, why: String },
     #[error("kansoku's probe agent: {reason}")]
     Agent { reason: String },
     #[error("kansoku's Valgrind tool stream: {what}")]
