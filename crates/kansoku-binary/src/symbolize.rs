@@ -106,15 +106,17 @@ impl Symbolizer {
             }
         }
         let module = self.module_of(addr)?;
-        let program = self.program(module)?.clone();
-        let link = link_address(&self.modules[module], &program, addr)?;
+        // borrowed field by field, not cloned: a program holds every function's symbol
+        self.program(module)?;
+        let program = self.programs.get(&self.modules[module].path)?.as_ref()?;
+        let link = link_address(&self.modules[module], program, addr)?;
         let Some(symbol) = program.function_at(link) else {
             return Some(Resolved { module, link_address: link, function: None });
         };
         let cfg = self
             .functions
             .entry((module, symbol.address))
-            .or_insert_with(|| Arc::new(FunctionCfg::build(&program, symbol)))
+            .or_insert_with(|| Arc::new(FunctionCfg::build(program, symbol)))
             .clone();
         let lo = addr - (link - symbol.address);
         self.last = Some((module, lo, lo + symbol.size, cfg.clone()));
@@ -160,8 +162,9 @@ impl Symbolizer {
     /// Source line of a runtime address, when its program has DWARF.
     pub fn source_line(&mut self, addr: u64) -> Option<SourceLine> {
         let module = self.module_of(addr)?;
-        let program = self.program(module)?.clone();
-        let link = link_address(&self.modules[module], &program, addr)?;
+        self.program(module)?;
+        let program = self.programs.get(&self.modules[module].path)?.as_ref()?;
+        let link = link_address(&self.modules[module], program, addr)?;
         program.source_line(link)
     }
 }

@@ -252,3 +252,32 @@ fn loops_mode_flags_paths_that_repeat_blocks() {
     let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert!(v["paths"].as_array().unwrap().iter().all(|p| p["repeats_block"] == false), "{}", v["paths"]);
 }
+
+/// Paths counted inside kansoku's Valgrind tool (the default) equal the paths of the stream
+/// of every superblock (`--count-in stream`), whole tables, on Debian's gzip and on a
+/// program of ours linked against Debian's zlib, libraries in scope; and what the tool
+/// cannot count is refused with the reason.
+#[test]
+fn paths_counted_in_the_tool_equal_the_stream_on_real_programs() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("input");
+    let text: Vec<u8> = (0..200_000u32).flat_map(|i| format!("line {} of {}\n", i % 977, i % 13).into_bytes()).take(300_000).collect();
+    std::fs::write(&input, text).unwrap();
+    let zlib = zlib_program(dir.path());
+    for (name, program) in [("gzip", vec!["gzip", "-c", "-k", input.to_str().unwrap()]), ("zlib", vec![zlib.to_str().unwrap(), "2"])] {
+        let counted = live_json(&["paths", "--scope", "all"], &program);
+        let streamed = live_json(&["paths", "--scope", "all", "--count-in", "stream"], &program);
+        assert_eq!(counted["source"], "valgrind (paths counted in the tool)", "{name}");
+        assert_eq!(streamed["source"], "valgrind", "{name}");
+        let table = |v: &serde_json::Value| walk_paths(v);
+        assert!(table(&counted).len() > 100, "{name}: {} paths", table(&counted).len());
+        assert_eq!(table(&counted), table(&streamed), "{name}: the same paths and counts");
+        assert_eq!(counted["summary"]["blocks_seen"], streamed["summary"]["blocks_seen"], "{name}");
+        assert_eq!(counted["input"]["superblocks"], streamed["input"]["superblocks"], "{name}");
+        let (tool_bytes, stream_bytes) = (counted["input"]["stream_bytes"].as_u64().unwrap(), streamed["input"]["stream_bytes"].as_u64().unwrap());
+        assert!(tool_bytes * 10 < stream_bytes, "{name}: the tool's table ({tool_bytes} bytes) is far smaller than the stream ({stream_bytes})");
+    }
+    let o = kansoku(&["paths", "--count-in", "tool", "--calls", "frames", "--", "gzip", "-c", input.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains("--calls frames") && err.contains("--count-in stream"), "{err}");
+}

@@ -19,6 +19,22 @@
 //!                                data mode: instruction v >> 1 of the superblock just
 //!                                entered reads (v & 1 = 0) or writes (1) memory at
 //!                                prev_data + unzigzag(z)
+//!         | 0x0d varint id varint parent varint z varint count
+//!                                paths mode: node `id` of the tool's path trie is the
+//!                                path of node `parent` (0: the empty path) followed by
+//!                                the superblock at prev + unzigzag(z), which becomes prev;
+//!                                `count` paths ended there
+//!         | 0x0f varint n        paths mode: the trie above (n nodes) is complete; node
+//!                                ids start again
+//!         | 0x11 varint tid varint node
+//!                                paths mode: thread `tid` ended (or the run did) inside
+//!                                the path of `node` of the next complete trie
+//!         | 0x13 varint n        paths mode: n more superblocks were entered
+//!         | 0x17 varint n        paths mode: the trie above and the open paths before it
+//!                                are a snapshot taken before an execve: what counts if
+//!                                the stream ends here, replaced by the next trie if not
+//!         | 0x15 varint addr     paths mode: a path ran past the tool's longest (at addr)
+//!                                without a cut it could be sure of; it counted no more
 //! ```
 //! Varints are LEB128 (7 bits a byte, low bits first); `prev` and `prev_data` are 0 at every frame start, so
 //! a damaged frame never spoils the next one. The tool writes one frame per `write(2)`.
@@ -57,6 +73,18 @@ pub enum Item<'a> {
     Signal { signal: i32, ip: u64 },
     /// Data mode: instruction `index` of the superblock just entered accesses `addr`.
     Access { index: u32, write: bool, addr: u64 },
+    /// Paths mode: a node of the tool's path trie.
+    PathNode { id: u32, parent: u32, addr: u64, count: u64 },
+    /// Paths mode: the trie of `nodes` nodes is complete.
+    PathsEnd { nodes: u32 },
+    /// Paths mode: the trie so far, written before an execve (see the format above).
+    PathsSnapshot { nodes: u32 },
+    /// Paths mode: thread `tid` ended inside the path of `node` (of the next complete trie).
+    OpenPath { tid: u32, node: u32 },
+    /// Paths mode: this many more superblocks were entered.
+    Entries(u64),
+    /// Paths mode: the tool gave up counting at a path too long to keep (at `addr`).
+    PathsGaveUp(u64),
     /// Something was lost here: byte offset in the stream and what happened.
     Damage { offset: u64, what: String },
 }
@@ -215,6 +243,42 @@ fn decode_payload(p: &[u8], base: u64, cut: bool, f: &mut impl FnMut(Item)) -> O
             };
             prev_data = prev_data.wrapping_add((z >> 1) ^ (z & 1).wrapping_neg());
             f(Item::Access { index, write: v & 1 == 1, addr: prev_data });
+        } else if c == 0x0d {
+            i += 1;
+            let (Some(id), Some(parent), Some(z), Some(count)) = (varint(p, &mut i), varint(p, &mut i), varint(p, &mut i), varint(p, &mut i)) else {
+                return past_end("path node", start, f);
+            };
+            let (Ok(id), Ok(parent)) = (u32::try_from(id), u32::try_from(parent)) else {
+                f(Item::Damage { offset: base + start as u64, what: "a path node's id does not fit 32 bits".into() });
+                return None;
+            };
+            prev = prev.wrapping_add((z >> 1) ^ (z & 1).wrapping_neg());
+            f(Item::PathNode { id, parent, addr: prev, count });
+        } else if c == 0x0f || c == 0x13 || c == 0x15 || c == 0x17 {
+            i += 1;
+            let Some(n) = varint(p, &mut i) else {
+                return past_end(if c == 0x0f { "paths end" } else { "entries" }, start, f);
+            };
+            if c == 0x13 {
+                f(Item::Entries(n));
+            } else if c == 0x15 {
+                f(Item::PathsGaveUp(n));
+            } else if let Ok(nodes) = u32::try_from(n) {
+                f(if c == 0x0f { Item::PathsEnd { nodes } } else { Item::PathsSnapshot { nodes } });
+            } else {
+                f(Item::Damage { offset: base + start as u64, what: "a paths-end record's node count does not fit 32 bits".into() });
+                return None;
+            }
+        } else if c == 0x11 {
+            i += 1;
+            let (Some(tid), Some(node)) = (varint(p, &mut i), varint(p, &mut i)) else {
+                return past_end("open path", start, f);
+            };
+            let (Ok(tid), Ok(node)) = (u32::try_from(tid), u32::try_from(node)) else {
+                f(Item::Damage { offset: base + start as u64, what: "an open path's thread or node does not fit 32 bits".into() });
+                return None;
+            };
+            f(Item::OpenPath { tid, node });
         } else {
             f(Item::Damage { offset: base + start as u64, what: format!("unknown record tag 0x{c:02x}; the rest of the frame ({} bytes) is skipped", p.len() - start) });
             return None;
@@ -403,6 +467,48 @@ impl StreamEncoder {
         }
     }
 
+    /// Paths mode: a node of the tool's path trie.
+    pub fn path_node(&mut self, id: u32, parent: u32, addr: u64, count: u64) {
+        self.frame.push(0x0d);
+        self.put(u64::from(id));
+        self.put(u64::from(parent));
+        let d = addr.wrapping_sub(self.prev) as i64;
+        self.prev = addr;
+        self.put(((d << 1) ^ (d >> 63)) as u64);
+        self.put(count);
+        if self.frame.len() > MAX_FRAME - 48 {
+            self.flush();
+        }
+    }
+
+    /// Paths mode: the trie written is complete.
+    pub fn paths_end(&mut self, nodes: u32) {
+        self.frame.push(0x0f);
+        self.put(u64::from(nodes));
+        if self.frame.len() > MAX_FRAME - 16 {
+            self.flush();
+        }
+    }
+
+    /// Paths mode: a thread's path in progress.
+    pub fn open_path(&mut self, tid: u32, node: u32) {
+        self.frame.push(0x11);
+        self.put(u64::from(tid));
+        self.put(u64::from(node));
+        if self.frame.len() > MAX_FRAME - 32 {
+            self.flush();
+        }
+    }
+
+    /// Paths mode: superblocks entered.
+    pub fn entries(&mut self, n: u64) {
+        self.frame.push(0x13);
+        self.put(n);
+        if self.frame.len() > MAX_FRAME - 16 {
+            self.flush();
+        }
+    }
+
     /// Ends the current frame (as the tool's buffer flush does).
     pub fn flush(&mut self) {
         let len = self.frame.len() - HEADER;
@@ -528,6 +634,39 @@ mod tests {
             let out = decode_all(&[&e.finish()]);
             assert!(out.len() == 1 && out[0].contains("is not a superblock"), "{out:?}");
         }
+    }
+
+    #[test]
+    fn paths_mode_records_round_trip_in_any_chunking() {
+        let mut e = StreamEncoder::new();
+        let mut want = Vec::new();
+        e.thread(77);
+        want.push(format!("{:?}", Item::Thread(77)));
+        for i in 0..20_000u32 {
+            if i % 5000 == 4999 {
+                e.entries(u64::from(i) << 20);
+                want.push(format!("{:?}", Item::Entries(u64::from(i) << 20)));
+            }
+            let addr = [0x40_1000, 0x7f00_0000_1000, 1, u64::MAX][(i % 4) as usize] + u64::from(i % 7);
+            let count = [0, 1, u64::MAX][(i % 3) as usize];
+            e.path_node(i + 1, i / 2, addr, count);
+            want.push(format!("{:?}", Item::PathNode { id: i + 1, parent: i / 2, addr, count }));
+        }
+        e.open_path(u32::MAX, 19_999);
+        want.push(format!("{:?}", Item::OpenPath { tid: u32::MAX, node: 19_999 }));
+        e.paths_end(20_000);
+        want.push(format!("{:?}", Item::PathsEnd { nodes: 20_000 }));
+        let bytes = e.finish();
+        assert!(bytes.len() > 2 * MAX_FRAME, "several frames");
+        for size in [1usize, 3, 8, 4096, bytes.len()] {
+            let chunks: Vec<&[u8]> = bytes.chunks(size).collect();
+            assert_eq!(decode_all(&chunks), want, "chunks of {size}");
+        }
+        // ids beyond 32 bits are damage, not a node
+        let mut frame = b"KSB1\x0c\0\0\0".to_vec();
+        frame.extend_from_slice(&[0x0d, 0x80, 0x80, 0x80, 0x80, 0x10, 0x00, 0x02, 0x01, 0x0f, 0x00, 0x13]);
+        let out = decode_all(&[&frame]);
+        assert!(out.len() == 1 && out[0].contains("does not fit 32 bits"), "{out:?}");
     }
 
     #[test]

@@ -12,6 +12,7 @@ use crate::costs::CallTracker;
 use crate::lackey::{module_from_syms, parse_line, LackeyLine};
 use crate::normalize::{BasicBlockStream, InstructionReducer, SuperblockSplitter, VEX_MAX_INSNS};
 use crate::profile::{BackEdgeMode, CallMode, PathProfiler};
+use crate::replay::ToolTrie;
 use crate::sbstream::{Item, StreamDecoder};
 
 /// How an analysis cuts and what it keeps.
@@ -78,9 +79,17 @@ pub struct InputStats {
     pub stream_bytes: u64,
     /// Places where that stream was damaged or cut (the paths in progress were cut there).
     pub stream_damage: u64,
+    /// Superblocks entered as the tool counted them in paths mode (0 otherwise); the
+    /// replayed trie gives `superblocks`, and the two agree unless the stream was damaged.
+    pub tool_entries: u64,
+    /// The tool stopped counting paths here: a path too long for it (see the tool's source).
+    pub tool_gave_up: Option<u64>,
     /// The first few: (byte offset, what happened).
     pub stream_damage_examples: Vec<(u64, String)>,
 }
+
+/// The profiler's thread for replaying paths counted by the tool (no kernel thread id is this).
+const REPLAY_THREAD: u32 = u32::MAX;
 
 /// Writes the basic-block stream an analysis sees into a `.ksk` (kind `blocks`,
 /// `parameters.blocks = "basic"`), so it can be analysed again offline.
@@ -131,6 +140,13 @@ pub struct PathAnalysis {
     stream: Option<StreamDecoder>,
     /// Shadow call stacks, when asked for ([`AnalysisOptions::track_calls`]).
     pub call_tracker: Option<CallTracker>,
+    /// Paths counted by the tool (`--paths`): its trie as it arrives.
+    tool_trie: ToolTrie,
+    /// The open path of the last thread of the tool's last trie (thread, superblocks):
+    /// replayed at the end, where a crash may cut its last superblock.
+    tool_open: Option<(u32, Vec<u64>)>,
+    /// The tool's snapshot before an execve: the paths if the stream ends after it.
+    tool_snapshot: Option<ToolTrie>,
 }
 
 #[derive(Default)]
@@ -176,6 +192,9 @@ impl PathAnalysis {
             seen_tids: Default::default(),
             stream: None,
             call_tracker: options.track_calls.then(CallTracker::new),
+            tool_trie: ToolTrie::default(),
+            tool_open: None,
+            tool_snapshot: None,
         }
     }
 
@@ -333,11 +352,21 @@ impl PathAnalysis {
             // Exact-mode records: paths need superblock entries only (the tool does not
             // write these unless asked to with --exact=yes).
             Item::Shape { .. } | Item::Exit { .. } | Item::Signal { .. } | Item::Access { .. } => {}
-            Item::Damage { offset, what } => {
-                self.stats.stream_damage += 1;
-                if self.stats.stream_damage_examples.len() < 5 {
-                    self.stats.stream_damage_examples.push((offset, what));
+            Item::PathNode { id, parent, addr, count } => {
+                if let Err(what) = self.tool_trie.node(id, parent, addr, count) {
+                    self.damage(None, what);
                 }
+            }
+            Item::OpenPath { tid, node } => self.tool_trie.open(tid, node),
+            Item::PathsEnd { .. } => {
+                self.tool_snapshot = None;
+                self.replay_tool_trie();
+            }
+            Item::PathsSnapshot { .. } => self.tool_snapshot = Some(std::mem::take(&mut self.tool_trie)),
+            Item::Entries(n) => self.stats.tool_entries = self.stats.tool_entries.saturating_add(n),
+            Item::PathsGaveUp(addr) => self.stats.tool_gave_up = Some(addr),
+            Item::Damage { offset, what } => {
+                self.damage(Some(offset), what);
                 // Superblocks may be missing here: end the one in progress and cut the paths.
                 if let Some(s) = &mut self.current.superblocks {
                     s.reset(&mut self.code, &mut emit(&mut self.profiler, &mut self.recorder, &mut self.call_tracker));
@@ -347,10 +376,53 @@ impl PathAnalysis {
         }
     }
 
+    fn damage(&mut self, offset: Option<u64>, what: String) {
+        self.stats.stream_damage += 1;
+        if self.stats.stream_damage_examples.len() < 5 {
+            self.stats.stream_damage_examples.push((offset.unwrap_or(self.stats.stream_bytes), what));
+        }
+    }
+
+    /// A trie of paths counted by the tool is complete: replay it (the open path of the
+    /// thread that ran last waits for the end).
+    fn replay_tool_trie(&mut self) {
+        let previous = self.tool_open.take();
+        self.tool_open = self.tool_trie.take_open(self.tid).map(|a| (self.tid, a));
+        if let Some((_, addrs)) = previous {
+            self.replay_open(&addrs, None);
+        }
+        let tid = self.tid;
+        self.profiler.switch_thread(REPLAY_THREAD);
+        let done = self.tool_trie.replay(&mut self.code, &mut self.profiler);
+        self.profiler.switch_thread(tid);
+        self.stats.superblocks = self.stats.superblocks.saturating_add(done.superblocks);
+        self.stats.unexpected_superblock_cuts = self.stats.unexpected_superblock_cuts.saturating_add(done.unexpected_cuts);
+        if done.lost_paths > 0 {
+            self.damage(None, format!("{} paths counted by the tool lost a node of their trie", done.lost_paths));
+        }
+    }
+
+    /// One path of superblocks, run once, to the faulting instruction when given.
+    fn replay_open(&mut self, addrs: &[u64], fault: Option<u64>) {
+        let tid = self.tid;
+        self.profiler.switch_thread(REPLAY_THREAD);
+        let mut s = SuperblockSplitter::new(VEX_MAX_INSNS);
+        let profiler = &mut self.profiler;
+        for &a in addrs {
+            s.push(a, &mut self.code, &mut |code: &mut CodeMap, b, k| profiler.enter(b, k, &*code));
+        }
+        s.finish(fault, &mut self.code, &mut |code: &mut CodeMap, b, k| profiler.enter(b, k, &*code));
+        self.profiler.cut_thread();
+        self.profiler.switch_thread(tid);
+        self.stats.superblocks = self.stats.superblocks.saturating_add(addrs.len() as u64);
+        self.stats.unexpected_superblock_cuts += s.unexpected_cuts;
+    }
+
     /// What the input has given so far, in its own units (superblocks, instructions or
     /// block events), for a progress bar.
     pub fn input_units(&self) -> u64 {
-        self.stats.superblocks + self.stats.instructions + self.stats.block_events
+        // in the tool's paths mode superblocks arrive as counts, then as a replayed trie
+        self.stats.superblocks.max(self.stats.tool_entries) + self.stats.instructions + self.stats.block_events
     }
 
     /// Valgrind's own log of a run with kansoku's tool: only how the program ended matters
@@ -377,8 +449,21 @@ impl PathAnalysis {
             d.finish(&mut |item| self.tool_item(item));
             self.stats.stream_bytes = d.bytes;
         }
+        if let Some(snapshot) = self.tool_snapshot.take() {
+            // the program went on as another program (execve): its paths end there
+            self.tool_trie = snapshot;
+            self.replay_tool_trie();
+        }
         // The faulting instruction started executing (the exact tracer records it too).
         let fault = self.stats.fault_address.map(|f| f + u64::from(self.code.insn(f).len.max(1)));
+        if let Some((tid, addrs)) = self.tool_open.take() {
+            self.replay_open(&addrs, fault.filter(|_| tid == self.tid));
+        }
+        if self.stats.tool_entries > 0 {
+            // the tool's own count: it also counts the repetitions of rep string
+            // instructions, which it keeps out of its paths (they make no block)
+            self.stats.superblocks = self.stats.tool_entries;
+        }
         let mut tids: Vec<u32> = self.parked.keys().copied().chain(std::iter::once(self.tid)).collect();
         tids.sort_unstable();
         tids.dedup();

@@ -34,6 +34,7 @@ pub mod dot;
 pub mod lackey;
 pub mod normalize;
 pub mod profile;
+pub mod replay;
 pub mod report;
 
 /// The tool's stream format and the hasher moved to `kansoku-core` (the exact engine in

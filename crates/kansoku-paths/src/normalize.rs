@@ -36,6 +36,7 @@ enum Prev {
 }
 
 /// Splits Lackey superblock entries into basic-block entries (one entry of lookahead).
+#[derive(Clone)]
 pub struct SuperblockSplitter {
     /// The plan of the entry waiting for its successor (which says where it was left).
     pending: Option<u32>,

@@ -97,9 +97,16 @@ impl PathTable {
     /// Counts one execution of the path ending at `node` (not the empty path); returns its id.
     #[inline]
     pub fn count_node(&mut self, node: TrieNode) -> u32 {
+        self.count_node_by(node, 1)
+    }
+
+    /// Counts `times` executions of the path ending at `node` (not the empty path).
+    #[inline]
+    pub fn count_node_by(&mut self, node: TrieNode, times: u64) -> u32 {
         let id = self.nodes[node as usize].path;
         if id != NO_PATH {
-            self.counts[id as usize] += 1;
+            let c = &mut self.counts[id as usize];
+            *c = c.saturating_add(times);
             return id;
         }
         let mut blocks = Vec::new();
@@ -111,7 +118,7 @@ impl PathTable {
         blocks.reverse();
         let id = self.paths.len() as u32;
         self.paths.push(Rc::from(blocks));
-        self.counts.push(1);
+        self.counts.push(times);
         self.nodes[node as usize].path = id;
         id
     }
@@ -149,9 +156,10 @@ impl PathTable {
     }
 }
 
-/// One thread's paths in progress: nodes of the [`PathTable`] trie.
-#[derive(Default)]
-struct ThreadState {
+/// One thread's paths in progress: nodes of the [`PathTable`] trie. Cloned as a cursor when
+/// a trie of superblock paths is replayed ([`crate::replay`]).
+#[derive(Default, Clone)]
+pub struct ThreadState {
     path: TrieNode,
     frames: Vec<TrieNode>,
     prev: Option<BlockId>,
@@ -175,6 +183,9 @@ pub struct PathProfiler {
     pub blocks_in_scope: u64,
     /// Transitions between consecutive blocks, when asked for (pictures).
     pub edges: Option<FxHashMap<(BlockId, BlockId), u64>>,
+    /// How many executions each block entered stands for: 1 for a stream, a path's count
+    /// when the distinct paths counted by kansoku's Valgrind tool are replayed.
+    weight: u64,
 }
 
 impl PathProfiler {
@@ -190,7 +201,22 @@ impl PathProfiler {
             blocks_seen: 0,
             blocks_in_scope: 0,
             edges: None,
+            weight: 1,
         }
+    }
+
+    /// The following blocks stand for `weight` executions each (see [`crate::replay`]).
+    pub fn set_weight(&mut self, weight: u64) {
+        self.weight = weight;
+    }
+
+    /// The current thread's paths in progress (to come back to them with [`Self::set_cursor`]).
+    pub fn cursor(&self) -> ThreadState {
+        self.state.clone()
+    }
+
+    pub fn set_cursor(&mut self, state: ThreadState) {
+        self.state = state;
     }
 
     /// Also count block-to-block transitions (for the CFG picture).
@@ -199,9 +225,9 @@ impl PathProfiler {
     }
 
     #[inline]
-    fn cut(paths: &mut PathTable, path: &mut TrieNode) {
+    fn cut(paths: &mut PathTable, path: &mut TrieNode, weight: u64) {
         if *path != PathTable::EMPTY {
-            paths.count_node(*path);
+            paths.count_node_by(*path, weight);
             *path = PathTable::EMPTY;
         }
     }
@@ -220,15 +246,18 @@ impl PathProfiler {
     /// One executed basic block; `prev_end` is the kind of the previous block's last instruction.
     #[inline]
     pub fn enter(&mut self, b: BlockId, prev_end: InstructionKind, facts: &impl BlockFacts) {
-        self.blocks_seen += 1;
+        let w = self.weight;
+        self.blocks_seen = self.blocks_seen.saturating_add(w);
         if self.block_counts.len() <= b as usize {
             self.block_counts.resize(b as usize + 1, 0);
         }
-        self.block_counts[b as usize] += 1;
+        let c = &mut self.block_counts[b as usize];
+        *c = c.saturating_add(w);
         let st = &mut self.state;
         if let Some(p) = st.prev {
             if let Some(edges) = &mut self.edges {
-                *edges.entry((p, b)).or_insert(0) += 1;
+                let e = edges.entry((p, b)).or_insert(0);
+                *e = e.saturating_add(w);
             }
             match prev_end {
                 InstructionKind::Jump | InstructionKind::ConditionalJump => {
@@ -237,11 +266,11 @@ impl PathProfiler {
                         BackEdgeMode::Loops => facts.is_loop_back_edge(p, b),
                     };
                     if back {
-                        Self::cut(&mut self.paths, &mut st.path);
+                        Self::cut(&mut self.paths, &mut st.path, w);
                     }
                 }
                 InstructionKind::Call => match self.calls {
-                    CallMode::Split => Self::cut(&mut self.paths, &mut st.path),
+                    CallMode::Split => Self::cut(&mut self.paths, &mut st.path, w),
                     CallMode::Through => {}
                     // A system call is a "call" for our decoder, but the kernel comes back
                     // to the next instruction without a `ret`: a frame pushed here would
@@ -251,12 +280,12 @@ impl PathProfiler {
                         if st.frames.len() < MAX_FRAMES {
                             st.frames.push(std::mem::replace(&mut st.path, PathTable::EMPTY));
                         } else {
-                            Self::cut(&mut self.paths, &mut st.path);
+                            Self::cut(&mut self.paths, &mut st.path, w);
                         }
                     }
                 },
                 InstructionKind::Return => {
-                    Self::cut(&mut self.paths, &mut st.path);
+                    Self::cut(&mut self.paths, &mut st.path, w);
                     if self.calls == CallMode::Frames {
                         if let Some(caller) = st.frames.pop() {
                             st.path = caller;
@@ -267,7 +296,7 @@ impl PathProfiler {
             }
         }
         if facts.in_scope(b) {
-            self.blocks_in_scope += 1;
+            self.blocks_in_scope = self.blocks_in_scope.saturating_add(w);
             st.path = self.paths.extend(st.path, b);
         }
         st.prev = Some(b);
@@ -276,10 +305,11 @@ impl PathProfiler {
     /// Cuts every path in progress (the current thread's, or all at the end of the stream):
     /// the seed writes the paths in progress at exit too.
     pub fn cut_thread(&mut self) {
+        let w = self.weight;
         let st = &mut self.state;
-        Self::cut(&mut self.paths, &mut st.path);
+        Self::cut(&mut self.paths, &mut st.path, w);
         while let Some(mut f) = st.frames.pop() {
-            Self::cut(&mut self.paths, &mut f);
+            Self::cut(&mut self.paths, &mut f, w);
         }
         st.prev = None;
     }

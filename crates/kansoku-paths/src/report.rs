@@ -178,7 +178,11 @@ impl PathAnalysis {
     /// lying entirely in `function`.
     pub fn report(&mut self, top: Option<usize>, function: Option<&str>) -> PathReport {
         let mut order: Vec<u32> = (0..self.profiler.paths.len() as u32).collect();
-        order.sort_by(|&a, &b| self.profiler.paths.count_of(b).cmp(&self.profiler.paths.count_of(a)).then(a.cmp(&b)));
+        // Ties by the blocks' addresses: path ids follow the order paths were first met,
+        // which differs between sources of the same run (the tool's trie is replayed in
+        // its own order).
+        let (paths, code) = (&self.profiler.paths, &self.code);
+        order.sort_by_cached_key(|&id| (std::cmp::Reverse(paths.count_of(id)), paths.path(id).iter().map(|&b| code.block(b).addr).collect::<Vec<u64>>()));
         let mut bl_cache: HashMap<u32, BallLarus> = HashMap::new();
         // Per function: distinct observed paths and distinct BL ids.
         let mut per_function: HashMap<u32, (usize, BTreeSet<u128>)> = HashMap::new();

@@ -328,3 +328,73 @@ fn cut_and_garbled_tool_streams_are_reported_and_the_rest_analysed() {
         assert!(total > want.values().sum::<u64>() / 2, "frame {k}: {total}");
     }
 }
+
+/// The program under kansoku's Valgrind tool counting paths itself (`--paths=MODE`),
+/// analysed as `kansoku paths --count-in tool` does, the stream fed in pieces of odd sizes.
+fn via_tool_paths(program: &Path, args: &[&str], calls: CallMode, scope: Scope, trie_nodes: Option<u32>) -> (PathAnalysis, usize) {
+    let mode = if calls == CallMode::Through { "--paths=through" } else { "--paths=split" };
+    let mut extra = vec![mode.to_string()];
+    extra.extend(trie_nodes.map(|n| format!("--paths-nodes={n}")));
+    let mut run = kansoku_probe::valgrind::spawn_tool_with(&valgrind_options(program, args), &extra).expect("valgrind starts with kansoku's tool");
+    let mut bytes = Vec::new();
+    run.output.read_to_end(&mut bytes).unwrap();
+    let (exit, log) = run.wait().unwrap();
+    let mut a = PathAnalysis::new(&AnalysisOptions { scope, ..opts(calls, &run.program) });
+    for chunk in bytes.chunks(777) {
+        a.feed_tool_stream(chunk);
+    }
+    a.feed_valgrind_log(&log);
+    a.set_exit(exit);
+    a.finish().unwrap();
+    assert_eq!(a.stats.stream_damage, 0, "{:?}", a.stats.stream_damage_examples);
+    // complete tries, and snapshots (before an execve) count 1000
+    let mut tries = 0;
+    kansoku_paths::sbstream::StreamDecoder::new().feed(&bytes, &mut |item| match item {
+        kansoku_paths::sbstream::Item::PathsEnd { .. } => tries += 1,
+        kansoku_paths::sbstream::Item::PathsSnapshot { .. } => tries += 1000,
+        _ => {}
+    });
+    (a, tries)
+}
+
+/// Paths counted inside the tool (a trie of superblock paths, replayed by kansoku) equal
+/// the paths of the stream of every superblock entry: every path and count, the blocks
+/// seen and each block's count, in both call modes the tool counts, with the libraries in
+/// scope, on every example (threads, a crash, recursion, the figure-2 loop); and again with
+/// a trie the tool must write out and start again every 300 nodes (the paths in progress of
+/// every thread carried over).
+#[test]
+fn paths_counted_in_the_tool_equal_the_stream() {
+    let figure_two = build("paths", &test_build_dir()).unwrap();
+    let exec = format!("exec {} 300 5", figure_two.display());
+    for (name, args) in [("paths", vec!["300", "5"]), ("seed000", vec!["3"]), ("recursion", vec![]), ("sorting", vec![]), ("matrix", vec![]), ("crash", vec![]), ("threads", vec!["20000"]), ("sh", vec!["-c", &exec])] {
+        // sh: the shell's paths up to its execve (the program it becomes runs untraced)
+        let p = if name == "sh" { std::path::PathBuf::from("/bin/sh") } else { build(name, &test_build_dir()).unwrap() };
+        let (bytes, log, exit, resolved) = tool_stream(&p, &args);
+        for calls in [CallMode::Split, CallMode::Through] {
+            let mut streamed = PathAnalysis::new(&AnalysisOptions { scope: Scope::All, ..opts(calls, &resolved) });
+            streamed.feed_tool_stream(&bytes);
+            streamed.feed_valgrind_log(&log);
+            streamed.set_exit(exit);
+            streamed.finish().unwrap();
+            let small_trie = matches!(name, "sorting" | "threads" | "crash").then_some(300);
+            let (mut counted, tries) = via_tool_paths(&p, &args, calls, Scope::All, small_trie);
+            let want_tries = if small_trie.is_some() { tries > 2 } else if name == "sh" { tries == 1000 } else { tries == 1 };
+            assert!(want_tries, "{name} {calls:?}: {tries} tries written (a snapshot counts 1000)");
+            let (ts, tc) = (table(&mut streamed), table(&mut counted));
+            assert!(ts.len() > 3, "{name} {calls:?}: paths");
+            if ts != tc {
+                let only_s: Vec<_> = ts.iter().filter(|(k, c)| tc.get(*k) != Some(c)).take(8).collect();
+                let only_c: Vec<_> = tc.iter().filter(|(k, c)| ts.get(*k) != Some(c)).take(8).collect();
+                panic!("{name} {calls:?}: the tool's count and the stream differ\nstream only: {only_s:#?}\ntool only: {only_c:#?}");
+            }
+            let (s, c) = (&streamed.profiler, &counted.profiler);
+            assert_eq!((s.blocks_seen, s.blocks_in_scope), (c.blocks_seen, c.blocks_in_scope), "{name} {calls:?}: blocks");
+            let nonzero = |v: &[u64], a: &PathAnalysis| -> BTreeMap<u64, u64> { v.iter().enumerate().filter(|(_, &n)| n > 0).map(|(b, &n)| (a.code.block(b as u32).addr, n)).collect() };
+            assert_eq!(nonzero(&s.block_counts, &streamed), nonzero(&c.block_counts, &counted), "{name} {calls:?}: block counts");
+            assert_eq!(streamed.stats.superblocks, counted.stats.superblocks, "{name} {calls:?}: superblocks");
+            assert_eq!((streamed.stats.threads, streamed.stats.signal), (counted.stats.threads, counted.stats.signal), "{name} {calls:?}");
+            assert!(counted.stats.stream_bytes * 4 < streamed.stats.stream_bytes || streamed.stats.stream_bytes < 200_000, "{name}: the trie is smaller than the stream");
+        }
+    }
+}

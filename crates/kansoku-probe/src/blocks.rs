@@ -14,7 +14,7 @@ use kansoku_core::{Event, ExitStatus, Header, Module, RecordingKind, RecordingRe
 
 use crate::exact::{Engine, ExactTraceOptions};
 use crate::exact_valgrind::{run_transcribed, Access, ExactSink, Shape};
-use crate::valgrind::{spawn_lackey, spawn_tool, LackeyOptions};
+use crate::valgrind::{spawn_lackey, spawn_tool_with, LackeyOptions};
 use crate::{interrupt, ProbeError};
 
 /// Where the blocks come from.
@@ -22,6 +22,9 @@ use crate::{interrupt, ProbeError};
 pub enum BlockSource {
     /// kansoku's Valgrind tool on a program.
     Tool(LackeyOptions),
+    /// kansoku's Valgrind tool on a program, counting paths itself (`--paths`): a trie
+    /// of superblock paths at the end instead of every entry.
+    ToolPaths(LackeyOptions, ToolCuts),
     /// Valgrind's Lackey on a program (where the tool was not built).
     Lackey(LackeyOptions),
     /// An exact trace, on either engine.
@@ -32,6 +35,16 @@ pub enum BlockSource {
     ToolStream(PathBuf),
     /// A Lackey log (`valgrind --tool=lackey --trace-superblocks=yes -v -v`).
     LackeyLog(PathBuf),
+}
+
+/// Where the tool cuts the paths it counts (the path profiler's call mode; back edges by
+/// address).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ToolCuts {
+    /// Calls and returns cut.
+    Split,
+    /// Returns cut, calls do not.
+    Through,
 }
 
 /// How reading a source ended.
@@ -78,6 +91,7 @@ impl BlockSource {
     pub fn name(&self) -> String {
         match self {
             BlockSource::Tool(_) => "valgrind".into(),
+            BlockSource::ToolPaths(..) => "valgrind (paths counted in the tool)".into(),
             BlockSource::Lackey(_) => "lackey".into(),
             BlockSource::Exact(o) => format!("exact ({})", o.engine.name()),
             BlockSource::Recording(p) => format!("recording {}", p.display()),
@@ -99,7 +113,7 @@ impl BlockSource {
     pub fn program(&self) -> Result<Option<(String, Vec<String>)>, ProbeError> {
         let resolved = |p: &Path| crate::spawn::resolve_program(p).map(|r| r.to_string_lossy().into_owned());
         Ok(match self {
-            BlockSource::Tool(o) | BlockSource::Lackey(o) => Some((resolved(&o.program)?, o.args.clone())),
+            BlockSource::Tool(o) | BlockSource::ToolPaths(o, _) | BlockSource::Lackey(o) => Some((resolved(&o.program)?, o.args.clone())),
             BlockSource::Exact(o) => Some((resolved(&o.program)?, o.args.clone())),
             BlockSource::Recording(_) => self.header()?.map(|h| (h.program, h.args)),
             BlockSource::ToolStream(_) | BlockSource::LackeyLog(_) => None,
@@ -111,7 +125,14 @@ impl BlockSource {
 /// sink's progress now and then.
 pub fn run_source(source: &BlockSource, sink: &mut dyn BlockSink, progress: &mut dyn FnMut(u64)) -> Result<SourceRun, ProbeError> {
     match source {
-        BlockSource::Tool(o) => tool(o, sink, progress),
+        BlockSource::Tool(o) => tool(o, &[], sink, progress),
+        BlockSource::ToolPaths(o, cuts) => {
+            let mode = match cuts {
+                ToolCuts::Split => "--paths=split",
+                ToolCuts::Through => "--paths=through",
+            };
+            tool(o, &[mode.to_string()], sink, progress)
+        }
         BlockSource::Lackey(o) => {
             let mut run = spawn_lackey(o)?;
             let output = run.output.try_clone().map_err(|e| io_error(&run.program, e))?;
@@ -152,9 +173,12 @@ fn io_error(path: &Path, e: std::io::Error) -> ProbeError {
     ProbeError::Spawn { program: path.to_path_buf(), reason: format!("reading: {e}") }
 }
 
-/// kansoku's Valgrind tool: its stream in 1 MiB reads.
-fn tool(o: &LackeyOptions, sink: &mut dyn BlockSink, progress: &mut dyn FnMut(u64)) -> Result<SourceRun, ProbeError> {
-    let mut run = spawn_tool(o)?;
+/// kansoku's Valgrind tool: its stream in 1 MiB reads. Ctrl-C ends the program: in paths
+/// mode gently (SIGTERM, so that Valgrind ends the run and the tool writes the paths it
+/// counted; SIGKILL if it has not ended 5 s later), else at once.
+fn tool(o: &LackeyOptions, extra: &[String], sink: &mut dyn BlockSink, progress: &mut dyn FnMut(u64)) -> Result<SourceRun, ProbeError> {
+    let mut run = spawn_tool_with(o, extra)?;
+    let gentle = !extra.is_empty();
     let mut output = run.output.try_clone().map_err(|e| io_error(&run.program, e))?;
     let mut buf = vec![0u8; 1 << 20];
     let mut chunks = 0u64;
@@ -168,15 +192,18 @@ fn tool(o: &LackeyOptions, sink: &mut dyn BlockSink, progress: &mut dyn FnMut(u6
         };
         sink.tool_stream(&buf[..n]);
         chunks += 1;
-        if chunks.is_multiple_of(16) {
+        if gentle || chunks.is_multiple_of(16) {
             progress(sink.progress());
-            if interrupt::requested() {
+            if interrupt::requested() && !interrupted {
                 interrupted = true;
-                break;
+                if !gentle {
+                    break;
+                }
+                run.end_gently(Duration::from_secs(5));
             }
         }
     }
-    if interrupted {
+    if interrupted && !gentle {
         run.kill();
     }
     let (exit, valgrind_log) = run.wait()?;

@@ -234,6 +234,9 @@ impl<'w, S: ExactSink> Transcriber<'w, S> {
                 }
             }
             Item::Damage { offset, what } => return Err(ProbeError::ToolStream { what: format!("at byte {offset}: {what}") }),
+            Item::PathNode { .. } | Item::PathsEnd { .. } | Item::PathsSnapshot { .. } | Item::OpenPath { .. } | Item::Entries(_) | Item::PathsGaveUp(_) => {
+                return Err(ProbeError::ToolStream { what: "a paths-mode record in an exact trace (the tool ran with --paths)".into() })
+            }
         }
         Ok(())
     }

@@ -189,14 +189,35 @@ pub struct ToolRun {
     /// Valgrind's log, collected by a thread (a few lines; read so Valgrind never blocks).
     log: Option<std::thread::JoinHandle<Vec<u8>>>,
     pub program: PathBuf,
+    /// Set once Valgrind has been waited for (so a late SIGKILL hits no other process).
+    ended: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl ToolRun {
     /// Waits for Valgrind to end; returns how the program ended and Valgrind's log text.
     pub fn wait(&mut self) -> Result<(ExitStatus, Vec<u8>), ProbeError> {
         let status = self.child.wait().map_err(|e| ProbeError::Spawn { program: self.program.clone(), reason: format!("waiting for valgrind: {e}") })?;
+        self.ended.store(true, std::sync::atomic::Ordering::SeqCst);
         let log = self.log.take().and_then(|h| h.join().ok()).unwrap_or_default();
         Ok((exit_status(status), log))
+    }
+
+    /// Ends the program so that Valgrind still ends the run (its tool writes what it holds):
+    /// SIGTERM to Valgrind's process group, SIGKILL after `grace` if the run has not ended.
+    pub fn end_gently(&mut self, grace: std::time::Duration) {
+        let pid = self.child.id() as i32;
+        unsafe {
+            libc::kill(-pid, libc::SIGTERM);
+        }
+        let ended = self.ended.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(grace);
+            if !ended.load(std::sync::atomic::Ordering::SeqCst) {
+                unsafe {
+                    libc::kill(-pid, libc::SIGKILL);
+                }
+            }
+        });
     }
 
     /// Stops the program (Ctrl-C): kills Valgrind's process group.
@@ -225,7 +246,7 @@ pub fn spawn_tool_with(options: &LackeyOptions, extra: &[String]) -> Result<Tool
             v
         })
     });
-    Ok(ToolRun { child, output, log, program })
+    Ok(ToolRun { child, output, log, program, ended: Default::default() })
 }
 
 /// Finds the valgrind launcher, with a message that says how to get it.

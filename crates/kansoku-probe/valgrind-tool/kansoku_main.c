@@ -33,6 +33,26 @@
              | 0x0b varint v varint z  (data mode) instruction v >> 1 of the superblock just
                                        entered reads (v & 1 == 0) or writes (1) memory at
                                        prev_data + unzigzag(z)
+             | 0x0d varint id varint parent varint z varint count
+                                       (paths mode) a node of the path trie: the path of node
+                                       `parent` followed by the superblock at prev +
+                                       unzigzag(z) (prev becomes that address); `count`
+                                       paths ended here
+             | 0x0f varint n           (paths mode) the trie of n nodes above is complete:
+                                       node ids start again (the trie was full, or the run
+                                       ended)
+             | 0x11 varint tid varint node
+                                       (paths mode) thread tid ended (or the run did) with
+                                       the path of `node` of the next complete trie in
+                                       progress
+             | 0x13 varint n           (paths mode) n more superblocks were entered
+             | 0x17 varint n           (paths mode) the trie above (n nodes) and the open
+                                       paths before it are a snapshot taken before an
+                                       execve: the program's last word if the execve
+                                       succeeds, replaced by the next trie if it fails
+             | 0x15 varint addr        (paths mode) a path ran past 65536 superblocks (at
+                                       addr) without a cut this tool can be sure of: it
+                                       counts no more (kansoku says to stream instead)
      `prev` and `prev_data` are 0 at the start of every frame, so each frame decodes on
      its own.
    A module record is written when a translation first meets code of an object Valgrind has
@@ -50,9 +70,27 @@
    was left. A conditional branch's exit at the end needs none: either way every
    instruction ran.
 
+   Paths mode (--paths=split|through): seed 003's paths are counted here instead of
+   streaming every entry (issue 11: the pipe and the analysis of 10^8 entries cost 3-4x
+   the run under --tool=none). A path in this tool is the sequence of superblocks entered
+   between two cuts, kept in a trie (one hash probe, usually one cache compare, per
+   entry); kansoku replays each distinct path once, weighted by its count, through the
+   same splitter and path profiler as the stream. That gives the same path table only if
+   every cut made here is also a cut of kansoku's rule (kansoku may cut more: it cuts
+   again inside a replayed path). So this tool cuts only where kansoku surely does, with
+   the superblock's last instruction classified from its bytes:
+     - a call (split mode) or a return;
+     - a jump back to or below the start of the block it leaves: kansoku cuts when the
+       target starts at or below the last block entered, whose start is at least the
+       lowest entry since the last control transfer (the `chain` below);
+   and never when the next entry lies inside the superblock left (it was left early,
+   which kansoku's splitter sees from the next entry). System calls, rep strings, the
+   instruction limit, and everything else are left to kansoku.
+
    Options: --out-fd=N (required) is where the frames go; --exact=yes adds the records
    an exact trace needs; --data=yes (with --exact=yes) adds every memory access's address,
-   as Lackey's --trace-mem does, for the waveform's data addresses. */
+   as Lackey's --trace-mem does, for the waveform's data addresses; --paths=split|through
+   counts paths in the tool (calls cut paths, or not) instead of writing every entry. */
 
 #include "pub_tool_basics.h"
 #include "pub_tool_tooliface.h"
@@ -63,6 +101,7 @@
 #include "pub_tool_libcproc.h"
 #include "pub_tool_debuginfo.h"
 #include "pub_tool_machine.h"
+#include "pub_tool_mallocfree.h"
 #include "pub_tool_options.h"
 #include "pub_tool_threadstate.h"
 
@@ -88,6 +127,11 @@ static UChar kk_buf[KK_FRAME_BYTES];
 static UInt kk_pos = KK_HEADER_BYTES;
 static Addr kk_prev = 0;
 static Bool kk_failed = False;
+/* paths mode: 0 off, else how calls are treated */
+#define KK_PATHS_OFF 0
+#define KK_PATHS_SPLIT 1
+#define KK_PATHS_THROUGH 2
+static Int kk_paths = KK_PATHS_OFF;
 /* Valgrind's id of the thread whose superblocks are being written (0: none yet) */
 static ThreadId kk_tid = VG_INVALID_THREADID;
 
@@ -140,6 +184,291 @@ static VG_REGPARM(1) void kk_superblock(Addr addr)
    kk_put_varint(zz << 1);
    if (kk_pos > KK_FRAME_BYTES - KK_SLACK)
       kk_flush();
+}
+
+/* ---- Paths mode (see the top) ---- */
+
+/* How a superblock's last instruction leaves it, from its bytes. */
+#define KK_END_OTHER 0
+#define KK_END_JUMP 1
+#define KK_END_CALL 2
+#define KK_END_RETURN 3
+
+/* What a translated superblock tells the path step; made once per translation. It also
+   remembers the trie edge it was last entered by (from node `from` to node `to`, in trie
+   generation `gen`): when the node's own last-child cache misses (a branch went the other
+   way), the superblock's usually hits, and no hash probe is needed. */
+typedef struct { Addr start; Addr last; UChar end; UChar rep; UInt from, to, gen; } KKRun;
+
+/* A trie node: the path of `parent` followed by the superblock at `addr`. */
+typedef struct { Addr addr; UInt parent; UInt cache; ULong count; } KKNode;
+
+/* One thread's path in progress. */
+typedef struct {
+   UInt node;           /* trie node of the path so far (0: empty) */
+   const KKRun* prev;   /* the superblock entered last (NULL: none yet) */
+   Addr chain;          /* no block entered since the last control transfer starts lower */
+   Int ktid;            /* kernel thread id, for the 0x11 record */
+   UInt depth;          /* superblocks in the path so far */
+} KKPathState;
+
+/* The trie is written out and started again when it holds this many nodes
+   (--paths-nodes, for tests of that; the reader takes up to 2^23). */
+static Long kk_max_nodes = 1 << 22;
+/* The longest path this tool keeps: a path that runs longer without a cut it can be sure
+   of (a loop whose back edge it cannot see) ends the counting, with a 0x15 record. */
+#define KK_MAX_DEPTH (1u << 16)
+static Bool kk_gave_up = False;
+
+/* A progress record after this many superblock entries. */
+#define KK_PROGRESS_EVERY (1u << 20)
+
+static KKNode* kk_nodes;
+static UInt kk_n_nodes, kk_cap_nodes;
+static UInt* kk_slots;            /* open addressing: node ids, 0 empty */
+static UInt kk_slot_mask;
+static KKPathState* kk_states;    /* by Valgrind thread id */
+static KKPathState* kk_cur;       /* the running thread's */
+static UInt kk_entries;           /* superblocks entered since the last progress record */
+static UInt kk_gen = 1;           /* trie generation: node ids of older ones are stale */
+
+/* The last instruction's kind, as kansoku's decoder would call it, for the few kinds that
+   cut; anything unsure is OTHER (kansoku then decides alone). */
+static UChar kk_end_kind(Addr a, UInt len)
+{
+   const UChar* p = (const UChar*)a;
+   UInt i = 0;
+   UChar op;
+   while (i < len && (p[i] == 0x66 || p[i] == 0x67 || p[i] == 0x2E || p[i] == 0x3E || p[i] == 0x26
+                      || p[i] == 0x36 || p[i] == 0x64 || p[i] == 0x65 || p[i] == 0xF0 || p[i] == 0xF2
+                      || p[i] == 0xF3 || (p[i] >= 0x40 && p[i] <= 0x4F)))
+      i++;
+   if (i >= len)
+      return KK_END_OTHER;
+   op = p[i];
+   if (op == 0xE8)
+      return KK_END_CALL;
+   if (op == 0xC3 || op == 0xC2)
+      return KK_END_RETURN;
+   if (op == 0xE9 || op == 0xEB || (op >= 0x70 && op <= 0x7F) || (op >= 0xE0 && op <= 0xE3))
+      return KK_END_JUMP;
+   if (op == 0x0F && i + 1 < len && p[i + 1] >= 0x80 && p[i + 1] <= 0x8F)
+      return KK_END_JUMP;
+   if (op == 0xFF && i + 1 < len) {
+      UChar reg = (p[i + 1] >> 3) & 7;
+      if (reg == 2)
+         return KK_END_CALL;
+      if (reg == 4)
+         return KK_END_JUMP;
+   }
+   return KK_END_OTHER;
+}
+
+static inline UInt kk_slot_of(UInt parent, Addr a)
+{
+   ULong h = ((ULong)a * 0x9E3779B97F4A7C15ULL) ^ ((ULong)parent * 0xC2B2AE3D27D4EB4FULL);
+   return (UInt)(h >> 32) & kk_slot_mask;
+}
+
+static void kk_grow_slots(void)
+{
+   UInt size = (kk_slot_mask + 1) * 2, i;
+   VG_(free)(kk_slots);
+   kk_slots = VG_(calloc)("kansoku.slots", size, sizeof(UInt));
+   kk_slot_mask = size - 1;
+   for (i = 1; i < kk_n_nodes; i++) {
+      UInt s = kk_slot_of(kk_nodes[i].parent, kk_nodes[i].addr);
+      while (kk_slots[s])
+         s = (s + 1) & kk_slot_mask;
+      kk_slots[s] = i;
+   }
+}
+
+/* A new node, the table grown as needed (the caller made room: kk_n_nodes < kk_max_nodes). */
+static UInt kk_new_node(UInt parent, Addr a, UInt slot)
+{
+   UInt id = kk_n_nodes++;
+   if (id == kk_cap_nodes) {
+      kk_cap_nodes *= 2;
+      kk_nodes = VG_(realloc)("kansoku.nodes", kk_nodes, kk_cap_nodes * sizeof(KKNode));
+   }
+   kk_nodes[id].addr = a;
+   kk_nodes[id].parent = parent;
+   kk_nodes[id].cache = 0;
+   kk_nodes[id].count = 0;
+   kk_slots[slot] = id;
+   if (2 * kk_n_nodes > kk_slot_mask)
+      kk_grow_slots();
+   return id;
+}
+
+/* The node of path `node` followed by the superblock at `a`, made if new. */
+static UInt kk_find_child(UInt node, Addr a)
+{
+   UInt s = kk_slot_of(node, a), c;
+   while ((c = kk_slots[s]) != 0) {
+      if (kk_nodes[c].addr == a && kk_nodes[c].parent == node)
+         return c;
+      s = (s + 1) & kk_slot_mask;
+   }
+   return kk_new_node(node, a, s);
+}
+
+static void kk_room(UInt bytes)
+{
+   if (kk_pos + bytes > KK_FRAME_BYTES - KK_SLACK)
+      kk_flush();
+}
+
+static void kk_put_progress(void)
+{
+   if (kk_entries == 0)
+      return;
+   kk_room(12);
+   kk_buf[kk_pos++] = 0x13;
+   kk_put_varint(kk_entries);
+   kk_entries = 0;
+}
+
+/* Writes the trie (0x0d records, then `end`: 0x0f, or 0x17 for a snapshot), for kansoku
+   to replay. */
+static void kk_write_trie(UChar end)
+{
+   UInt i;
+   for (i = 1; i < kk_n_nodes; i++) {
+      Long delta;
+      kk_room(1 + 4 * 10);
+      /* prev is 0 at every frame start, as for superblock entries */
+      delta = (Long)(kk_nodes[i].addr - kk_prev);
+      kk_prev = kk_nodes[i].addr;
+      kk_buf[kk_pos++] = 0x0d;
+      kk_put_varint(i);
+      kk_put_varint(kk_nodes[i].parent);
+      kk_put_varint(((ULong)delta << 1) ^ (ULong)(delta >> 63));
+      kk_put_varint(kk_nodes[i].count);
+   }
+   kk_room(12);
+   kk_buf[kk_pos++] = end;
+   kk_put_varint(kk_n_nodes - 1);
+}
+
+/* Thread `st`'s path in progress, for the trie written next (0x11). */
+static void kk_put_open_path(const KKPathState* st)
+{
+   if (st->node == 0)
+      return;
+   kk_room(1 + 2 * 10);
+   kk_buf[kk_pos++] = 0x11;
+   kk_put_varint((ULong)(UInt)st->ktid);
+   kk_put_varint(st->node);
+}
+
+static void kk_clear_trie(void)
+{
+   VG_(memset)(kk_slots, 0, (kk_slot_mask + 1) * sizeof(UInt));
+   kk_n_nodes = 1;
+   kk_nodes[0].cache = 0;
+}
+
+/* The trie is full: write it and start again, with every thread's path in progress
+   carried over (a cut here would be a cut kansoku does not make). */
+static void kk_trie_full(void)
+{
+   UInt t, d, n;
+   Addr** chains = VG_(calloc)("kansoku.chains", VG_N_THREADS, sizeof(Addr*));
+   UInt* depths = VG_(calloc)("kansoku.depths", VG_N_THREADS, sizeof(UInt));
+   kk_write_trie(0x0f);
+   kk_flush();
+   /* the paths in progress as addresses, before their nodes go */
+   for (t = 0; t < VG_N_THREADS; t++) {
+      if (kk_states[t].node == 0)
+         continue;
+      for (n = kk_states[t].node; n != 0; n = kk_nodes[n].parent)
+         depths[t]++;
+      chains[t] = VG_(malloc)("kansoku.chain", depths[t] * sizeof(Addr));
+      d = depths[t];
+      for (n = kk_states[t].node; n != 0; n = kk_nodes[n].parent)
+         chains[t][--d] = kk_nodes[n].addr;
+   }
+   kk_clear_trie();
+   kk_gen++;
+   for (t = 0; t < VG_N_THREADS; t++) {
+      if (!chains[t])
+         continue;
+      n = 0;
+      for (d = 0; d < depths[t]; d++)
+         n = kk_find_child(n, chains[t][d]);
+      kk_states[t].node = n;
+      VG_(free)(chains[t]);
+   }
+   VG_(free)(chains);
+   VG_(free)(depths);
+}
+
+/* Called at the entry of every executed superblock in paths mode. */
+static VG_REGPARM(1) void kk_path_step(KKRun* r)
+{
+   KKPathState* st = kk_cur;
+   const KKRun* p = st->prev;
+   Addr a = r->start;
+   if (++kk_entries == KK_PROGRESS_EVERY) {
+      kk_put_progress();
+      kk_flush();
+   }
+   /* a rep string instruction's next element: kansoku's splitter makes nothing of it */
+   if ((r == p && r->rep) || kk_gave_up)
+      return;
+   if (p) {
+      /* left early: the entry lies inside the superblock left (kansoku decides) */
+      Bool inside = a > p->start && a <= p->last;
+      Bool cut = False;
+      if (!inside) {
+         if (p->end == KK_END_RETURN)
+            cut = True;
+         else if (p->end == KK_END_CALL)
+            cut = kk_paths == KK_PATHS_SPLIT;
+         else if (p->end == KK_END_JUMP)
+            cut = a <= st->chain;
+      }
+      if (cut && st->node != 0) {
+         kk_nodes[st->node].count++;
+         st->node = 0;
+         st->depth = 0;
+      }
+      if (p->end != KK_END_OTHER)
+         st->chain = a;
+      else if (a < st->chain)
+         st->chain = a;
+   } else {
+      st->chain = a;
+   }
+   st->prev = r;
+   {
+      UInt from = st->node;
+      UInt c = kk_nodes[from].cache;
+      if (c == 0 || kk_nodes[c].addr != a) {
+         if (r->from == from && r->gen == kk_gen) {
+            c = r->to;
+         } else {
+            if (kk_n_nodes >= kk_max_nodes) {
+               kk_trie_full();
+               from = st->node;
+            }
+            c = kk_find_child(from, a);
+            r->from = from;
+            r->to = c;
+            r->gen = kk_gen;
+         }
+         kk_nodes[from].cache = c;
+      }
+      st->node = c;
+   }
+   if (++st->depth == KK_MAX_DEPTH) {
+      kk_room(12);
+      kk_buf[kk_pos++] = 0x15;
+      kk_put_varint(a);
+      kk_gave_up = True;
+   }
 }
 
 /* Exact mode: the superblock just entered was left by a side exit (see the top). */
@@ -268,6 +597,10 @@ static void kk_start_client_code(ThreadId tid, ULong blocks_dispatched)
    if (tid == kk_tid)
       return;
    kk_tid = tid;
+   if (kk_paths) {
+      kk_cur = &kk_states[tid];
+      kk_cur->ktid = VG_(gettid)();
+   }
    kk_buf[kk_pos++] = 0x03;
    kk_put_varint((ULong)(UInt)VG_(gettid)());
    if (kk_pos > KK_FRAME_BYTES - KK_SLACK)
@@ -341,7 +674,7 @@ static IRSB* kk_instrument(VgCallbackClosure* closure, IRSB* sb_in,
    Int n = 0, k = -1;
    if (gWordTy != hWordTy)
       VG_(tool_panic)("host/guest word size mismatch");
-   if (kk_exact) {
+   if (kk_exact || kk_paths) {
       for (i = 0; i < sb_in->stmts_used; i++) {
          IRStmt* st = sb_in->stmts[i];
          if (st && st->tag == Ist_IMark) {
@@ -352,7 +685,7 @@ static IRSB* kk_instrument(VgCallbackClosure* closure, IRSB* sb_in,
             n++;
          }
       }
-      if (n > 0)
+      if (n > 0 && kk_exact)
          kk_shape(addrs[0], lengths, n);
    }
    sb_out = deepCopyIRSBExceptStmts(sb_in);
@@ -377,9 +710,21 @@ static IRSB* kk_instrument(VgCallbackClosure* closure, IRSB* sb_in,
          Addr start = (Addr)st->Ist.IMark.addr;
          IRDirty* d;
          kk_objects_for(start);
-         d = unsafeIRDirty_0_N(1, "kk_superblock",
-                               VG_(fnptr_to_fnentry)(&kk_superblock),
-                               mkIRExprVec_1(mkIRExpr_HWord((HWord)start)));
+         if (kk_paths && n > 0) {
+            /* one per translation, kept for the run: the path step points at it */
+            KKRun* r = VG_(malloc)("kansoku.run", sizeof(KKRun));
+            r->start = start;
+            r->last = addrs[n - 1];
+            r->end = kk_end_kind(addrs[n - 1], lengths[n - 1]);
+            r->rep = kk_is_rep_string(addrs[n - 1], lengths[n - 1]);
+            r->from = r->to = r->gen = 0;
+            d = unsafeIRDirty_0_N(1, "kk_path_step", VG_(fnptr_to_fnentry)(&kk_path_step),
+                                  mkIRExprVec_1(mkIRExpr_HWord((HWord)r)));
+         } else {
+            d = unsafeIRDirty_0_N(1, "kk_superblock",
+                                  VG_(fnptr_to_fnentry)(&kk_superblock),
+                                  mkIRExprVec_1(mkIRExpr_HWord((HWord)start)));
+         }
          addStmtToIRSB(sb_out, IRStmt_Dirty(d));
          done = True;
       }
@@ -393,6 +738,10 @@ static Bool kk_process_cmd_line_option(const HChar* arg)
    if VG_INT_CLO(arg, "--out-fd", kk_out_fd) {}
    else if VG_BOOL_CLO(arg, "--exact", kk_exact) {}
    else if VG_BOOL_CLO(arg, "--data", kk_data) {}
+   else if VG_XACT_CLO(arg, "--paths=no", kk_paths, KK_PATHS_OFF) {}
+   else if VG_XACT_CLO(arg, "--paths=split", kk_paths, KK_PATHS_SPLIT) {}
+   else if VG_XACT_CLO(arg, "--paths=through", kk_paths, KK_PATHS_THROUGH) {}
+   else if VG_BINT_CLO(arg, "--paths-nodes", kk_max_nodes, 16, 1 << 22) {}
    else
       return False;
    return True;
@@ -403,6 +752,9 @@ static void kk_print_usage(void)
    VG_(printf)("    --out-fd=<number>         write the superblock stream to this fd [required]\n");
    VG_(printf)("    --exact=no|yes            add instruction lengths, side exits and signals [no]\n");
    VG_(printf)("    --data=no|yes             (with --exact) add every memory access's address [no]\n");
+   VG_(printf)("    --paths=no|split|through  count paths between cuts in the tool (calls cut\n");
+   VG_(printf)("                              them or not) instead of writing every entry [no]\n");
+   VG_(printf)("    --paths-nodes=<number>    write the path trie out at this many nodes [4194304]\n");
 }
 
 static void kk_print_debug_usage(void)
@@ -418,6 +770,15 @@ static void kk_atfork_child(ThreadId tid)
    kk_pos = KK_HEADER_BYTES;
 }
 
+/* Paths mode: a thread ends; its path in progress is counted as the stream's would be
+   at the end (a later thread may get the same Valgrind thread id). */
+static void kk_thread_exit(ThreadId tid)
+{
+   if (!kk_gave_up)
+      kk_put_open_path(&kk_states[tid]);
+   VG_(memset)(&kk_states[tid], 0, sizeof(KKPathState));
+}
+
 static void kk_post_clo_init(void)
 {
    if (kk_out_fd < 0)
@@ -430,10 +791,53 @@ static void kk_post_clo_init(void)
       VG_(fmsg_bad_option)("--data", "--data=yes needs --exact=yes\n");
    if (kk_exact)
       VG_(track_pre_deliver_signal)(kk_pre_deliver_signal);
+   if (kk_paths && kk_exact)
+      VG_(fmsg_bad_option)("--paths", "--paths counts paths; it does not go with --exact=yes\n");
+   if (kk_paths) {
+      kk_cap_nodes = 1024;
+      kk_nodes = VG_(malloc)("kansoku.nodes", kk_cap_nodes * sizeof(KKNode));
+      kk_slot_mask = 4095;
+      kk_slots = VG_(calloc)("kansoku.slots", kk_slot_mask + 1, sizeof(UInt));
+      kk_nodes[0].addr = 0;
+      kk_nodes[0].parent = 0;
+      kk_nodes[0].count = 0;
+      kk_nodes[0].cache = 0;
+      kk_n_nodes = 1;
+      kk_states = VG_(calloc)("kansoku.states", VG_N_THREADS, sizeof(KKPathState));
+      kk_cur = &kk_states[1];
+      VG_(track_pre_thread_ll_exit)(kk_thread_exit);
+   }
+}
+
+/* Before an execve (which replaces the process without a fini): what the stream holds
+   so far is flushed, and in paths mode a snapshot of the trie is written (0x17). */
+static void kk_pre_syscall(ThreadId tid, UInt syscallno, UWord* args, UInt nArgs)
+{
+   if (syscallno != 59 && syscallno != 322) /* execve, execveat (amd64) */
+      return;
+   if (kk_paths && !kk_gave_up) {
+      UInt t;
+      kk_put_progress();
+      for (t = 0; t < VG_N_THREADS; t++)
+         kk_put_open_path(&kk_states[t]);
+      kk_write_trie(0x17);
+   }
+   kk_flush();
+}
+
+static void kk_post_syscall(ThreadId tid, UInt syscallno, UWord* args, UInt nArgs, SysRes res)
+{
 }
 
 static void kk_fini(Int exitcode)
 {
+   if (kk_paths && !kk_gave_up) {
+      UInt t;
+      kk_put_progress();
+      for (t = 0; t < VG_N_THREADS; t++)
+         kk_put_open_path(&kk_states[t]);
+      kk_write_trie(0x0f);
+   }
    kk_flush();
 }
 
@@ -448,6 +852,7 @@ static void kk_pre_clo_init(void)
    VG_(basic_tool_funcs)(kk_post_clo_init, kk_instrument, kk_fini);
    VG_(needs_command_line_options)(kk_process_cmd_line_option, kk_print_usage, kk_print_debug_usage);
    VG_(track_start_client_code)(kk_start_client_code);
+   VG_(needs_syscall_wrapper)(kk_pre_syscall, kk_post_syscall);
 }
 
 VG_DETERMINE_INTERFACE_VERSION(kk_pre_clo_init)

@@ -10,7 +10,7 @@ use anyhow::{bail, Context, Result};
 use kansoku_core::{ExitStatus, RecordingKind};
 use kansoku_export::Format;
 use kansoku_paths::{AnalysisOptions, BackEdgeMode, BlockKind, BlockRecorder, CallMode, PathAnalysis, PathReport, Scope};
-use kansoku_probe::blocks::{run_source, BlockSource};
+use kansoku_probe::blocks::{run_source, BlockSource, ToolCuts};
 use kansoku_probe::valgrind::{tool_dir, LackeyOptions};
 use kansoku_probe::{interrupt, Engine, ExactTraceOptions};
 use serde::Serialize;
@@ -34,6 +34,13 @@ pub enum BackEdgesArg {
 pub enum ScopeArg {
     Program,
     All,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CountInArg {
+    Auto,
+    Tool,
+    Stream,
 }
 
 #[derive(clap::Args, Clone, Debug)]
@@ -94,6 +101,13 @@ pub struct Args {
     /// The valgrind launcher to run.
     #[arg(long, default_value = "valgrind")]
     pub valgrind: PathBuf,
+    /// Where `--source valgrind` counts paths: `tool` (inside kansoku's Valgrind tool, which
+    /// writes only its table of distinct superblock paths at the end: the fast way), `stream`
+    /// (every superblock entry streamed to kansoku, as needed by --cfg, --record, the
+    /// callgrind, collapsed and perfetto exports, --calls frames and --back-edges loops), or
+    /// `auto` (the tool whenever none of those is asked for). The path tables are the same.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub count_in: CountInArg,
     /// The program and its arguments (not needed for a file source).
     #[arg(last = true, num_args = 0..)]
     pub command: Vec<String>,
@@ -184,7 +198,10 @@ fn block_source(args: &Args) -> Result<BlockSource> {
     let lackey = |(program, args): (PathBuf, Vec<String>), valgrind: &Path| LackeyOptions { valgrind: valgrind.to_path_buf(), program, args };
     Ok(match args.source.as_str() {
         "valgrind" => match tool_dir() {
-            Ok(_) => BlockSource::Tool(lackey(program()?, &args.valgrind)),
+            Ok(_) => match tool_cuts(args)? {
+                Some(cuts) => BlockSource::ToolPaths(lackey(program()?, &args.valgrind), cuts),
+                None => BlockSource::Tool(lackey(program()?, &args.valgrind)),
+            },
             Err(reason) => {
                 eprintln!("kansoku: note: {reason}; using Valgrind's Lackey instead (slower: a text line and a write per superblock)");
                 BlockSource::Lackey(lackey(program()?, &args.valgrind))
@@ -197,6 +214,35 @@ fn block_source(args: &Args) -> Result<BlockSource> {
             BlockSource::Exact(ExactTraceOptions { engine, program, args: prog_args, ..Default::default() })
         }
         file => BlockSource::file(Path::new(file)).with_context(|| format!("--source {file}"))?,
+    })
+}
+
+/// Whether kansoku's Valgrind tool counts the paths itself (and how it cuts), by
+/// `--count-in`: it can when only the path table is asked for, with back edges by address
+/// and calls that split or go through.
+fn tool_cuts(args: &Args) -> Result<Option<ToolCuts>> {
+    let mut needs_stream = Vec::new();
+    if args.cfg.is_some() {
+        needs_stream.push("--cfg (block-to-block transitions)");
+    }
+    if args.record.is_some() {
+        needs_stream.push("--record (every block)");
+    }
+    if args.export.iter().any(|(f, _)| matches!(f, Format::Callgrind | Format::Collapsed | Format::Perfetto)) {
+        needs_stream.push("the callgrind, collapsed and perfetto exports (calls followed block by block)");
+    }
+    if matches!(args.calls, CallsArg::Frames) {
+        needs_stream.push("--calls frames (a path stack per thread)");
+    }
+    if matches!(args.back_edges, BackEdgesArg::Loops) {
+        needs_stream.push("--back-edges loops (the CFG's dominators)");
+    }
+    let cuts = if matches!(args.calls, CallsArg::Through) { ToolCuts::Through } else { ToolCuts::Split };
+    Ok(match args.count_in {
+        CountInArg::Stream => None,
+        CountInArg::Auto => needs_stream.is_empty().then_some(cuts),
+        CountInArg::Tool if needs_stream.is_empty() => Some(cuts),
+        CountInArg::Tool => bail!("--count-in tool: the tool counts path tables only; {} need --count-in stream", needs_stream.join(", ")),
     })
 }
 
@@ -220,7 +266,7 @@ pub fn analyse(args: &Args) -> Result<PathsRun> {
     if let Some(path) = &args.record {
         let (prog, prog_args) = program.clone().unwrap_or_default();
         let label = match &source {
-            BlockSource::Tool(_) => "valgrind".to_string(),
+            BlockSource::Tool(_) | BlockSource::ToolPaths(..) => "valgrind".to_string(),
             BlockSource::Lackey(_) => "lackey".to_string(),
             BlockSource::Exact(o) if o.engine == Engine::Ptrace => "step".to_string(),
             BlockSource::Exact(_) => "exact".to_string(),
@@ -239,9 +285,9 @@ pub fn analyse(args: &Args) -> Result<PathsRun> {
     if let Some(at) = run.truncated_at {
         eprintln!("kansoku: warning: {name} is cut off at byte {at}; the paths read up to there are reported");
     }
-    let ran_nothing = analysis.stats.superblocks == 0 && analysis.stats.instructions == 0 && !run.interrupted;
+    let ran_nothing = analysis.input_units() == 0 && !run.interrupted;
     match (&source, run.exit) {
-        (BlockSource::Tool(o), Some(status)) if ran_nothing => {
+        (BlockSource::Tool(o) | BlockSource::ToolPaths(o, _), Some(status)) if ran_nothing => {
             bail!("{} ran nothing under {}: it {}{}", o.program.display(), o.valgrind.display(), status_text(status), log_tail(&run.valgrind_log))
         }
         (BlockSource::Lackey(o), Some(status)) if ran_nothing => bail!("{} ran nothing under {} (Lackey): it {}", o.program.display(), o.valgrind.display(), status_text(status)),
@@ -250,6 +296,11 @@ pub fn analyse(args: &Args) -> Result<PathsRun> {
             p.display()
         ),
         _ => {}
+    }
+    if let Some(at) = analysis.stats.tool_gave_up {
+        bail!(
+            "kansoku's Valgrind tool met a path of more than 65536 superblocks without a cut it could be sure of (at {at:#x}: a loop whose back edge it cannot see) and stopped counting; run again with --count-in stream"
+        );
     }
     if !run.valgrind_log.is_empty() {
         analysis.feed_valgrind_log(&run.valgrind_log);
@@ -508,6 +559,7 @@ pub fn demo_stage(dir: &Path) -> Result<String> {
         record: None,
         export: Vec::new(),
         valgrind: "valgrind".into(),
+        count_in: CountInArg::Auto,
         command: vec![program.to_string_lossy().into_owned(), "1000".into(), "10".into()],
     };
     let mut r = analyse(&args)?;
