@@ -16,8 +16,9 @@ use crate::code::CodeMap;
 use crate::normalize::{SuperblockSplitter, VEX_MAX_INSNS};
 use crate::profile::{PathProfiler, ThreadState};
 
-/// Node ids a trie may use: the tool writes its trie out at 2^22 nodes.
-const MAX_NODES: u32 = 1 << 23;
+/// Node ids a trie may use: the tool writes its trie out at 2^22 nodes at most (ids below
+/// that), so a hostile id costs at most that many 24-byte nodes.
+const MAX_NODES: u32 = 1 << 22;
 
 #[derive(Clone, Copy)]
 struct Node {
