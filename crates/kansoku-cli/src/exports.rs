@@ -64,7 +64,10 @@ pub fn write_firefox(recording: &Path, out: File) -> Result<(kansoku_export::Fir
     let mut images = ImageAddresses::default();
     while let Some(event) = reader.next_event()? {
         match &event {
-            kansoku_core::Event::Module(m) => profile.add_module(m, images.of(m)),
+            kansoku_core::Event::Module(m) => {
+                let image_address = images.of(m);
+                profile.add_module(m, image_address, images.functions(m))
+            }
             e => profile.add_event(e),
         }
     }
@@ -93,10 +96,20 @@ fn sampled_run(header: &kansoku_core::Header) -> kansoku_export::SampledRun {
 #[derive(Default)]
 struct ImageAddresses {
     programs: std::collections::HashMap<String, Option<kansoku_binary::Program>>,
+    /// Each file's functions (link-time address, size, demangled name), once it was read.
+    functions: std::collections::HashMap<String, Vec<(u64, u64, String)>>,
     warnings: Vec<String>,
 }
 
 impl ImageAddresses {
+    /// The functions of `m`'s file, when it was read by [`Self::of`] and is the recorded build.
+    fn functions(&mut self, m: &kansoku_core::Module) -> &[(u64, u64, String)] {
+        let program = self.programs.get(&m.path).and_then(|p| p.as_ref()).filter(|p| m.build_id.is_none() || p.build_id == m.build_id);
+        self.functions
+            .entry(m.path.clone())
+            .or_insert_with(|| program.map(|p| p.functions().iter().map(|f| (f.address, f.size, kansoku_binary::program::demangle(&f.name))).collect()).unwrap_or_default())
+    }
+
     /// The link-time address of `m.file_offset` in `m`'s file: what the profiler looks
     /// symbols up by. Where the file cannot be read, or is not the recorded one (another
     /// build id), the file offset stands in (equal for the usual PIE layout), said once.

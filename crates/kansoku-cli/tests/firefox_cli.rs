@@ -123,6 +123,10 @@ fn check_profile(profile: &Value, recording: &Value, seed: &Path) {
     let func_resources = indexes(funcs, "resource", len(resources), true);
     let resource_libs = indexes(resources, "lib", libs.len(), true);
     let addresses = column(frames, "address");
+    // Function names are in the profile (the files' symbols embedded), not left to a symbol
+    // server that cannot know the user's build: the profiler shows them wherever it runs.
+    let strings = profile["shared"]["stringArray"].as_array().or_else(|| t["stringArray"].as_array()).expect("a string table");
+    let func_names = column(funcs, "name");
 
     // One sample per recorded sample, in order, at the recorded time.
     let events = recording["events"].as_array().unwrap();
@@ -156,6 +160,9 @@ fn check_profile(profile: &Value, recording: &Value, seed: &Path) {
                 if m["path"] == s(seed) {
                     in_program += 1;
                     check_symbol(symbols.as_ref(), address as u64, event, i);
+                    let name = strings[func_names[frame_funcs[frame].unwrap()].as_u64().unwrap() as usize].as_str().unwrap();
+                    let function = event["location"].as_str().unwrap().split(':').next().unwrap();
+                    assert_eq!(name, function, "sample {i}: the profile names its function");
                 }
             }
             None => assert!(address == -1 && lib_of_frame.is_none(), "sample {i} outside the modules has a library frame"),

@@ -15,10 +15,11 @@
 
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
+use std::sync::Arc;
 
 use fxprof_processed_profile::debugid::DebugId;
 use fxprof_processed_profile::{
-    CategoryColor, CategoryHandle, CategoryPairHandle, CpuDelta, Frame, FrameFlags, FrameInfo, LibraryInfo, MarkerFieldFlags, MarkerFieldFormat,
+    CategoryColor, CategoryHandle, CategoryPairHandle, CpuDelta, Frame, FrameFlags, FrameInfo, LibraryInfo, Symbol, SymbolTable, MarkerFieldFlags, MarkerFieldFormat,
     MarkerTiming, ProcessHandle, Profile, ReferenceTimestamp, SamplingInterval, StaticSchemaMarker, StaticSchemaMarkerField, StringHandle,
     ThreadHandle, Timestamp,
 };
@@ -83,6 +84,8 @@ pub struct FirefoxProfile {
     mapped: Vec<(u64, u64)>,
     /// The libraries named so far, by path and build id.
     libraries: HashSet<(String, Option<String>)>,
+    /// Each library file's functions as the profile's symbol table.
+    symbol_tables: HashMap<String, Option<Arc<SymbolTable>>>,
     user: CategoryPairHandle,
     kernel: CategoryPairHandle,
     marker_name: StringHandle,
@@ -110,6 +113,7 @@ impl FirefoxProfile {
             current: 0,
             mapped: Vec::new(),
             libraries: HashSet::new(),
+            symbol_tables: HashMap::new(),
             user,
             kernel,
             marker_name,
@@ -121,8 +125,11 @@ impl FirefoxProfile {
     /// A recorded module, mapped at its runtime range. `image_address` is the address
     /// the module's file puts at `module.file_offset` (its link-time address: what the
     /// profiler's symbol lookup takes); only a reader of the file knows it, so the caller
-    /// gives it.
-    pub fn add_module(&mut self, module: &Module, image_address: u64) {
+    /// gives it, with the file's functions (link-time address, size, name): they go into
+    /// the profile, so that it shows names wherever it is opened. Without them the
+    /// profiler asks a symbol server, which knows Mozilla's builds, not the user's, and
+    /// shows bare addresses.
+    pub fn add_module(&mut self, module: &Module, image_address: u64, functions: &[(u64, u64, String)]) {
         let Ok(relative) = u32::try_from(image_address) else {
             // Beyond what the format's 32-bit relative addresses reach: its samples get a
             // labelled frame rather than a wrong address.
@@ -138,7 +145,7 @@ impl FirefoxProfile {
             debug_id: build_id.as_deref().map(debug_id).unwrap_or_default(),
             code_id: module.build_id.clone(),
             arch: Some("x86_64".to_string()),
-            symbol_table: None,
+            symbol_table: self.symbol_table(&module.path, functions),
         };
         // One file mapped several times (code segments, a reload) is one library.
         if self.libraries.insert((module.path.clone(), module.build_id.clone())) {
@@ -148,6 +155,24 @@ impl FirefoxProfile {
         self.profile.add_lib_mapping(self.process, lib, module.start, module.end, relative);
         self.mapped.retain(|&(s, e)| e <= module.start || s >= module.end);
         self.mapped.push((module.start, module.end));
+    }
+
+    /// The functions of the library at `path` as the profile's symbol table, made once per
+    /// path (a library mapped several times shares it); none when nothing is known.
+    fn symbol_table(&mut self, path: &str, functions: &[(u64, u64, String)]) -> Option<Arc<SymbolTable>> {
+        self.symbol_tables
+            .entry(path.to_string())
+            .or_insert_with(|| {
+                // relative addresses are 32 bits: a function beyond them cannot be named
+                let symbols: Vec<Symbol> = functions
+                    .iter()
+                    .filter_map(|(address, size, name)| {
+                        Some(Symbol { address: u32::try_from(*address).ok()?, size: u32::try_from(*size).ok().filter(|&s| s > 0), name: name.clone() })
+                    })
+                    .collect();
+                (!symbols.is_empty()).then(|| Arc::new(SymbolTable::new(symbols)))
+            })
+            .clone()
     }
 
     /// A recording event: threads, samples and marker hits; the rest is not shown (modules
