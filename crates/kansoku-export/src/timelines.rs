@@ -115,18 +115,23 @@ pub fn wave_timeline(program: &str, points: &[WavePoint], exact: bool, metadata:
 }
 
 /// The sampling monitor's series (seed 001) as counters, one value per interval at its
-/// end (nanoseconds since the start): CPU active, user state, kernel state, iowait, I-O
-/// busy, and each device's busy percent (`devices` names them in the series' order), under
+/// end (nanoseconds since the start): the seed's eight items (CPU active, CPU only,
+/// CPU/I-O overlap, I-O only, I-O busy, CPU wait, user state, kernel state), iowait, and
+/// each device's busy percent (`devices` names them in the series' order), under
 /// the observed process (`pid`) or, observing only the system, a track named `title`.
 pub fn sampling_timeline(title: &str, pid: Option<i32>, series: &[IntervalFigures], devices: &[String], metadata: Args) -> Timeline {
     let at = |x: &IntervalFigures| (x.t_s.max(0.0) * 1e9) as u64;
     let lane = |name: &str, f: &dyn Fn(&IntervalFigures) -> f64| CounterLane { name: name.into(), unit: "%".into(), points: series.iter().map(|x| (at(x), f(x))).collect() };
     let mut counters = vec![
         lane("CPU active", &|x| x.cpu_active),
+        lane("CPU only", &|x| x.cpu_only),
+        lane("CPU/I-O overlap", &|x| x.cpu_io_overlap),
+        lane("I-O only", &|x| x.io_only),
+        lane("I-O busy (max device)", &|x| x.io_busy),
+        lane("CPU wait", &|x| x.cpu_wait),
         lane("user state", &|x| x.user_state),
         lane("kernel state", &|x| x.kernel_state),
         lane("iowait", &|x| x.iowait),
-        lane("I-O busy (max device)", &|x| x.io_busy),
     ];
     for (k, device) in devices.iter().enumerate() {
         counters.push(lane(&format!("{device} busy"), &|x| x.devices.get(k).copied().unwrap_or(0.0)));

@@ -153,6 +153,13 @@ pub struct IntervalFigures {
     pub kernel_state: f64,
     pub iowait: f64,
     pub io_busy: f64,
+    /// The interval's share of the seed's items that need CPU and I/O together (as the
+    /// summary's, from the CPU busy fraction a and the I/O busy fraction b): CPU only
+    /// a − ab, overlap ab, I-O only b − ab; and CPU wait (idle, iowait, steal).
+    pub cpu_only: f64,
+    pub cpu_io_overlap: f64,
+    pub io_only: f64,
+    pub cpu_wait: f64,
     /// Per device busy percent, in the order of [`Summary::devices`].
     pub devices: Vec<f64>,
 }
@@ -265,6 +272,10 @@ pub fn summarise(observations: &[Observation], options: &SummaryOptions) -> Summ
             kernel_state: pct(d.kernel_state()),
             iowait: pct(d.iowait),
             io_busy: b * 100.0,
+            cpu_only: (a - a * b) * 100.0,
+            cpu_io_overlap: a * b * 100.0,
+            io_only: (b - a * b) * 100.0,
+            cpu_wait: pct(d.idle + d.iowait + d.steal),
             devices: per_dev,
         });
     }
