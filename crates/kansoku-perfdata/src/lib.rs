@@ -211,11 +211,50 @@ impl Converter {
 /// with a build id holds at most 20 bytes of it.
 fn parseable(record: &RawEventRecord) -> bool {
     const WITH_BUILD_ID: u16 = 1 << 14;
+    if record.record_type == RecordType::SAMPLE {
+        return callchain_fits(record);
+    }
     if record.record_type != RecordType::MMAP2 || record.misc & WITH_BUILD_ID == 0 {
         return true;
     }
     // pid, tid (4 each), address, length, page offset (8 each), then the build id's length
     record.data.get(32..33).and_then(|mut b| b.read_u8().ok()).is_some_and(|len| len <= 20)
+}
+
+/// A sample's call chain, if it has one, holds no more addresses than the record has
+/// room for: the parser sizes it by multiplying the claimed count by 8, which overflows for
+/// a count past 2^61 (found by fuzzing). The fields before it are walked as the parser
+/// walks them; where they already run past the record, the parser says so itself.
+fn callchain_fits(record: &RawEventRecord) -> bool {
+    use linux_perf_data::linux_perf_event_reader::{ReadFormat, SampleFormat};
+    let info = &record.parse_info;
+    let (format, read) = (info.sample_format, info.read_format);
+    if !format.contains(SampleFormat::CALLCHAIN) {
+        return true;
+    }
+    let u64_at = |at: usize| -> Option<u64> {
+        let mut b = record.data.get(at..at.checked_add(8)?)?;
+        (0..8).try_fold(0u64, |v, i| Some(v | u64::from(b.read_u8().ok()?) << (8 * i)))
+    };
+    let fixed = [SampleFormat::IDENTIFIER, SampleFormat::IP, SampleFormat::TID, SampleFormat::TIME, SampleFormat::ADDR, SampleFormat::ID, SampleFormat::STREAM_ID, SampleFormat::CPU, SampleFormat::PERIOD];
+    let mut at = 8 * fixed.iter().filter(|&&f| format.contains(f)).count();
+    if format.contains(SampleFormat::READ) {
+        let times = [ReadFormat::TOTAL_TIME_ENABLED, ReadFormat::TOTAL_TIME_RUNNING].iter().filter(|&&f| read.contains(f)).count();
+        // the parser's reading: one value (GROUP set), or a count of values (GROUP not set)
+        let words = if read.contains(ReadFormat::GROUP) {
+            Some(1 + times + usize::from(read.contains(ReadFormat::ID)))
+        } else {
+            u64_at(at).and_then(|nr| usize::try_from(nr).ok()).and_then(|nr| nr.checked_mul(1 + usize::from(read.contains(ReadFormat::ID)))).and_then(|n| n.checked_add(1 + times))
+        };
+        match words.and_then(|w| w.checked_mul(8)).and_then(|b| at.checked_add(b)) {
+            Some(next) if next <= record.data.len() => at = next,
+            _ => return true,
+        }
+    }
+    match u64_at(at) {
+        Some(n) => n <= ((record.data.len() - at - 8) / 8) as u64,
+        None => true,
+    }
 }
 
 /// The program and its arguments from perf's own command line (`perf record … -- PROG
@@ -520,6 +559,33 @@ mod tests {
         assert_eq!(program_of(&words("perf record -e cpu-clock -o x -- /bin/prog 10 20")), ("/bin/prog".to_string(), words("10 20")));
         assert_eq!(program_of(&words("perf record ./prog")).0, "./prog");
         assert_eq!(program_of(&[]).0, "");
+    }
+
+    /// Inputs fuzzing found (kept as seeds of the perf_data target): each is read to an
+    /// error or its end, never a panic (tests build with overflow checks, as the fuzzer does).
+    #[test]
+    fn fuzz_findings_are_errors_not_panics() {
+        let dir = std::env::temp_dir().join(format!("kansoku-perfdata-fuzz-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let seeds = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/seeds/perf_data");
+        let mut found = 0;
+        for entry in std::fs::read_dir(&seeds).unwrap() {
+            let path = entry.unwrap().path();
+            if !path.file_name().unwrap().to_string_lossy().starts_with("regression-") {
+                continue;
+            }
+            found += 1;
+            let copy = dir.join(path.file_name().unwrap());
+            std::fs::copy(&path, &copy).unwrap();
+            if let Ok(mut r) = PerfDataReader::open(&copy) {
+                let mut n = 0;
+                while let Ok(Some(_)) = r.next_event() {
+                    n += 1;
+                    assert!(n < 1_000_000, "{}: runs on", path.display());
+                }
+            }
+        }
+        assert!(found >= 3, "the regression seeds are in {}", seeds.display());
     }
 
     #[test]
