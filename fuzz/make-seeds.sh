@@ -8,7 +8,7 @@ K=${KANSOKU:-../target/release/kansoku}
 S=seeds
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
-mkdir -p $S/{perf_data,ksk_reader,valgrind_stream,lackey_lines,kernel,formulas_json,scores,xlat,wasm_optimize,trace_decode,report_page}
+mkdir -p $S/{perf_data,ksk_reader,valgrind_stream,tool_paths,lackey_lines,kernel,formulas_json,scores,xlat,wasm_optimize,trace_decode,report_page}
 
 # .ksk: an exact trace and a sampled one of a tiny static program.
 printf 'int f(int x) { return x * 3 + 1; }\nint main(int c, char **v) { int s = 0; for (int i = 0; i < 50; i++) s += f(i); return s & 1; }\n' > "$W/tiny.c"
@@ -32,6 +32,13 @@ for a in [0x401000, 0x401010, 0x401000, 0x401040, 0x401000]:
     p += v((((d << 1) ^ (d >> 63)) & (2**64 - 1)) << 1)
 open(sys.argv[1], "wb").write(b"KSB1" + struct.pack("<I", len(p)) + p)
 EOF
+
+# The tool's stream through the path analysis: the frame above, and the paths kansoku's
+# Valgrind tool counts itself (--paths=split) for tiny (a static program: a few KB).
+cp $S/valgrind_stream/frame $S/tool_paths/frame
+TOOL_LIB=$(dirname "$(ls -t ${CARGO_TARGET_DIR:-../target}/release/build/kansoku-probe-*/out/valgrind-lib/kansoku-amd64-linux | head -1)")
+VALGRIND_LIB="$TOOL_LIB" valgrind --tool=kansoku --out-fd=3 --paths=split --vex-guest-chase=no --vex-guest-max-insns=50 \
+  --vex-iropt-unroll-thresh=0 "$W/tiny" 3> $S/tool_paths/tiny-paths >/dev/null 2>&1 || true
 
 # Lackey: the first lines of a real log.
 valgrind --tool=lackey --trace-superblocks=yes --basic-counts=no -v -v --log-file="$W/lackey.log" /bin/true >/dev/null 2>&1 || true

@@ -347,7 +347,8 @@ mod tests {
         let run = SampledRun { program: "/bin/p".into(), started_s: 0, interval_ns: 1000, time_sampling: true, marker: Some("f".into()) };
         let mut p = FirefoxProfile::new(run);
         let module = Module { path: "/bin/p".into(), build_id: Some("aa".into()), start: 0x1000, end: 0x2000, file_offset: 0x1000 };
-        p.add_module(&module, 0x1000);
+        // the file's functions: 0x1800 (the samples) lies in `work`
+        p.add_module(&module, 0x1000, &[(0x1700, 0x200, "work".into()), (0x1900, 0x10, "other".into())]);
         for tid in [7, 8] {
             p.add_event(&Event::Thread { tid });
             for t in 0..3 {
@@ -361,6 +362,9 @@ mod tests {
         assert_eq!((s.samples, s.unmapped, s.threads, s.libraries, s.hits, s.iterations), (7, 1, 2, 1, 6, 4));
         let v: serde_json::Value = serde_json::from_slice(&json).unwrap();
         assert_eq!(v["libs"][0]["codeId"], "aa");
+        let strings = v["shared"]["stringArray"].as_array().or_else(|| v["threads"][0]["stringArray"].as_array()).unwrap();
+        let name = &v["threads"][0]["funcTable"]["name"][0];
+        assert_eq!(strings[name.as_u64().unwrap() as usize], "work", "the sampled function named from the embedded symbols");
     }
 
     #[test]

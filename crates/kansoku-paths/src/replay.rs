@@ -19,6 +19,9 @@ use crate::profile::{PathProfiler, ThreadState};
 /// Node ids a trie may use: the tool writes its trie out at 2^22 nodes at most (ids below
 /// that), so a hostile id costs at most that many 24-byte nodes.
 const MAX_NODES: u32 = 1 << 22;
+/// The deepest path the tool keeps (it gives up beyond, see its source): a deeper node is
+/// damage, and the walk's stack stays within this many frames.
+const MAX_DEPTH: usize = 1 << 16;
 
 #[derive(Clone, Copy)]
 struct Node {
@@ -165,13 +168,16 @@ fn walk(
 ) -> u64 {
     let mut reached = 0u64;
     let mut stack = vec![Frame { node: 0, next: first[0], splitter: SuperblockSplitter::new(VEX_MAX_INSNS), cursor: ThreadState::default() }];
-    while let Some(top) = stack.last_mut() {
+    while !stack.is_empty() {
+        let depth = stack.len();
+        let top = stack.last_mut().expect("not empty");
         let x = top.node as usize;
         if top.next < first[x + 1] {
             let c = children[top.next as usize];
             top.next += 1;
             let child = &nodes[c as usize];
-            if child.missing || weight[c as usize] == 0 {
+            // deeper than the tool goes: its paths are counted as lost (see `replay`)
+            if child.missing || weight[c as usize] == 0 || depth > MAX_DEPTH {
                 continue;
             }
             let mut splitter = top.splitter.clone();
@@ -226,5 +232,19 @@ mod tests {
         let done = t.replay(&mut code, &mut profiler);
         assert_eq!(done.lost_paths, 5, "the five paths ending under the lost node");
         assert_eq!(done.superblocks, 0, "nothing replayable: node 1 ends no path");
+    }
+
+    #[test]
+    fn a_path_deeper_than_the_tool_keeps_is_lost_not_walked() {
+        let mut t = ToolTrie::default();
+        let depth = MAX_DEPTH as u32 + 10;
+        for id in 1..=depth {
+            t.node(id, id - 1, 0x1000 + u64::from(id % 7) * 16, u64::from(id == depth || id == 100)).unwrap();
+        }
+        let mut code = CodeMap::new(None, crate::code::Scope::All);
+        let mut profiler = PathProfiler::new(crate::profile::CallMode::Split, crate::profile::BackEdgeMode::Address);
+        let done = t.replay(&mut code, &mut profiler);
+        assert_eq!(done.lost_paths, 1, "the path ending below the depth bound");
+        assert!(profiler.paths.iter().map(|(_, c)| c).sum::<u64>() > 0, "the shallow path is counted");
     }
 }

@@ -91,7 +91,7 @@ impl BlockSource {
     pub fn name(&self) -> String {
         match self {
             BlockSource::Tool(_) => "valgrind".into(),
-            BlockSource::ToolPaths(..) => "valgrind (paths counted in the tool)".into(),
+            BlockSource::ToolPaths(..) => "valgrind".into(),
             BlockSource::Lackey(_) => "lackey".into(),
             BlockSource::Exact(o) => format!("exact ({})", o.engine.name()),
             BlockSource::Recording(p) => format!("recording {}", p.display()),

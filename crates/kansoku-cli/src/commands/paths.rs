@@ -118,6 +118,9 @@ pub struct PathsRun {
     pub analysis: PathAnalysis,
     pub report: PathReport,
     pub source: String,
+    /// Where the paths were counted: `tool` (kansoku's Valgrind tool, `--count-in tool`) or
+    /// `kansoku` (every entry streamed to the analysis).
+    pub counted_in: &'static str,
     /// Wall time from start to the end of the input.
     pub elapsed: Duration,
     pub interrupted: bool,
@@ -311,11 +314,12 @@ pub fn analyse(args: &Args) -> Result<PathsRun> {
     analysis.finish().context("finishing the block recording")?;
     let elapsed = start.elapsed();
     let report = analysis.report(None, args.function.as_deref());
+    let counted_in = if matches!(source, BlockSource::ToolPaths(..)) { "tool" } else { "kansoku" };
     let source = match &source {
         BlockSource::Exact(o) if o.engine == Engine::Ptrace => "step".to_string(),
         _ => name,
     };
-    Ok(PathsRun { analysis, report, source, elapsed, interrupted: run.interrupted })
+    Ok(PathsRun { analysis, report, source, counted_in, elapsed, interrupted: run.interrupted })
 }
 
 /// "exited with status 1" or "was killed by SIGSEGV (11)".
@@ -408,6 +412,7 @@ pub fn render_svg(dot: &str, svg: &Path) -> Result<()> {
 #[derive(Serialize)]
 struct JsonOut<'a> {
     source: &'a str,
+    counted_in: &'a str,
     seconds: f64,
     blocks_per_second: f64,
     interrupted: bool,
@@ -450,7 +455,7 @@ pub fn run(args: Args) -> Result<()> {
     if let Some(out) = &args.output {
         if out.extension().is_some_and(|e| e == "json") {
             let f = File::create(out).with_context(|| format!("creating {}", out.display()))?;
-            let all = JsonOut { source: &r.source, seconds: r.elapsed.as_secs_f64(), blocks_per_second, interrupted: r.interrupted, report: &r.report };
+            let all = JsonOut { source: &r.source, counted_in: r.counted_in, seconds: r.elapsed.as_secs_f64(), blocks_per_second, interrupted: r.interrupted, report: &r.report };
             serde_json::to_writer_pretty(BufWriter::new(f), &all)?;
         } else {
             write_csv(&r.report, out)?;
@@ -469,15 +474,16 @@ pub fn run(args: Args) -> Result<()> {
     let mut shown = r.report.clone();
     shown.paths.truncate(args.top);
     if args.json {
-        return print_json(&JsonOut { source: &r.source, seconds: r.elapsed.as_secs_f64(), blocks_per_second, interrupted: r.interrupted, report: &shown });
+        return print_json(&JsonOut { source: &r.source, counted_in: r.counted_in, seconds: r.elapsed.as_secs_f64(), blocks_per_second, interrupted: r.interrupted, report: &shown });
     }
     for w in &r.report.warnings {
         eprintln!("kansoku: warning: {w}");
     }
     reportln!(
-        "paths of {} (source {}, calls {:?}, back edges {:?}, scope {:?})",
+        "paths of {} (source {}{}, calls {:?}, back edges {:?}, scope {:?})",
         r.report.program.as_deref().unwrap_or("?"),
         r.source,
+        if r.counted_in == "tool" { ", counted in the tool" } else { "" },
         r.report.calls,
         r.report.back_edges,
         r.report.scope
