@@ -647,7 +647,7 @@ mod tests {
                 e.entries(u64::from(i) << 20);
                 want.push(format!("{:?}", Item::Entries(u64::from(i) << 20)));
             }
-            let addr = [0x40_1000, 0x7f00_0000_1000, 1, u64::MAX][(i % 4) as usize] + u64::from(i % 7);
+            let addr = [0x40_1000u64, 0x7f00_0000_1000, 1, u64::MAX][(i % 4) as usize].wrapping_add(u64::from(i % 7));
             let count = [0, 1, u64::MAX][(i % 3) as usize];
             e.path_node(i + 1, i / 2, addr, count);
             want.push(format!("{:?}", Item::PathNode { id: i + 1, parent: i / 2, addr, count }));
