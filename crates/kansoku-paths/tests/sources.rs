@@ -28,21 +28,25 @@ fn tool_stream(program: &Path, args: &[&str]) -> (Vec<u8>, Vec<u8>, kansoku_core
     (bytes, log, exit, run.program.clone())
 }
 
+/// A whole tool stream (and Valgrind's log) analysed with `options`, fed in `chunk`-byte
+/// pieces; the stream must be undamaged.
+fn analyse_stream(bytes: &[u8], log: &[u8], exit: kansoku_core::ExitStatus, options: &AnalysisOptions, chunk: usize) -> PathAnalysis {
+    let mut a = PathAnalysis::new(options);
+    for piece in bytes.chunks(chunk) {
+        a.feed_tool_stream(piece);
+    }
+    a.feed_valgrind_log(log);
+    a.set_exit(exit);
+    a.finish().unwrap();
+    assert_eq!(a.stats.stream_damage, 0, "{:?}", a.stats.stream_damage_examples);
+    a
+}
+
 /// kansoku's own Valgrind tool (the default `--source valgrind`), fed in pieces of odd sizes.
 fn via_valgrind(program: &Path, args: &[&str], calls: &[CallMode]) -> Vec<PathAnalysis> {
     let (bytes, log, exit, resolved) = tool_stream(program, args);
     assert!(bytes.starts_with(b"KSB1"), "a stream of frames");
-    let mut analyses: Vec<PathAnalysis> = calls.iter().map(|&c| PathAnalysis::new(&opts(c, &resolved))).collect();
-    for a in &mut analyses {
-        for chunk in bytes.chunks(40_000) {
-            a.feed_tool_stream(chunk);
-        }
-        a.feed_valgrind_log(&log);
-        a.set_exit(exit);
-        a.finish().unwrap();
-        assert_eq!(a.stats.stream_damage, 0, "{:?}", a.stats.stream_damage_examples);
-    }
-    analyses
+    calls.iter().map(|&c| analyse_stream(&bytes, &log, exit, &opts(c, &resolved), 40_000)).collect()
 }
 
 fn via_lackey(program: &Path, args: &[&str], calls: &[CallMode]) -> Vec<PathAnalysis> {
@@ -339,14 +343,7 @@ fn via_tool_paths(program: &Path, args: &[&str], calls: CallMode, scope: Scope, 
     let mut bytes = Vec::new();
     run.output.read_to_end(&mut bytes).unwrap();
     let (exit, log) = run.wait().unwrap();
-    let mut a = PathAnalysis::new(&AnalysisOptions { scope, ..opts(calls, &run.program) });
-    for chunk in bytes.chunks(777) {
-        a.feed_tool_stream(chunk);
-    }
-    a.feed_valgrind_log(&log);
-    a.set_exit(exit);
-    a.finish().unwrap();
-    assert_eq!(a.stats.stream_damage, 0, "{:?}", a.stats.stream_damage_examples);
+    let a = analyse_stream(&bytes, &log, exit, &AnalysisOptions { scope, ..opts(calls, &run.program) }, 777);
     // complete tries, and snapshots (before an execve) count 1000
     let mut tries = 0;
     kansoku_paths::sbstream::StreamDecoder::new().feed(&bytes, &mut |item| match item {
@@ -377,11 +374,7 @@ fn paths_counted_in_the_tool_equal_the_stream() {
         let deterministic = name != "threads";
         let (modes, scope) = if deterministic { (&[CallMode::Split, CallMode::Through][..], Scope::All) } else { (&[CallMode::Split][..], Scope::Program) };
         for &calls in modes {
-            let mut streamed = PathAnalysis::new(&AnalysisOptions { scope, ..opts(calls, &resolved) });
-            streamed.feed_tool_stream(&bytes);
-            streamed.feed_valgrind_log(&log);
-            streamed.set_exit(exit);
-            streamed.finish().unwrap();
+            let mut streamed = analyse_stream(&bytes, &log, exit, &AnalysisOptions { scope, ..opts(calls, &resolved) }, bytes.len().max(1));
             let small_trie = matches!(name, "sorting" | "threads" | "crash").then_some(300);
             let (mut counted, tries) = via_tool_paths(&p, &args, calls, scope, small_trie);
             let want_tries = if small_trie.is_some() { tries > 2 } else if name == "sh" { tries == 1000 } else { tries == 1 };

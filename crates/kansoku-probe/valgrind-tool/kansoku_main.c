@@ -809,20 +809,26 @@ static void kk_post_clo_init(void)
    }
 }
 
-/* Before an execve (which replaces the process without a fini): what the stream holds
-   so far is flushed, and in paths mode a snapshot of the trie is written (0x17). */
-static void kk_pre_syscall(ThreadId tid, UInt syscallno, UWord* args, UInt nArgs)
+/* Paths mode: everything counted so far (the entries, every thread's open path, the trie
+   ended by `end`), then the stream flushed. */
+static void kk_write_paths(UChar end)
 {
-   if (syscallno != 59 && syscallno != 322) /* execve, execveat (amd64) */
-      return;
    if (kk_paths && !kk_gave_up) {
       UInt t;
       kk_put_progress();
       for (t = 0; t < VG_N_THREADS; t++)
          kk_put_open_path(&kk_states[t]);
-      kk_write_trie(0x17);
+      kk_write_trie(end);
    }
    kk_flush();
+}
+
+/* Before an execve (which replaces the process without a fini): what the stream holds
+   so far is flushed, and in paths mode a snapshot of the trie is written (0x17). */
+static void kk_pre_syscall(ThreadId tid, UInt syscallno, UWord* args, UInt nArgs)
+{
+   if (syscallno == 59 || syscallno == 322) /* execve, execveat (amd64) */
+      kk_write_paths(0x17);
 }
 
 static void kk_post_syscall(ThreadId tid, UInt syscallno, UWord* args, UInt nArgs, SysRes res)
@@ -831,14 +837,7 @@ static void kk_post_syscall(ThreadId tid, UInt syscallno, UWord* args, UInt nArg
 
 static void kk_fini(Int exitcode)
 {
-   if (kk_paths && !kk_gave_up) {
-      UInt t;
-      kk_put_progress();
-      for (t = 0; t < VG_N_THREADS; t++)
-         kk_put_open_path(&kk_states[t]);
-      kk_write_trie(0x0f);
-   }
-   kk_flush();
+   kk_write_paths(0x0f);
 }
 
 static void kk_pre_clo_init(void)
