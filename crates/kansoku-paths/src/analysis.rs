@@ -79,8 +79,8 @@ pub struct InputStats {
     pub stream_bytes: u64,
     /// Places where that stream was damaged or cut (the paths in progress were cut there).
     pub stream_damage: u64,
-    /// Superblocks entered as the tool counted them in paths mode (0 otherwise); the
-    /// replayed trie gives `superblocks`, and the two agree unless the stream was damaged.
+    /// Superblocks entered as the tool counted them in paths mode (0 otherwise); at the end
+    /// `superblocks` is this count (the trie leaves out the repetitions of rep strings).
     pub tool_entries: u64,
     /// The tool stopped counting paths here: a path too long for it (see the tool's source).
     pub tool_gave_up: Option<u64>,
