@@ -307,8 +307,13 @@ impl Patched {
         }
         sections_inside(&mut file, &header, len).map_err(bad)?;
         let mut truncated = None;
-        if size == 0 || offset.saturating_add(size) > len {
-            let end = whole_records_end(&mut file, offset, len)?;
+        // The records are walked even in a finished file: an AUXTRACE record's trace data
+        // is sized by a field the parser allocates for before reading (found by fuzzing: a
+        // claim of 10^14 bytes aborted); one that runs past the data ends it, as a cut would.
+        let cut = size == 0 || offset.saturating_add(size) > len;
+        let data_end = if cut { len } else { offset + size };
+        let end = whole_records_end(&mut file, offset, data_end)?;
+        if cut || end < data_end {
             header[DATA_SIZE_AT..DATA_SIZE_AT + 8].copy_from_slice(&(end - offset).to_le_bytes());
             header[FEATURES_AT..HEADER_BYTES].fill(0);
             truncated = Some(end);
@@ -448,19 +453,39 @@ fn tracepoint_ids(file: &mut Patched) -> std::io::Result<HashSet<u64>> {
 /// The end of the last record wholly inside the file, walking from the data section's
 /// start (every record starts with its type (u32), misc (u16) and size (u16)).
 fn whole_records_end(file: &mut BufReader<File>, offset: u64, len: u64) -> std::io::Result<u64> {
+    /// PERF_RECORD_AUXTRACE: its record is followed by `size` bytes of trace data, the
+    /// record's first field, which the parser allocates before it reads them.
+    const AUXTRACE: u32 = 71;
     let mut at = offset.min(len);
     let mut head = [0u8; 8];
+    file.seek(SeekFrom::Start(at))?;
     loop {
         if at + 8 > len {
             return Ok(at);
         }
-        file.seek(SeekFrom::Start(at))?;
         file.read_exact(&mut head)?;
+        let kind = u32::from_le_bytes([head[0], head[1], head[2], head[3]]);
         let size = u64::from(u16::from_le_bytes([head[6], head[7]]));
         if size < 8 || at + size > len {
             return Ok(at);
         }
-        at += size;
+        let mut next = at + size;
+        let mut read = 8;
+        if kind == AUXTRACE {
+            let mut aux = [0u8; 8];
+            if size < 16 {
+                return Ok(at);
+            }
+            file.read_exact(&mut aux)?;
+            read += 8;
+            match next.checked_add(u64::from_le_bytes(aux)) {
+                Some(n) if n <= len => next = n,
+                _ => return Ok(at),
+            }
+        }
+        // within the buffer where the record is short: no read per record
+        file.seek_relative(i64::try_from(next - at - read).unwrap_or(i64::MAX))?;
+        at = next;
     }
 }
 
