@@ -191,7 +191,8 @@ impl PathAnalysis {
         let mut repeating = 0usize;
         for id in 0..self.profiler.paths.len() as u32 {
             let path = self.profiler.paths.path(id).to_vec();
-            total_instructions += self.profiler.paths.count_of(id) * self.path_instructions(&path);
+            // saturating: counts come from outside too (a tool's trie, a recording)
+            total_instructions = total_instructions.saturating_add(self.profiler.paths.count_of(id).saturating_mul(self.path_instructions(&path)));
             repeating += usize::from(repeats_block(&path));
             if let Some((f, cfg_blocks)) = self.path_in_function(&path) {
                 let bl = self.ball_larus_of(f, &mut bl_cache).path_id(&cfg_blocks);
@@ -242,8 +243,8 @@ impl PathAnalysis {
             if let (Some(f), Some(cb)) = (info.function, info.cfg_block) {
                 let e = fstats.entry(f).or_default();
                 e.0.insert(cb);
-                e.1 += c;
-                e.2 += c * u64::from(info.instructions);
+                e.1 = e.1.saturating_add(c);
+                e.2 = e.2.saturating_add(c.saturating_mul(u64::from(info.instructions)));
             }
         }
         let mut functions: Vec<FunctionRow> = Vec::new();
@@ -300,7 +301,7 @@ impl PathAnalysis {
         // Most of the run outside the program (a compressor whose work is in libz): the
         // paths shown are the small rest, and the user should know where the rest went.
         let (in_scope, seen) = (self.profiler.blocks_in_scope, self.profiler.blocks_seen);
-        if matches!(self.code.scope, Scope::Program) && seen > 0 && in_scope * 2 < seen {
+        if matches!(self.code.scope, Scope::Program) && seen > 0 && in_scope.saturating_mul(2) < seen {
             warnings.push(format!(
                 "only {in_scope} of the {seen} blocks executed ({:.1}%) are in the program itself; the rest ran in libraries or the loader: use --scope all to profile them",
                 in_scope as f64 * 100.0 / seen as f64
@@ -325,7 +326,7 @@ impl PathAnalysis {
             program: self.code.program_path().map(str::to_string),
             summary: Summary {
                 distinct_paths: self.profiler.paths.len(),
-                paths_executed: self.profiler.paths.iter().map(|(_, c)| c).sum(),
+                paths_executed: self.profiler.paths.iter().map(|(_, c)| c).fold(0, u64::saturating_add),
                 blocks_executed: self.profiler.blocks_in_scope,
                 blocks_seen: self.profiler.blocks_seen,
                 instructions_executed: total_instructions,
