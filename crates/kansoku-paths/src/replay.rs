@@ -156,6 +156,24 @@ struct Frame {
     cursor: ThreadState,
 }
 
+/// One step of the splitter (`step`) from the profiler state `cursor`, its blocks standing
+/// for `weight` executions each.
+fn weighted(
+    profiler: &mut PathProfiler,
+    splitter: &mut SuperblockSplitter,
+    cursor: ThreadState,
+    weight: u64,
+    done: &mut Replayed,
+    step: impl FnOnce(&mut SuperblockSplitter, &mut CodeMap, &mut dyn FnMut(&mut CodeMap, crate::code::BlockId, kansoku_binary::InstructionKind)),
+    code: &mut CodeMap,
+) {
+    profiler.set_cursor(cursor);
+    profiler.set_weight(weight);
+    let before = splitter.unexpected_cuts;
+    step(splitter, code, &mut |code: &mut CodeMap, b, k| profiler.enter(b, k, &*code));
+    done.unexpected_cuts = done.unexpected_cuts.saturating_add((splitter.unexpected_cuts - before).saturating_mul(weight));
+}
+
 /// Depth-first walk of the trie from the empty path; returns the paths replayed.
 fn walk(
     nodes: &[Node],
@@ -181,11 +199,7 @@ fn walk(
                 continue;
             }
             let mut splitter = top.splitter.clone();
-            profiler.set_cursor(top.cursor.clone());
-            profiler.set_weight(weight[c as usize]);
-            let before = splitter.unexpected_cuts;
-            splitter.push(child.addr, code, &mut |code: &mut CodeMap, b, k| profiler.enter(b, k, &*code));
-            done.unexpected_cuts = done.unexpected_cuts.saturating_add((splitter.unexpected_cuts - before).saturating_mul(weight[c as usize]));
+            weighted(profiler, &mut splitter, top.cursor.clone(), weight[c as usize], done, |s, code, mut out| s.push(child.addr, code, &mut out), code);
             done.superblocks = done.superblocks.saturating_add(weight[c as usize]);
             stack.push(Frame { node: c, next: first[c as usize], splitter, cursor: profiler.cursor() });
             continue;
@@ -195,11 +209,7 @@ fn walk(
         let count = nodes[x].count;
         if x != 0 && count > 0 {
             let mut splitter = frame.splitter;
-            profiler.set_cursor(frame.cursor);
-            profiler.set_weight(count);
-            let before = splitter.unexpected_cuts;
-            splitter.finish(None, code, &mut |code: &mut CodeMap, b, k| profiler.enter(b, k, &*code));
-            done.unexpected_cuts = done.unexpected_cuts.saturating_add((splitter.unexpected_cuts - before).saturating_mul(count));
+            weighted(profiler, &mut splitter, frame.cursor, count, done, |s, code, mut out| s.finish(None, code, &mut out), code);
             profiler.cut_thread();
             reached = reached.saturating_add(count);
         }

@@ -353,17 +353,13 @@ fn sections_inside(file: &mut BufReader<File>, header: &[u8; HEADER_BYTES], len:
     }
     // Each attribute ends with the offset and size of its list of ids, which the parser
     // sizes a vector by.
-    let ids_inside = |file: &mut BufReader<File>, at: u64, entry: u64, what: &str, i: u64| -> Result<(), String> {
-        let mut ids = [0u8; 16];
-        file.seek(SeekFrom::Start(at + entry - 16)).and_then(|_| file.read_exact(&mut ids)).map_err(|e| e.to_string())?;
-        let (ids_at, ids_len) = (le64(&ids, 0), le64(&ids, 8));
-        if !inside(ids_at, ids_len) {
-            return Err(format!("{what} {i} (at byte {at}) has its ids outside the file"));
-        }
-        Ok(())
-    };
+    let mut ids = [0u8; 16];
     for i in 0..attrs_len / attr_size {
-        ids_inside(file, attrs_at + i * attr_size, attr_size, "attribute", i)?;
+        let at = attrs_at + i * attr_size;
+        file.seek(SeekFrom::Start(at + attr_size - 16)).and_then(|_| file.read_exact(&mut ids)).map_err(|e| e.to_string())?;
+        if !inside(le64(&ids, 0), le64(&ids, 8)) {
+            return Err(format!("attribute {i} (at byte {at}) has its ids outside the file"));
+        }
     }
     Ok(())
 }

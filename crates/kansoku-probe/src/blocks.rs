@@ -125,14 +125,8 @@ impl BlockSource {
 /// sink's progress now and then.
 pub fn run_source(source: &BlockSource, sink: &mut dyn BlockSink, progress: &mut dyn FnMut(u64)) -> Result<SourceRun, ProbeError> {
     match source {
-        BlockSource::Tool(o) => tool(o, &[], sink, progress),
-        BlockSource::ToolPaths(o, cuts) => {
-            let mode = match cuts {
-                ToolCuts::Split => "--paths=split",
-                ToolCuts::Through => "--paths=through",
-            };
-            tool(o, &[mode.to_string()], sink, progress)
-        }
+        BlockSource::Tool(o) => tool(o, None, sink, progress),
+        BlockSource::ToolPaths(o, cuts) => tool(o, Some(*cuts), sink, progress),
         BlockSource::Lackey(o) => {
             let mut run = spawn_lackey(o)?;
             let output = run.output.try_clone().map_err(|e| io_error(&run.program, e))?;
@@ -176,9 +170,16 @@ fn io_error(path: &Path, e: std::io::Error) -> ProbeError {
 /// kansoku's Valgrind tool: its stream in 1 MiB reads. Ctrl-C ends the program: in paths
 /// mode gently (SIGTERM, so that Valgrind ends the run and the tool writes the paths it
 /// counted; SIGKILL if it has not ended 5 s later), else at once.
-fn tool(o: &LackeyOptions, extra: &[String], sink: &mut dyn BlockSink, progress: &mut dyn FnMut(u64)) -> Result<SourceRun, ProbeError> {
-    let mut run = spawn_tool_with(o, extra)?;
-    let gentle = !extra.is_empty();
+fn tool(o: &LackeyOptions, paths: Option<ToolCuts>, sink: &mut dyn BlockSink, progress: &mut dyn FnMut(u64)) -> Result<SourceRun, ProbeError> {
+    let extra: Vec<String> = paths
+        .map(|cuts| match cuts {
+            ToolCuts::Split => "--paths=split".to_string(),
+            ToolCuts::Through => "--paths=through".to_string(),
+        })
+        .into_iter()
+        .collect();
+    let mut run = spawn_tool_with(o, &extra)?;
+    let gentle = paths.is_some();
     let mut output = run.output.try_clone().map_err(|e| io_error(&run.program, e))?;
     let mut buf = vec![0u8; 1 << 20];
     let mut chunks = 0u64;
