@@ -37,7 +37,7 @@ for k in "${kernels[@]}"; do
       continue
     fi
     bytes=$(stat -c %s "$work/f.json")
-    note=$(grep -o 'trying the lexmin chain' "$work/err" | head -1)
+    note=$(grep -o 'P[0-9, P]*: built with the lexmin chain' "$work/err" | head -1)
     ok=0
     for i in $(seq 20); do
       point=$(for p in $params; do printf '%s=%s,' "$p" $((RANDOM % extent + 1)); done | sed 's/,$//')

@@ -84,11 +84,20 @@ pub struct SetModelOptions {
     /// but small chains are cheaper to count whole (bicg 2-way: the per-array parts
     /// exceeded the counter's budget). Ignored when `lexmin_chain_above` is set.
     pub split_by_array_above: Option<usize>,
+    /// When the default construction of a reference runs out of the budget, build that
+    /// reference again with the lexmin chain at this many characters, with a budget of
+    /// its own (`None`: no retry; ignored when `lexmin_chain_above` is set). Neither
+    /// construction is faster everywhere: the default wins on gemm, the chain on the 2-D
+    /// stencils and mvt 8-way; per reference, the references already built are kept.
+    pub retry_with_chain: Option<usize>,
+    /// References built at once, each on its own thread with its own isl context (they
+    /// are independent); 0: one per available core.
+    pub jobs: usize,
 }
 
 impl SetModelOptions {
     pub fn new(layout: LayoutSpec, cache: CacheConfig) -> Self {
-        SetModelOptions { layout, cache, extents: ParamValues::new(), param_min: 1, param_max: ParamValues::new(), at: ParamValues::new(), explain: false, max_operations: 0, refs: Vec::new(), time_budget: None, lexmin_chain_above: None, split_by_array_above: Some(SPLIT_BY_ARRAY_ABOVE) }
+        SetModelOptions { layout, cache, extents: ParamValues::new(), param_min: 1, param_max: ParamValues::new(), at: ParamValues::new(), explain: false, max_operations: 0, refs: Vec::new(), time_budget: None, lexmin_chain_above: None, split_by_array_above: Some(SPLIT_BY_ARRAY_ABOVE), retry_with_chain: None, jobs: 0 }
     }
 }
 
@@ -131,6 +140,9 @@ pub struct RefSetFormulas {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub explain: Option<Explanation>,
     pub build_seconds: f64,
+    /// Built with the lexmin chain after the default construction ran out of the budget.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub lexmin_chain: bool,
 }
 
 /// All formulas of a kernel for one cache and layout (JSON `kansoku-cache-set-formulas/1`).
@@ -375,16 +387,26 @@ pub fn build_set_model(k: &Kernel, opts: &SetModelOptions) -> Result<SetFormulas
     }
     let deadline = opts.time_budget.map(|b| t0 + b);
     let selected: Vec<usize> = if opts.refs.is_empty() { (0..k.refs.len()).collect() } else { opts.refs.clone() };
-    let mut refs = Vec::new();
+    let mut built = build_references(k, &selected, &access_text, opts, &context, deadline);
+    let chain = opts.retry_with_chain.filter(|_| opts.lexmin_chain_above.is_none());
+    let retry: Vec<usize> = (0..selected.len()).filter(|&i| matches!(&built[i].0, Err(e) if out_of_budget(e))).collect();
+    if let (Some(chars), false) = (chain, retry.is_empty()) {
+        let again = SetModelOptions { lexmin_chain_above: Some(chars), ..opts.clone() };
+        let refs: Vec<usize> = retry.iter().map(|&i| selected[i]).collect();
+        let deadline = opts.time_budget.map(|b| Instant::now() + b);
+        for (i, r) in retry.into_iter().zip(build_references(k, &refs, &access_text, &again, &context, deadline)) {
+            built[i] = (r.0, r.1, true);
+        }
+    }
+    let done = built.iter().filter(|b| b.0.is_ok()).count();
     let total = selected.len();
-    for r in selected {
-        let t = Instant::now();
-        // Say how far the build got: the references are built in order.
-        let done = |e: CacheError| match e {
-            CacheError::Model(m) if !refs.is_empty() => CacheError::Model(format!("{m}; {} of {total} references were built, in {:.1} s", refs.len(), t0.elapsed().as_secs_f64())),
+    let mut refs = Vec::new();
+    for (r, (result, seconds, lexmin_chain)) in selected.into_iter().zip(built) {
+        // Say how far the build got.
+        let (accesses, compulsory, conflict, explain) = result.map_err(|e| match e {
+            CacheError::Model(m) if done > 0 => CacheError::Model(format!("{m}; {done} of {total} references were built, in {:.1} s", t0.elapsed().as_secs_f64())),
             e => e,
-        };
-        let (accesses, compulsory, conflict, explain) = reference_formulas(k, r, &access_text, opts, &context, deadline).map_err(done)?;
+        })?;
         let rf = &k.refs[r];
         refs.push(RefSetFormulas {
             reference: format!("P{r}"),
@@ -396,7 +418,8 @@ pub fn build_set_model(k: &Kernel, opts: &SetModelOptions) -> Result<SetFormulas
             compulsory,
             conflict,
             explain,
-            build_seconds: t.elapsed().as_secs_f64(),
+            build_seconds: seconds,
+            lexmin_chain,
         });
     }
     Ok(SetFormulas {
@@ -425,6 +448,35 @@ impl SetModelOptions {
 }
 
 type RefResult = (PwQp, PwQp, PwQp, Option<Explanation>);
+
+/// One reference's result, its build time in seconds, and whether the lexmin chain built it.
+type Built = (Result<RefResult>, f64, bool);
+
+/// Whether a reference failed for want of time (the construction may be retried).
+fn out_of_budget(e: &CacheError) -> bool {
+    matches!(e, CacheError::Model(m) if m.contains("exceeded its time budget"))
+}
+
+/// Builds the references `refs` on `opts.jobs` threads (each reference has its own isl
+/// context and counter: they share nothing), in any order; results in the order of
+/// `refs`, each with its build time and `false` (not the retried construction).
+fn build_references(k: &Kernel, refs: &[usize], access_text: &[String], opts: &SetModelOptions, context: &Domain, deadline: Option<Instant>) -> Vec<Built> {
+    let jobs = if opts.jobs == 0 { std::thread::available_parallelism().map_or(1, |n| n.get()) } else { opts.jobs };
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let slots: Vec<std::sync::Mutex<Option<Built>>> = refs.iter().map(|_| Default::default()).collect();
+    std::thread::scope(|s| {
+        for _ in 0..jobs.clamp(1, refs.len().max(1)) {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(&r) = refs.get(i) else { break };
+                let t = Instant::now();
+                let result = reference_formulas(k, r, access_text, opts, context, deadline);
+                *slots[i].lock().unwrap_or_else(|p| p.into_inner()) = Some((result, t.elapsed().as_secs_f64(), false));
+            });
+        }
+    });
+    slots.into_iter().map(|m| m.into_inner().unwrap_or_else(|p| p.into_inner()).expect("every reference is built by some thread")).collect()
+}
 
 fn reference_formulas(k: &Kernel, r: usize, access_text: &[String], opts: &SetModelOptions, context: &Domain, deadline: Option<Instant>) -> Result<RefResult> {
     let ctx = Ctx::new();
@@ -776,8 +828,11 @@ fn count(set: &Set<'_>, context: &Domain, names: &[String], reference: &str, dea
     let pieces = m(s.set_lifted_basic_sets(), "lift", reference)?;
     trace(reference, &format!("disjoint + lifted: {} pieces", pieces.len()), t, || 0);
     let mut parts = Vec::new();
-    for p in pieces {
+    let n = pieces.len();
+    for (i, p) in pieces.into_iter().enumerate() {
         let poly = kansoku_ehrhart::Polytope { n_vars: p.n_set, n_params: p.n_param, equalities: p.equalities, inequalities: p.inequalities };
+        // Before, too: a piece that runs out of the budget prints nothing after.
+        trace(reference, &format!("piece {}/{n}: {} vars, {} eqs, {} ineqs", i + 1, poly.n_vars, poly.equalities.len(), poly.inequalities.len()), Instant::now(), || 0);
         let tp = Instant::now();
         parts.push(kansoku_ehrhart::enumerate_until(&poly, context, names, deadline).map_err(|e| CacheError::Model(format!("{reference}: counting: {e} (use --method interpolate, or a larger --budget)")))?);
         if tp.elapsed().as_secs_f64() > 0.5 {

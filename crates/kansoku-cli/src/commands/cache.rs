@@ -123,9 +123,10 @@ pub struct ModelArgs {
     /// bounds stay symbolic. Needed when extents depend on parameters (addresses must be affine).
     #[arg(long)]
     pub extent: Option<String>,
-    /// Give up after this many seconds per construction tried (set method: when the default
-    /// construction runs out of it, the lexmin chain gets the same budget, then `auto` falls
-    /// back to interpolation, which gets it again).
+    /// Give up after this many seconds per construction tried (set method: the references
+    /// the default construction did not build within it are built again with the lexmin
+    /// chain, which gets the same budget; then `auto` falls back to interpolation, which
+    /// gets it again).
     #[arg(long, default_value_t = 120.0)]
     pub budget: f64,
     /// Set method: build each distinct-line set E_k as a lexmin chain once E_{k-1}'s isl text
@@ -134,6 +135,9 @@ pub struct ModelArgs {
     /// default construction exceeds --budget.
     #[arg(long, value_name = "CHARS")]
     pub lexmin_chain: Option<usize>,
+    /// Set method: references built at once, one per thread (default: one per core).
+    #[arg(long, short = 'j', default_value_t = 0, hide_default_value = true)]
+    pub jobs: usize,
     #[command(flatten)]
     pub cache: CacheArgs,
     /// One reference (`S3:right:1` or `P2`); default: all.
@@ -501,22 +505,22 @@ fn sets_model(a: &ModelArgs, at: Option<&ParamValues>) -> Result<()> {
     }
     opts.time_budget = Some(std::time::Duration::from_secs_f64(a.budget.max(0.0)));
     opts.lexmin_chain_above = a.lexmin_chain;
+    // Neither construction is faster everywhere (docs/rooms/seed004-cache.md): the
+    // default one wins on gemm, the chain on the 2-D stencils and mvt 8-way.
+    opts.retry_with_chain = Some(CHAIN_RETRY_CHARS);
+    opts.jobs = a.jobs;
     if let Some(sel) = &a.reference {
         opts.refs = vec![find_ref(&k, sel)?];
     }
     let bar = crate::output::spinner("building sets and counting", "");
-    let built = match build_set_model(&k, &opts) {
-        // Neither construction is faster everywhere (docs/rooms/seed004-cache.md): the
-        // default one wins on gemm, the chain on the 2-D stencils and mvt 8-way.
-        Err(kansoku_cache::CacheError::Model(m)) if opts.lexmin_chain_above.is_none() && m.contains("budget") => {
-            let why = m.split(" (use").next().unwrap_or(&m);
-            bar.suspend(|| eprintln!("note: default construction: {why}; trying the lexmin chain (--lexmin-chain {CHAIN_RETRY_CHARS}) with the same budget"));
-            opts.lexmin_chain_above = Some(CHAIN_RETRY_CHARS);
-            build_set_model(&k, &opts)
-        }
-        other => other,
-    };
+    let built = build_set_model(&k, &opts);
     bar.finish_and_clear();
+    if let Ok(f) = &built {
+        let chained: Vec<&str> = f.refs.iter().filter(|r| r.lexmin_chain).map(|r| r.reference.as_str()).collect();
+        if !chained.is_empty() {
+            eprintln!("note: the default construction ran out of --budget for {}: built with the lexmin chain (--lexmin-chain {CHAIN_RETRY_CHARS}) instead", chained.join(", "));
+        }
+    }
     let f = match built {
         Ok(f) => f,
         Err(kansoku_cache::CacheError::Model(m)) => return Err(SetsUnavailable(m).into()),
