@@ -552,7 +552,8 @@ fn reference_sets(ctx: &Ctx, k: &Kernel, (r, name): (usize, &str), access_text: 
     let (accesses, compulsory) = (c(&domain)?, c(&compulsory_set)?);
     trace(name, "count accesses + compulsory", t, || 0);
     let t = Instant::now();
-    let conflict = kansoku_ehrhart::sum(conflict_parts.iter().map(c).collect::<Result<_>>()?, &names, context);
+    let mut conflict = kansoku_ehrhart::sum(conflict_parts.iter().map(c).collect::<Result<_>>()?, &names, context);
+    conflict.simplify();
     trace(name, &format!("count conflict ({} cells)", conflict.cells.len()), t, || 0);
     let explain = if opts.explain {
         let mut factors = Vec::new();
@@ -824,7 +825,9 @@ fn budget_exceeded(reference: &str) -> CacheError {
 fn count(set: &Set<'_>, context: &Domain, names: &[String], reference: &str, deadline: Option<Instant>) -> Result<PwQp> {
     let t = Instant::now();
     let s = m(set.clone().set_compute_divs(), "explicit divisions", reference)?;
+    trace(reference, "explicit divisions", t, || 0);
     let s = m(s.set_make_disjoint(), "disjoint", reference)?;
+    trace(reference, "disjoint", t, || 0);
     let pieces = m(s.set_lifted_basic_sets(), "lift", reference)?;
     trace(reference, &format!("disjoint + lifted: {} pieces", pieces.len()), t, || 0);
     let mut parts = Vec::new();
@@ -839,5 +842,7 @@ fn count(set: &Set<'_>, context: &Domain, names: &[String], reference: &str, dea
             trace(reference, &format!("slow piece: {} vars, {} eqs, {} ineqs, {} cells", poly.n_vars, poly.equalities.len(), poly.inequalities.len(), parts.last().map_or(0, |p| p.cells.len())), tp, || 0);
         }
     }
-    Ok(kansoku_ehrhart::sum(parts, names, context))
+    let mut total = kansoku_ehrhart::sum(parts, names, context);
+    total.simplify();
+    Ok(total)
 }

@@ -814,6 +814,25 @@ mod tests {
         }
     }
 
+    /// `simplify` keeps the function: a sum of counts whose cells repeat (the same
+    /// triangle twice, and a strip) evaluates the same everywhere with fewer cells.
+    #[test]
+    fn simplify_keeps_the_function_with_fewer_cells() {
+        let names = vec!["N".to_string()];
+        let ctx = Domain { constraints: vec![ge(vec![1], -1), ge(vec![-1], 60)] };
+        let triangle = Polytope { n_vars: 3, n_params: 1, equalities: vec![vec![1, 0, -3, 0, 0]], inequalities: vec![vec![0, 1, 0, 0, 0], vec![1, -1, 0, 0, 0], vec![-1, 0, 0, 1, -1]] };
+        let strip = Polytope { n_vars: 1, n_params: 1, equalities: vec![], inequalities: vec![vec![2, 0, 0], vec![-2, 1, 7]] };
+        let t = enumerate(&triangle, &ctx, &names).unwrap();
+        let parts = vec![t.clone(), enumerate(&strip, &ctx, &names).unwrap(), t];
+        let whole = sum(parts, &names, &ctx);
+        let mut small = whole.clone();
+        small.simplify();
+        assert!(small.cells.len() < whole.cells.len(), "{} cells, was {}", small.cells.len(), whole.cells.len());
+        for n in 1..=60 {
+            assert_eq!(small.eval(&[n]).unwrap(), whole.eval(&[n]).unwrap(), "N={n}\n{small}");
+        }
+    }
+
     /// Two parameters with a chamber wall: { i : 0 <= i < N, i < M }.
     #[test]
     fn two_parameters_min() {

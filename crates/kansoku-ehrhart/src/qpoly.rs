@@ -98,7 +98,7 @@ pub struct Expr {
 }
 
 /// `coeffs · params + constant (= 0 | >= 0)`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(from = "ConstraintRepr", into = "ConstraintRepr")]
 pub struct Constraint {
     pub equality: bool,
@@ -208,6 +208,63 @@ impl Domain {
     pub fn contains(&self, p: &[i64]) -> bool {
         self.constraints.iter().all(|c| c.holds(p))
     }
+
+    /// The same conditions within `context`, sorted: of inequalities with the same
+    /// coefficients only the tightest, none the context implies that way.
+    fn tightened(&self, context: &Domain) -> Domain {
+        let mut tightest: std::collections::BTreeMap<(bool, Vec<i64>), i64> = std::collections::BTreeMap::new();
+        for c in &self.constraints {
+            let k = tightest.entry((c.equality, c.coeffs.clone())).or_insert(c.constant);
+            if !c.equality {
+                *k = (*k).min(c.constant);
+            } else if *k != c.constant {
+                // Two different equalities on the same form: keep both (no point holds).
+                return Domain { constraints: self.constraints.clone() };
+            }
+        }
+        let implied = |equality: bool, coeffs: &Vec<i64>, constant: i64| {
+            !equality && context.constraints.iter().any(|k| !k.equality && &k.coeffs == coeffs && k.constant <= constant)
+        };
+        Domain {
+            constraints: tightest
+                .into_iter()
+                .filter(|((equality, coeffs), constant)| !implied(*equality, coeffs, *constant))
+                .map(|((equality, coeffs), constant)| Constraint { equality, coeffs, constant })
+                .collect(),
+        }
+    }
+}
+
+impl Expr {
+    /// `self + other` with their floors shared; `None` when a coefficient would leave 64
+    /// bits.
+    fn plus(&self, other: &Expr, np: usize) -> Option<Expr> {
+        let mut floors = self.floors.clone();
+        let remap: Vec<usize> = other.floors.iter().map(|f| match floors.iter().position(|g| g == f) {
+            Some(i) => i,
+            None => {
+                floors.push(f.clone());
+                floors.len() - 1
+            }
+        }).collect();
+        let mut sum: std::collections::BTreeMap<Vec<(usize, u32)>, Rat> = std::collections::BTreeMap::new();
+        let moved = other.terms.iter().map(|m| {
+            let mut powers: Vec<(usize, u32)> = m.powers.iter().map(|&(s, k)| (if s < np { s } else { np + remap[s - np] }, k)).collect();
+            powers.sort();
+            (powers, m)
+        });
+        for (powers, m) in self.terms.iter().map(|m| (m.powers.clone(), m)).chain(moved) {
+            let r = Rat::new(m.num as i128, m.den as i128);
+            let e = sum.entry(powers).or_insert(Rat::zero());
+            *e = e.checked_add(r)?;
+        }
+        let terms = sum
+            .into_iter()
+            .filter(|(_, r)| !r.is_zero())
+            .map(|(powers, r)| Some(Monomial { num: i64::try_from(r.n).ok()?, den: i64::try_from(r.d).ok()?, powers }))
+            .collect::<Option<Vec<_>>>()?;
+        Some(Expr { floors, terms })
+    }
 }
 
 impl Expr {
@@ -269,6 +326,32 @@ impl PwQp {
             return Err(EvalError::NotInteger(self.point(p)));
         }
         Ok(total.n as i64)
+    }
+
+    /// The same function in fewer bytes (issue 17: formula files past 1 MB): in each
+    /// cell, of parallel inequalities only the tightest is kept and those the context
+    /// already implies are dropped; cells whose conditions are then the same are merged
+    /// into one (their values added: `eval` adds the values of every cell that holds), and
+    /// zero values dropped. A merge that would leave 64-bit coefficients is not made.
+    pub fn simplify(&mut self) {
+        let context = &self.context;
+        let mut merged: Vec<Cell> = Vec::new();
+        let mut index: std::collections::HashMap<Vec<Constraint>, usize> = std::collections::HashMap::new();
+        for mut cell in std::mem::take(&mut self.cells) {
+            cell.domain = cell.domain.tightened(context);
+            match index.get(&cell.domain.constraints) {
+                Some(&i) => match merged[i].value.plus(&cell.value, self.params.len()) {
+                    Some(sum) => merged[i].value = sum,
+                    None => merged.push(cell),
+                },
+                None => {
+                    index.insert(cell.domain.constraints.clone(), merged.len());
+                    merged.push(cell);
+                }
+            }
+        }
+        merged.retain(|c| !c.value.terms.is_empty());
+        self.cells = merged;
     }
 
     /// Checks a formula read from outside (a JSON file) before it is evaluated: every
