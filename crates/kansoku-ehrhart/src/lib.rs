@@ -833,6 +833,22 @@ mod tests {
         }
     }
 
+    /// A deadline already past stops both counters: the summation over chambers (a
+    /// parameter left) and the partial enumeration (every parameter fixed; 10^8 points,
+    /// more than one check interval of outer steps).
+    #[test]
+    fn both_counters_keep_to_the_deadline() {
+        let names = vec!["N".to_string()];
+        let past = Some(std::time::Instant::now() - std::time::Duration::from_secs(1));
+        // { (i, j, k) : 0 <= i, j, k < N }
+        let cube = Polytope { n_vars: 3, n_params: 1, equalities: vec![], inequalities: vec![vec![1, 0, 0, 0, 0], vec![0, 1, 0, 0, 0], vec![0, 0, 1, 0, 0], vec![-1, 0, 0, 1, -1], vec![0, -1, 0, 1, -1], vec![0, 0, -1, 1, -1]] };
+        let free = Domain { constraints: vec![ge(vec![1], -1)] };
+        assert!(matches!(enumerate_until(&cube, &free, &names, past), Err(EhrhartError::OutOfTime)));
+        let fixed = Domain { constraints: vec![Constraint { equality: true, coeffs: vec![-1], constant: 464 }] };
+        assert!(matches!(enumerate_until(&cube, &fixed, &names, past), Err(EhrhartError::OutOfTime)));
+        assert_eq!(enumerate(&cube, &fixed, &names).unwrap().eval(&[464]).unwrap(), 464i64.pow(3));
+    }
+
     /// Two parameters with a chamber wall: { i : 0 <= i < N, i < M }.
     #[test]
     fn two_parameters_min() {
