@@ -715,8 +715,38 @@ pub fn sum(parts: Vec<PwQp>, params: &[String], context: &Domain) -> PwQp {
     PwQp { params: params.to_vec(), context: context.clone(), cells: parts.into_iter().flat_map(|p| p.cells).collect() }
 }
 
+/// Helpers of the counters' tests.
+#[cfg(test)]
+pub(crate) mod testing {
+    /// Rows `x_v >= 0` and `x_v <= max` for the first `vars` columns of rows `width` long
+    /// (the constant last).
+    pub fn box_rows(vars: usize, width: usize, max: i64) -> Vec<Vec<i64>> {
+        let mut rows = Vec::new();
+        for v in 0..vars {
+            let mut lo = vec![0; width];
+            lo[v] = 1;
+            rows.push(lo);
+            let mut hi = vec![0; width];
+            hi[v] = -1;
+            hi[width - 1] = max;
+            rows.push(hi);
+        }
+        rows
+    }
+
+    /// A small deterministic generator: integers in `-m..=m`.
+    pub fn random(seed: u64) -> impl FnMut(i64) -> i64 {
+        let mut state = seed;
+        move |m| {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((state >> 33) % (2 * m as u64 + 1)) as i64 - m
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::testing::{box_rows, random};
     use super::*;
 
     fn ge(coeffs: Vec<i64>, constant: i64) -> Constraint {
@@ -775,25 +805,12 @@ mod tests {
     /// force: `{ (x, y, z) ∈ [0, 6]³ : a·(x, y, z) = b·N + c, one random inequality }`.
     #[test]
     fn equalities_without_unit_coefficients() {
-        let mut seed = 99u64;
-        let mut rnd = |m: i64| {
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            ((seed >> 33) % (2 * m as u64 + 1)) as i64 - m
-        };
+        let mut rnd = random(99);
         let names = vec!["N".to_string()];
         for _ in 0..60 {
             let (a, b, c) = ([rnd(12), rnd(12), rnd(12)], rnd(3), rnd(20));
             let extra = [rnd(5), rnd(5), rnd(5), rnd(3), rnd(15)];
-            let mut ineqs = Vec::new();
-            for v in 0..3 {
-                let mut lo = vec![0; 5];
-                lo[v] = 1;
-                ineqs.push(lo);
-                let mut hi = vec![0; 5];
-                hi[v] = -1;
-                hi[4] = 6;
-                ineqs.push(hi);
-            }
+            let mut ineqs = box_rows(3, 5, 6);
             ineqs.push(extra.to_vec());
             let poly = Polytope { n_vars: 3, n_params: 1, equalities: vec![vec![a[0], a[1], a[2], -b, -c]], inequalities: ineqs };
             let brute = |n: i64| {

@@ -204,27 +204,15 @@ fn div_ceil(a: i128, b: i128) -> i128 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::{box_rows, random};
 
     /// Every count against brute force over a box: random small polytopes in 3 variables.
     #[test]
     fn equals_brute_force() {
-        let mut seed = 12345u64;
-        let mut rnd = |m: i64| {
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            ((seed >> 33) % (2 * m as u64 + 1)) as i64 - m
-        };
+        let mut rnd = random(12345);
         for _ in 0..300 {
             // A box 0..=9 per variable, plus three random constraints.
-            let mut rows: Vec<Vec<i64>> = Vec::new();
-            for v in 0..3 {
-                let mut lo = vec![0; 4];
-                lo[v] = 1;
-                rows.push(lo);
-                let mut hi = vec![0; 4];
-                hi[v] = -1;
-                hi[3] = 9;
-                rows.push(hi);
-            }
+            let mut rows = box_rows(3, 4, 9);
             for _ in 0..3 {
                 rows.push(vec![rnd(13), rnd(13), rnd(13), rnd(40)]);
             }
@@ -243,16 +231,6 @@ mod tests {
         // x >= 0 only: unbounded.
         assert_eq!(count(&[vec![1, 0]], &[0], None).unwrap(), None);
         // Three variables of 10^6 values each: 10^12 outer steps.
-        let mut rows = Vec::new();
-        for v in 0..3 {
-            let mut lo = vec![0; 4];
-            lo[v] = 1;
-            rows.push(lo);
-            let mut hi = vec![0; 4];
-            hi[v] = -1;
-            hi[3] = 999_999;
-            rows.push(hi);
-        }
-        assert_eq!(count(&rows, &[0, 1, 2], None).unwrap(), None);
+        assert_eq!(count(&box_rows(3, 4, 999_999), &[0, 1, 2], None).unwrap(), None);
     }
 }
