@@ -640,10 +640,10 @@ pub fn enumerate_until(poly: &Polytope, context: &Domain, param_names: &[String]
     if rows.iter().all(|r| r[poly.n_vars..poly.n_vars + poly.n_params].iter().all(|c| *c == 0)) {
         let vars: Vec<usize> = (0..poly.n_vars).filter(|&v| live[v]).collect();
         let n = match numeric::count(&rows, &vars, deadline)? {
-            Some(n) => n,
+            Some(n) => Some(n),
             None => numeric::count_by_isl(&rows, &vars, deadline)?,
         };
-        if let Ok(n) = i64::try_from(n) {
+        if let Some(Ok(n)) = n.map(i64::try_from) {
             if n > 0 {
                 let value = QExpr { floors: vec![], terms: vec![Monomial { num: n, den: 1, powers: vec![] }] };
                 out.cells.push(Cell { domain: Domain::default(), value });
