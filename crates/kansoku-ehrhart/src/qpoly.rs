@@ -265,9 +265,7 @@ impl Expr {
             .collect::<Option<Vec<_>>>()?;
         Some(Expr { floors, terms })
     }
-}
 
-impl Expr {
     /// `None` when an intermediate value leaves 128 bits.
     fn eval_rat(&self, p: &[i64]) -> Option<Rat> {
         let floors: Vec<i128> = self.floors.iter().map(|f| dot(&f.coeffs, p, f.constant).div_euclid(f.den as i128)).collect();
