@@ -20,6 +20,7 @@
 //! * after the last variable each chamber is a domain over the parameters with a
 //!   polynomial in parameters and floor terms: a [`qpoly::Cell`].
 
+mod cellbox;
 mod numeric;
 pub mod qpoly;
 
@@ -847,6 +848,42 @@ mod tests {
         assert!(small.cells.len() < whole.cells.len(), "{} cells, was {}", small.cells.len(), whole.cells.len());
         for n in 1..=60 {
             assert_eq!(small.eval(&[n]).unwrap(), whole.eval(&[n]).unwrap(), "N={n}\n{small}");
+        }
+    }
+
+    /// `simplify` substitutes what a cell's box of parameter values fixes, exactly:
+    /// `{ (x, y, z) : 0 <= 3x <= N + M, 0 <= 2y <= x + M, 0 <= 5z <= y + 2M }` with N in
+    /// 1..=40 and M in 1..=3 (three values: split into cells of one value each) or 2..=2
+    /// (a number), against the function before simplification at every point.
+    #[test]
+    fn simplify_substitutes_what_the_box_fixes() {
+        let names = vec!["N".to_string(), "M".to_string()];
+        let poly = Polytope {
+            n_vars: 3,
+            n_params: 2,
+            equalities: vec![],
+            inequalities: vec![vec![3, 0, 0, 0, 0, 0], vec![-3, 0, 0, 1, 1, 0], vec![0, 2, 0, 0, 0, 0], vec![1, -2, 0, 0, 1, 0], vec![0, 0, 5, 0, 0, 0], vec![0, 1, -5, 0, 2, 0]],
+        };
+        let monomials = |f: &PwQp| f.cells.iter().map(|c| c.value.terms.len()).sum::<usize>();
+        for m_max in [3, 2] {
+            // 2 <= M <= 2: a box the counter does not see as a fixed parameter.
+            let m_min = if m_max == 2 { 2 } else { 1 };
+            let ctx = Domain { constraints: vec![ge(vec![1, 0], -1), ge(vec![-1, 0], 40), ge(vec![0, 1], -m_min), ge(vec![0, -1], m_max)] };
+            let whole = enumerate(&poly, &ctx, &names).unwrap();
+            let mut small = whole.clone();
+            small.simplify();
+            assert!(monomials(&small) < monomials(&whole), "{} monomials, was {}\n{small}", monomials(&small), monomials(&whole));
+            for n in 1..=40 {
+                for m in 1..=m_max {
+                    if ctx.contains(&[n, m]) {
+                        assert_eq!(small.eval(&[n, m]).unwrap(), whole.eval(&[n, m]).unwrap(), "N={n} M={m}\n{small}");
+                    }
+                }
+            }
+            if m_max == 2 {
+                let uses_m = small.cells.iter().any(|c| c.value.terms.iter().any(|t| t.powers.iter().any(|&(s, _)| s == 1)) || c.value.floors.iter().any(|f| f.coeffs[1] != 0));
+                assert!(!uses_m, "M = 2 is a number:\n{small}");
+            }
         }
     }
 

@@ -171,6 +171,12 @@ impl Rat {
         let n = self.n.checked_mul(o.d / g)?.checked_add(o.n.checked_mul(self.d / g)?)?;
         Some(Rat::new(n, (self.d / g).checked_mul(o.d)?))
     }
+    /// `mul` that says when 128 bits are not enough.
+    pub fn checked_mul(self, o: Rat) -> Option<Rat> {
+        let g1 = gcd128(self.n, o.d).max(1);
+        let g2 = gcd128(o.n, self.d).max(1);
+        Some(Rat::new((self.n / g1).checked_mul(o.n / g2)?, (self.d / g2).checked_mul(o.d / g1)?))
+    }
     pub fn is_zero(self) -> bool {
         self.n == 0
     }
@@ -331,6 +337,10 @@ impl PwQp {
     /// already implies are dropped; cells whose conditions are then the same are merged
     /// into one (their values added: `eval` adds the values of every cell that holds), and
     /// zero values dropped. A merge that would leave 64-bit coefficients is not made.
+    /// Then what each cell's box of parameter values fixes is substituted
+    /// ([`crate::cellbox`]): pinned parameters and constant floor terms become numbers,
+    /// a parameter with a few values may be split into cells of one value each, cells
+    /// with no point are dropped.
     pub fn simplify(&mut self) {
         let context = &self.context;
         let mut merged: Vec<Cell> = Vec::new();
@@ -348,8 +358,8 @@ impl PwQp {
                 }
             }
         }
-        merged.retain(|c| !c.value.terms.is_empty());
-        self.cells = merged;
+        let np = self.params.len();
+        self.cells = merged.into_iter().flat_map(|c| crate::cellbox::shrink(c, context, np)).filter(|c| !c.value.terms.is_empty()).collect();
     }
 
     /// Checks a formula read from outside (a JSON file) before it is evaluated: every
