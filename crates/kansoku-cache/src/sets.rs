@@ -84,11 +84,13 @@ pub struct SetModelOptions {
     /// but small chains are cheaper to count whole (bicg 2-way: the per-array parts
     /// exceeded the counter's budget). Ignored when `lexmin_chain_above` is set.
     pub split_by_array_above: Option<usize>,
-    /// When the default construction of a reference runs out of the budget, build that
-    /// reference again with the lexmin chain at this many characters, with a budget of
-    /// its own (`None`: no retry; ignored when `lexmin_chain_above` is set). Neither
-    /// construction is faster everywhere: the default wins on gemm, the chain on the 2-D
-    /// stencils and mvt 8-way; per reference, the references already built are kept.
+    /// Build references with the lexmin chain at this many characters too (`None`: never;
+    /// ignored when `lexmin_chain_above` is set). Neither construction is faster
+    /// everywhere: the default wins on gemm, the chain on the 2-D stencils, mvt and
+    /// doitgen 8-way. A thread with no reference left to start builds the longest-running
+    /// one with the chain beside its default construction, and the first to finish is
+    /// kept; a reference that still ran out of the budget is built again with the chain
+    /// alone, with a budget of its own.
     pub retry_with_chain: Option<usize>,
     /// References built at once, each on its own thread with its own isl context (they
     /// are independent); 0: one per available core.
@@ -387,14 +389,17 @@ pub fn build_set_model(k: &Kernel, opts: &SetModelOptions) -> Result<SetFormulas
     }
     let deadline = opts.time_budget.map(|b| t0 + b);
     let selected: Vec<usize> = if opts.refs.is_empty() { (0..k.refs.len()).collect() } else { opts.refs.clone() };
-    let mut built = build_references(k, &selected, &access_text, opts, &context, deadline);
     let chain = opts.retry_with_chain.filter(|_| opts.lexmin_chain_above.is_none());
+    let mut built = build_references(k, &selected, &access_text, opts, &context, deadline, chain);
+    // The references that ran out of the budget (with no chain beside them: one thread,
+    // or every thread busy to the end; or beside it on a busy machine, where each got
+    // half a core) get the chain alone now, with a budget of their own.
     let retry: Vec<usize> = (0..selected.len()).filter(|&i| matches!(&built[i].0, Err(e) if out_of_budget(e))).collect();
     if let (Some(chars), false) = (chain, retry.is_empty()) {
         let again = SetModelOptions { lexmin_chain_above: Some(chars), ..opts.clone() };
         let refs: Vec<usize> = retry.iter().map(|&i| selected[i]).collect();
         let deadline = opts.time_budget.map(|b| Instant::now() + b);
-        for (i, r) in retry.into_iter().zip(build_references(k, &refs, &access_text, &again, &context, deadline)) {
+        for (i, r) in retry.into_iter().zip(build_references(k, &refs, &access_text, &again, &context, deadline, None)) {
             built[i] = (r.0, r.1, true);
         }
     }
@@ -449,7 +454,8 @@ impl SetModelOptions {
 
 type RefResult = (PwQp, PwQp, PwQp, Option<Explanation>);
 
-/// One reference's result, its build time in seconds, and whether the lexmin chain built it.
+/// One reference's result, its build time in seconds (from the start of its first
+/// construction), and whether the lexmin chain built it.
 type Built = (Result<RefResult>, f64, bool);
 
 /// Whether a reference failed for want of time (the construction may be retried).
@@ -459,31 +465,116 @@ fn out_of_budget(e: &CacheError) -> bool {
 
 /// Builds the references `refs` on `opts.jobs` threads (each reference has its own isl
 /// context and counter: they share nothing), in any order; results in the order of
-/// `refs`, each with its build time and `false` (not the retried construction).
-fn build_references(k: &Kernel, refs: &[usize], access_text: &[String], opts: &SetModelOptions, context: &Domain, deadline: Option<Instant>) -> Vec<Built> {
+/// `refs`. With `chain`, a thread that finds no reference left to start does not wait:
+/// it builds the reference whose default construction has run longest, and has no second
+/// attempt yet, with the lexmin chain at `chain` characters — neither construction is
+/// faster everywhere (doitgen 8-way's C4[s][p] at extents 16: the default over 60 s,
+/// the chain 30 s; gemm the other way round) — and the first of the two to succeed is
+/// kept, the other cancelled. Both keep to `deadline`.
+fn build_references(k: &Kernel, refs: &[usize], access_text: &[String], opts: &SetModelOptions, context: &Domain, deadline: Option<Instant>, chain: Option<usize>) -> Vec<Built> {
     let jobs = if opts.jobs == 0 { std::thread::available_parallelism().map_or(1, |n| n.get()) } else { opts.jobs };
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let slots: Vec<std::sync::Mutex<Option<Built>>> = refs.iter().map(|_| Default::default()).collect();
+    let chained = chain.map(|chars| SetModelOptions { lexmin_chain_above: Some(chars), ..opts.clone() });
+    let attempts_per_ref = if chained.is_some() { 2 } else { 1 };
+    let race = std::sync::Mutex::new(Race::new(refs.len()));
+    let cancel: Vec<std::sync::atomic::AtomicBool> = refs.iter().map(|_| Default::default()).collect();
     std::thread::scope(|s| {
-        for _ in 0..jobs.clamp(1, refs.len().max(1)) {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some(&r) = refs.get(i) else { break };
-                let t = Instant::now();
-                let result = reference_formulas(k, r, access_text, opts, context, deadline);
-                *slots[i].lock().unwrap_or_else(|p| p.into_inner()) = Some((result, t.elapsed().as_secs_f64(), false));
+        for _ in 0..jobs.clamp(1, (attempts_per_ref * refs.len()).max(1)) {
+            s.spawn(|| {
+                loop {
+                    // Its own statement: the lock is released before the work starts.
+                    let next = lock(&race).next_attempt(chained.is_some());
+                    let Some((i, by_chain)) = next else { break };
+                    let o = if by_chain { chained.as_ref().unwrap_or(opts) } else { opts };
+                    let result = reference_formulas(k, refs[i], access_text, o, context, deadline, Some(&cancel[i]));
+                    if lock(&race).finish(i, result, by_chain) {
+                        cancel[i].store(true, std::sync::atomic::Ordering::Relaxed);
+                    }
+                }
             });
         }
     });
-    slots.into_iter().map(|m| m.into_inner().unwrap_or_else(|p| p.into_inner()).expect("every reference is built by some thread")).collect()
+    race.into_inner().unwrap_or_else(|p| p.into_inner()).results.into_iter().map(|b| b.expect("every reference is built by some thread")).collect()
 }
 
-fn reference_formulas(k: &Kernel, r: usize, access_text: &[String], opts: &SetModelOptions, context: &Domain, deadline: Option<Instant>) -> Result<RefResult> {
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Who builds what in [`build_references`]: per reference, when its first construction
+/// started, whether the chain was started beside it, the attempts still running, and the
+/// result once decided (a failure waits for the other attempt).
+struct Race {
+    next: usize,
+    started: Vec<Option<Instant>>,
+    chain_started: Vec<bool>,
+    running: Vec<u8>,
+    failure: Vec<Option<CacheError>>,
+    results: Vec<Option<Built>>,
+}
+
+impl Race {
+    fn new(n: usize) -> Race {
+        Race { next: 0, started: vec![None; n], chain_started: vec![false; n], running: vec![0; n], failure: (0..n).map(|_| None).collect(), results: (0..n).map(|_| None).collect() }
+    }
+
+    /// The next reference to start, and whether with the chain: first every reference
+    /// with the default construction, then (when `race`) the chain for the undecided one
+    /// that started first. `None`: nothing left for this thread.
+    fn next_attempt(&mut self, race: bool) -> Option<(usize, bool)> {
+        let n = self.started.len();
+        if self.next < n {
+            let i = self.next;
+            self.next += 1;
+            self.started[i] = Some(Instant::now());
+            self.running[i] += 1;
+            return Some((i, false));
+        }
+        if !race {
+            return None;
+        }
+        let i = (0..n).filter(|&i| self.results[i].is_none() && !self.chain_started[i]).min_by_key(|&i| self.started[i])?;
+        self.chain_started[i] = true;
+        self.running[i] += 1;
+        Some((i, true))
+    }
+
+    /// Records an attempt's end; `true` when it decided the reference while the other
+    /// attempt still runs (which is then cancelled). A cancelled loser's result is
+    /// dropped; of two failures the default construction's error is reported.
+    fn finish(&mut self, i: usize, result: Result<RefResult>, by_chain: bool) -> bool {
+        self.running[i] -= 1;
+        if self.results[i].is_some() {
+            return false;
+        }
+        let seconds = self.started[i].map_or(0.0, |t| t.elapsed().as_secs_f64());
+        match result {
+            Ok(r) => {
+                self.results[i] = Some((Ok(r), seconds, by_chain));
+                self.running[i] > 0
+            }
+            Err(e) => {
+                let e = match self.failure[i].take() {
+                    Some(first) if by_chain => first,
+                    _ => e,
+                };
+                if self.running[i] > 0 {
+                    self.failure[i] = Some(e);
+                } else {
+                    self.results[i] = Some((Err(e), seconds, false));
+                }
+                false
+            }
+        }
+    }
+}
+
+/// `cancel`: another thread set it when the other construction of this reference won.
+fn reference_formulas(k: &Kernel, r: usize, access_text: &[String], opts: &SetModelOptions, context: &Domain, deadline: Option<Instant>, cancel: Option<&std::sync::atomic::AtomicBool>) -> Result<RefResult> {
     let ctx = Ctx::new();
     ctx.set_max_operations(opts.max_operations);
     let name = format!("P{r}");
     // The budget holds inside isl too: one lexmax once ran 3 minutes past a 10 s budget.
-    let r = ctx.with_deadline(deadline, || reference_sets(&ctx, k, (r, &name), access_text, opts, context, deadline));
+    let r = ctx.with_watchdog(deadline, cancel, || reference_sets(&ctx, k, (r, &name), access_text, opts, context, deadline));
     if ctx.aborted() {
         return Err(budget_exceeded(&name));
     }
@@ -845,4 +936,52 @@ fn count(set: &Set<'_>, context: &Domain, names: &[String], reference: &str, dea
     let mut total = kansoku_ehrhart::sum(parts, names, context);
     total.simplify();
     Ok(total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok() -> Result<RefResult> {
+        Ok((PwQp::default(), PwQp::default(), PwQp::default(), None))
+    }
+
+    fn late(r: &str) -> Result<RefResult> {
+        Err(budget_exceeded(r))
+    }
+
+    /// Two threads, two references: every reference starts with the default
+    /// construction; then the idle thread races the chain on the reference that started
+    /// first; the first success is kept and cancels the other, whose result is dropped.
+    #[test]
+    fn the_chain_races_the_default_and_the_first_success_is_kept() {
+        let mut race = Race::new(2);
+        assert_eq!(race.next_attempt(true), Some((0, false)));
+        assert_eq!(race.next_attempt(true), Some((1, false)));
+        assert!(!race.finish(1, ok(), false), "nothing to cancel");
+        assert_eq!(race.next_attempt(true), Some((0, true)), "the chain beside the reference still running");
+        assert_eq!(race.next_attempt(true), None, "reference 0 has both attempts");
+        assert!(race.finish(0, ok(), true), "the chain won while the default runs: cancel it");
+        assert!(!race.finish(0, late("P0"), false), "the cancelled default is dropped");
+        let results: Vec<Built> = race.results.into_iter().map(Option::unwrap).collect();
+        assert!(results.iter().all(|r| r.0.is_ok()));
+        assert_eq!((results[0].2, results[1].2), (true, false), "built by the chain, by the default");
+    }
+
+    /// A failure waits for the other attempt; of two failures the default's is reported;
+    /// without racing nothing is started twice.
+    #[test]
+    fn a_failure_waits_for_the_other_attempt() {
+        let mut race = Race::new(1);
+        assert_eq!(race.next_attempt(true), Some((0, false)));
+        assert_eq!(race.next_attempt(true), Some((0, true)));
+        race.finish(0, Err(CacheError::Model("chain failed".into())), true);
+        assert!(race.results[0].is_none(), "the default still runs");
+        race.finish(0, late("P0"), false);
+        assert!(matches!(&race.results[0], Some((Err(e), _, false)) if out_of_budget(e)), "the default's error");
+
+        let mut alone = Race::new(1);
+        assert_eq!(alone.next_attempt(false), Some((0, false)));
+        assert_eq!(alone.next_attempt(false), None);
+    }
 }
