@@ -89,8 +89,9 @@ pub struct SetModelOptions {
     /// everywhere: the default wins on gemm, the chain on the 2-D stencils, mvt and
     /// doitgen 8-way. A thread with no reference left to start builds the longest-running
     /// one with the chain beside its default construction, and the first to finish is
-    /// kept; a reference that still ran out of the budget is built again with the chain
-    /// alone, with a budget of its own.
+    /// kept (the default within the budget, the chain within twice the budget);
+    /// a reference that ran out of the budget with no chain beside it (one thread, or
+    /// every thread busy) is built again with the chain, with a budget of its own.
     pub retry_with_chain: Option<usize>,
     /// References built at once, each on its own thread with its own isl context (they
     /// are independent); 0: one per available core.
@@ -390,11 +391,13 @@ pub fn build_set_model(k: &Kernel, opts: &SetModelOptions) -> Result<SetFormulas
     let deadline = opts.time_budget.map(|b| t0 + b);
     let selected: Vec<usize> = if opts.refs.is_empty() { (0..k.refs.len()).collect() } else { opts.refs.clone() };
     let chain = opts.retry_with_chain.filter(|_| opts.lexmin_chain_above.is_none());
-    let mut built = build_references(k, &selected, &access_text, opts, &context, deadline, chain);
-    // The references that ran out of the budget (with no chain beside them: one thread,
-    // or every thread busy to the end; or beside it on a busy machine, where each got
-    // half a core) get the chain alone now, with a budget of their own.
-    let retry: Vec<usize> = (0..selected.len()).filter(|&i| matches!(&built[i].0, Err(e) if out_of_budget(e))).collect();
+    // A chain raced beside the default construction may run until twice the budget: the
+    // budget of its own a retry would give it, started early.
+    let race = chain.map(|chars| (chars, opts.time_budget.map(|b| t0 + 2 * b)));
+    let mut built = build_references(k, &selected, &access_text, opts, &context, deadline, race);
+    // The references that ran out of the budget with no chain beside them (one thread,
+    // or every thread busy to the end) get the chain now, with a budget of their own.
+    let retry: Vec<usize> = (0..selected.len()).filter(|&i| matches!(&built[i], (Err(e), _, false) if out_of_budget(e))).collect();
     if let (Some(chars), false) = (chain, retry.is_empty()) {
         let again = SetModelOptions { lexmin_chain_above: Some(chars), ..opts.clone() };
         let refs: Vec<usize> = retry.iter().map(|&i| selected[i]).collect();
@@ -455,7 +458,7 @@ impl SetModelOptions {
 type RefResult = (PwQp, PwQp, PwQp, Option<Explanation>);
 
 /// One reference's result, its build time in seconds (from the start of its first
-/// construction), and whether the lexmin chain built it.
+/// construction), and whether the lexmin chain built it (for an error: was tried).
 type Built = (Result<RefResult>, f64, bool);
 
 /// Whether a reference failed for want of time (the construction may be retried).
@@ -470,10 +473,11 @@ fn out_of_budget(e: &CacheError) -> bool {
 /// attempt yet, with the lexmin chain at `chain` characters — neither construction is
 /// faster everywhere (doitgen 8-way's C4[s][p] at extents 16: the default over 60 s,
 /// the chain 30 s; gemm the other way round) — and the first of the two to succeed is
-/// kept, the other cancelled. Both keep to `deadline`.
-fn build_references(k: &Kernel, refs: &[usize], access_text: &[String], opts: &SetModelOptions, context: &Domain, deadline: Option<Instant>, chain: Option<usize>) -> Vec<Built> {
+/// kept, the other cancelled. The default keeps to `deadline`, the chain to `chain`'s.
+fn build_references(k: &Kernel, refs: &[usize], access_text: &[String], opts: &SetModelOptions, context: &Domain, deadline: Option<Instant>, chain: Option<(usize, Option<Instant>)>) -> Vec<Built> {
     let jobs = if opts.jobs == 0 { std::thread::available_parallelism().map_or(1, |n| n.get()) } else { opts.jobs };
-    let chained = chain.map(|chars| SetModelOptions { lexmin_chain_above: Some(chars), ..opts.clone() });
+    let chained = chain.map(|(chars, _)| SetModelOptions { lexmin_chain_above: Some(chars), ..opts.clone() });
+    let chain_deadline = chain.and_then(|(_, d)| d);
     let attempts_per_ref = if chained.is_some() { 2 } else { 1 };
     let race = std::sync::Mutex::new(Race::new(refs.len()));
     let cancel: Vec<std::sync::atomic::AtomicBool> = refs.iter().map(|_| Default::default()).collect();
@@ -484,8 +488,8 @@ fn build_references(k: &Kernel, refs: &[usize], access_text: &[String], opts: &S
                     // Its own statement: the lock is released before the work starts.
                     let next = lock(&race).next_attempt(chained.is_some());
                     let Some((i, by_chain)) = next else { break };
-                    let o = if by_chain { chained.as_ref().unwrap_or(opts) } else { opts };
-                    let result = reference_formulas(k, refs[i], access_text, o, context, deadline, Some(&cancel[i]));
+                    let (o, d) = if by_chain { (chained.as_ref().unwrap_or(opts), chain_deadline) } else { (opts, deadline) };
+                    let result = reference_formulas(k, refs[i], access_text, o, context, d, Some(&cancel[i]));
                     if lock(&race).finish(i, result, by_chain) {
                         cancel[i].store(true, std::sync::atomic::Ordering::Relaxed);
                     }
@@ -560,7 +564,7 @@ impl Race {
                 if self.running[i] > 0 {
                     self.failure[i] = Some(e);
                 } else {
-                    self.results[i] = Some((Err(e), seconds, false));
+                    self.results[i] = Some((Err(e), seconds, self.chain_started[i]));
                 }
                 false
             }
@@ -978,7 +982,7 @@ mod tests {
         race.finish(0, Err(CacheError::Model("chain failed".into())), true);
         assert!(race.results[0].is_none(), "the default still runs");
         race.finish(0, late("P0"), false);
-        assert!(matches!(&race.results[0], Some((Err(e), _, false)) if out_of_budget(e)), "the default's error");
+        assert!(matches!(&race.results[0], Some((Err(e), _, true)) if out_of_budget(e)), "the default's error, the chain tried");
 
         let mut alone = Race::new(1);
         assert_eq!(alone.next_attempt(false), Some((0, false)));

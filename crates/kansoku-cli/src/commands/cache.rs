@@ -123,10 +123,12 @@ pub struct ModelArgs {
     /// bounds stay symbolic. Needed when extents depend on parameters (addresses must be affine).
     #[arg(long)]
     pub extent: Option<String>,
-    /// Give up after this many seconds per construction tried (set method: the references
-    /// the default construction did not build within it are built again with the lexmin
-    /// chain, which gets the same budget; then `auto` falls back to interpolation, which
-    /// gets it again).
+    /// Give up after this many seconds per construction tried (set method: a thread with
+    /// no reference left to start builds the slowest one with the lexmin chain beside the
+    /// default construction, the chain until twice the budget has passed; the
+    /// references the default did not build within it with no chain beside are built
+    /// again with the chain, which gets the same budget; then `auto` falls back to
+    /// interpolation, which gets it again).
     #[arg(long, default_value_t = 120.0)]
     pub budget: f64,
     /// Set method: build each distinct-line set E_k as a lexmin chain once E_{k-1}'s isl text
