@@ -472,7 +472,7 @@ fn out_of_budget(e: &CacheError) -> bool {
 /// it builds the reference whose default construction has run longest, and has no second
 /// attempt yet, with the lexmin chain at `chain` characters — neither construction is
 /// faster everywhere (doitgen 8-way's C4[s][p] at extents 16: the default over 60 s,
-/// the chain 30 s; gemm the other way round) — and the first of the two to succeed is
+/// the chain 42 s; gemm the other way round) — and the first of the two to succeed is
 /// kept, the other cancelled. The default keeps to `deadline`, the chain to `chain`'s.
 fn build_references(k: &Kernel, refs: &[usize], access_text: &[String], opts: &SetModelOptions, context: &Domain, deadline: Option<Instant>, chain: Option<(usize, Option<Instant>)>) -> Vec<Built> {
     let jobs = if opts.jobs == 0 { std::thread::available_parallelism().map_or(1, |n| n.get()) } else { opts.jobs };
