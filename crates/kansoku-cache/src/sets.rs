@@ -89,9 +89,9 @@ pub struct SetModelOptions {
     /// everywhere: the default wins on gemm, the chain on the 2-D stencils, mvt and
     /// doitgen 8-way. A thread with no reference left to start builds the longest-running
     /// one with the chain beside its default construction, and the first to finish is
-    /// kept (the default within the budget, the chain within twice the budget);
-    /// a reference that ran out of the budget with no chain beside it (one thread, or
-    /// every thread busy) is built again with the chain, with a budget of its own.
+    /// kept (the default within the budget, the chain within twice the budget); a
+    /// reference whose default construction ran out of the budget with no chain beside
+    /// it (one thread, or every thread busy) gets the chain next, until twice the budget.
     pub retry_with_chain: Option<usize>,
     /// References built at once, each on its own thread with its own isl context (they
     /// are independent); 0: one per available core.
@@ -391,21 +391,11 @@ pub fn build_set_model(k: &Kernel, opts: &SetModelOptions) -> Result<SetFormulas
     let deadline = opts.time_budget.map(|b| t0 + b);
     let selected: Vec<usize> = if opts.refs.is_empty() { (0..k.refs.len()).collect() } else { opts.refs.clone() };
     let chain = opts.retry_with_chain.filter(|_| opts.lexmin_chain_above.is_none());
-    // A chain raced beside the default construction may run until twice the budget: the
-    // budget of its own a retry would give it, started early.
+    // The lexmin chain, raced beside the default construction or started once it ran out
+    // of the budget, may run until twice the budget: the budget of its own a retry after
+    // the default would give it, started early.
     let race = chain.map(|chars| (chars, opts.time_budget.map(|b| t0 + 2 * b)));
-    let mut built = build_references(k, &selected, &access_text, opts, &context, deadline, race);
-    // The references that ran out of the budget with no chain beside them (one thread,
-    // or every thread busy to the end) get the chain now, with a budget of their own.
-    let retry: Vec<usize> = (0..selected.len()).filter(|&i| matches!(&built[i], (Err(e), _, false) if out_of_budget(e))).collect();
-    if let (Some(chars), false) = (chain, retry.is_empty()) {
-        let again = SetModelOptions { lexmin_chain_above: Some(chars), ..opts.clone() };
-        let refs: Vec<usize> = retry.iter().map(|&i| selected[i]).collect();
-        let deadline = opts.time_budget.map(|b| Instant::now() + b);
-        for (i, r) in retry.into_iter().zip(build_references(k, &refs, &access_text, &again, &context, deadline, None)) {
-            built[i] = (r.0, r.1, true);
-        }
-    }
+    let built = build_references(k, &selected, &access_text, opts, &context, deadline, race);
     let done = built.iter().filter(|b| b.0.is_ok()).count();
     let total = selected.len();
     let mut refs = Vec::new();
@@ -469,8 +459,9 @@ fn out_of_budget(e: &CacheError) -> bool {
 /// Builds the references `refs` on `opts.jobs` threads (each reference has its own isl
 /// context and counter: they share nothing), in any order; results in the order of
 /// `refs`. With `chain`, a thread that finds no reference left to start does not wait:
-/// it builds the reference whose default construction has run longest, and has no second
-/// attempt yet, with the lexmin chain at `chain` characters — neither construction is
+/// it builds the reference whose default construction has run longest (or ran out of
+/// its budget), and has no second attempt yet, with the lexmin chain at `chain`
+/// characters — neither construction is
 /// faster everywhere (doitgen 8-way's C4[s][p] at extents 16: the default over 60 s,
 /// the chain 42 s; gemm the other way round) — and the first of the two to succeed is
 /// kept, the other cancelled. The default keeps to `deadline`, the chain to `chain`'s.
@@ -479,14 +470,14 @@ fn build_references(k: &Kernel, refs: &[usize], access_text: &[String], opts: &S
     let chained = chain.map(|(chars, _)| SetModelOptions { lexmin_chain_above: Some(chars), ..opts.clone() });
     let chain_deadline = chain.and_then(|(_, d)| d);
     let attempts_per_ref = if chained.is_some() { 2 } else { 1 };
-    let race = std::sync::Mutex::new(Race::new(refs.len()));
+    let race = std::sync::Mutex::new(Race::new(refs.len(), chained.is_some()));
     let cancel: Vec<std::sync::atomic::AtomicBool> = refs.iter().map(|_| Default::default()).collect();
     std::thread::scope(|s| {
         for _ in 0..jobs.clamp(1, (attempts_per_ref * refs.len()).max(1)) {
             s.spawn(|| {
                 loop {
                     // Its own statement: the lock is released before the work starts.
-                    let next = lock(&race).next_attempt(chained.is_some());
+                    let next = lock(&race).next_attempt();
                     let Some((i, by_chain)) = next else { break };
                     let (o, d) = if by_chain { (chained.as_ref().unwrap_or(opts), chain_deadline) } else { (opts, deadline) };
                     let result = reference_formulas(k, refs[i], access_text, o, context, d, Some(&cancel[i]));
@@ -506,8 +497,10 @@ fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 /// Who builds what in [`build_references`]: per reference, when its first construction
 /// started, whether the chain was started beside it, the attempts still running, and the
-/// result once decided (a failure waits for the other attempt).
+/// result once decided (a failure waits for the other attempt). `race`: whether the chain
+/// is tried at all.
 struct Race {
+    race: bool,
     next: usize,
     started: Vec<Option<Instant>>,
     chain_started: Vec<bool>,
@@ -517,14 +510,14 @@ struct Race {
 }
 
 impl Race {
-    fn new(n: usize) -> Race {
-        Race { next: 0, started: vec![None; n], chain_started: vec![false; n], running: vec![0; n], failure: (0..n).map(|_| None).collect(), results: (0..n).map(|_| None).collect() }
+    fn new(n: usize, race: bool) -> Race {
+        Race { race, next: 0, started: vec![None; n], chain_started: vec![false; n], running: vec![0; n], failure: (0..n).map(|_| None).collect(), results: (0..n).map(|_| None).collect() }
     }
 
     /// The next reference to start, and whether with the chain: first every reference
-    /// with the default construction, then (when `race`) the chain for the undecided one
+    /// with the default construction, then (when racing) the chain for the undecided one
     /// that started first. `None`: nothing left for this thread.
-    fn next_attempt(&mut self, race: bool) -> Option<(usize, bool)> {
+    fn next_attempt(&mut self) -> Option<(usize, bool)> {
         let n = self.started.len();
         if self.next < n {
             let i = self.next;
@@ -533,7 +526,7 @@ impl Race {
             self.running[i] += 1;
             return Some((i, false));
         }
-        if !race {
+        if !self.race {
             return None;
         }
         let i = (0..n).filter(|&i| self.results[i].is_none() && !self.chain_started[i]).min_by_key(|&i| self.started[i])?;
@@ -544,7 +537,8 @@ impl Race {
 
     /// Records an attempt's end; `true` when it decided the reference while the other
     /// attempt still runs (which is then cancelled). A cancelled loser's result is
-    /// dropped; of two failures the default construction's error is reported.
+    /// dropped; a default construction out of its budget waits for the chain (started
+    /// next when none runs beside it); of two failures the default's error is reported.
     fn finish(&mut self, i: usize, result: Result<RefResult>, by_chain: bool) -> bool {
         self.running[i] -= 1;
         if self.results[i].is_some() {
@@ -561,7 +555,8 @@ impl Race {
                     Some(first) if by_chain => first,
                     _ => e,
                 };
-                if self.running[i] > 0 {
+                let chain_to_come = self.race && !self.chain_started[i] && out_of_budget(&e);
+                if self.running[i] > 0 || chain_to_come {
                     self.failure[i] = Some(e);
                 } else {
                     self.results[i] = Some((Err(e), seconds, self.chain_started[i]));
@@ -959,12 +954,12 @@ mod tests {
     /// first; the first success is kept and cancels the other, whose result is dropped.
     #[test]
     fn the_chain_races_the_default_and_the_first_success_is_kept() {
-        let mut race = Race::new(2);
-        assert_eq!(race.next_attempt(true), Some((0, false)));
-        assert_eq!(race.next_attempt(true), Some((1, false)));
+        let mut race = Race::new(2, true);
+        assert_eq!(race.next_attempt(), Some((0, false)));
+        assert_eq!(race.next_attempt(), Some((1, false)));
         assert!(!race.finish(1, ok(), false), "nothing to cancel");
-        assert_eq!(race.next_attempt(true), Some((0, true)), "the chain beside the reference still running");
-        assert_eq!(race.next_attempt(true), None, "reference 0 has both attempts");
+        assert_eq!(race.next_attempt(), Some((0, true)), "the chain beside the reference still running");
+        assert_eq!(race.next_attempt(), None, "reference 0 has both attempts");
         assert!(race.finish(0, ok(), true), "the chain won while the default runs: cancel it");
         assert!(!race.finish(0, late("P0"), false), "the cancelled default is dropped");
         let results: Vec<Built> = race.results.into_iter().map(Option::unwrap).collect();
@@ -976,16 +971,31 @@ mod tests {
     /// without racing nothing is started twice.
     #[test]
     fn a_failure_waits_for_the_other_attempt() {
-        let mut race = Race::new(1);
-        assert_eq!(race.next_attempt(true), Some((0, false)));
-        assert_eq!(race.next_attempt(true), Some((0, true)));
+        let mut race = Race::new(1, true);
+        assert_eq!(race.next_attempt(), Some((0, false)));
+        assert_eq!(race.next_attempt(), Some((0, true)));
         race.finish(0, Err(CacheError::Model("chain failed".into())), true);
         assert!(race.results[0].is_none(), "the default still runs");
         race.finish(0, late("P0"), false);
         assert!(matches!(&race.results[0], Some((Err(e), _, true)) if out_of_budget(e)), "the default's error, the chain tried");
 
-        let mut alone = Race::new(1);
-        assert_eq!(alone.next_attempt(false), Some((0, false)));
-        assert_eq!(alone.next_attempt(false), None);
+        let mut alone = Race::new(1, false);
+        assert_eq!(alone.next_attempt(), Some((0, false)));
+        assert_eq!(alone.next_attempt(), None);
+        alone.finish(0, late("P0"), false);
+        assert!(matches!(&alone.results[0], Some((Err(_), _, false))));
+    }
+
+    /// One thread: a default construction out of its budget is not decided yet; the
+    /// thread then builds the same reference with the chain.
+    #[test]
+    fn out_of_budget_the_chain_comes_next() {
+        let mut race = Race::new(1, true);
+        assert_eq!(race.next_attempt(), Some((0, false)));
+        race.finish(0, late("P0"), false);
+        assert!(race.results[0].is_none());
+        assert_eq!(race.next_attempt(), Some((0, true)));
+        race.finish(0, ok(), true);
+        assert!(matches!(&race.results[0], Some((Ok(_), _, true))));
     }
 }

@@ -125,10 +125,9 @@ pub struct ModelArgs {
     pub extent: Option<String>,
     /// Give up after this many seconds per construction tried (set method: a thread with
     /// no reference left to start builds the slowest one with the lexmin chain beside the
-    /// default construction, the chain until twice the budget has passed; the
-    /// references the default did not build within it with no chain beside are built
-    /// again with the chain, which gets the same budget; then `auto` falls back to
-    /// interpolation, which gets it again).
+    /// default construction, and the references the default did not build within the
+    /// budget get it next; the chain may run until twice the budget has passed; then
+    /// `auto` falls back to interpolation, which gets the budget again).
     #[arg(long, default_value_t = 120.0)]
     pub budget: f64,
     /// Set method: build each distinct-line set E_k as a lexmin chain once E_{k-1}'s isl text
