@@ -92,7 +92,7 @@ pub struct SetModelOptions {
     /// kept (the default within the budget, the chain within twice the budget); a
     /// reference whose default construction ran out of the budget with no chain beside
     /// it (one thread, or every thread busy) gets the chain next, until twice the budget.
-    pub retry_with_chain: Option<usize>,
+    pub race_chain: Option<usize>,
     /// References built at once, each on its own thread with its own isl context (they
     /// are independent); 0: one per available core.
     pub jobs: usize,
@@ -100,7 +100,7 @@ pub struct SetModelOptions {
 
 impl SetModelOptions {
     pub fn new(layout: LayoutSpec, cache: CacheConfig) -> Self {
-        SetModelOptions { layout, cache, extents: ParamValues::new(), param_min: 1, param_max: ParamValues::new(), at: ParamValues::new(), explain: false, max_operations: 0, refs: Vec::new(), time_budget: None, lexmin_chain_above: None, split_by_array_above: Some(SPLIT_BY_ARRAY_ABOVE), retry_with_chain: None, jobs: 0 }
+        SetModelOptions { layout, cache, extents: ParamValues::new(), param_min: 1, param_max: ParamValues::new(), at: ParamValues::new(), explain: false, max_operations: 0, refs: Vec::new(), time_budget: None, lexmin_chain_above: None, split_by_array_above: Some(SPLIT_BY_ARRAY_ABOVE), race_chain: None, jobs: 0 }
     }
 }
 
@@ -390,7 +390,7 @@ pub fn build_set_model(k: &Kernel, opts: &SetModelOptions) -> Result<SetFormulas
     }
     let deadline = opts.time_budget.map(|b| t0 + b);
     let selected: Vec<usize> = if opts.refs.is_empty() { (0..k.refs.len()).collect() } else { opts.refs.clone() };
-    let chain = opts.retry_with_chain.filter(|_| opts.lexmin_chain_above.is_none());
+    let chain = opts.race_chain.filter(|_| opts.lexmin_chain_above.is_none());
     // The lexmin chain, raced beside the default construction or started once it ran out
     // of the budget, may run until twice the budget: the budget of its own a retry after
     // the default would give it, started early.

@@ -28,8 +28,8 @@ pub(crate) fn shrink(cell: Cell, context: &Domain, np: usize) -> Vec<Cell> {
     let Some(b) = bounds(cell.domain.constraints.iter().chain(&context.constraints), np) else {
         return Vec::new();
     };
-    let depth = np;
-    shrink_within(cell, context, &b, depth)
+    // At most one split per parameter.
+    shrink_within(cell, context, &b, np)
 }
 
 fn shrink_within(cell: Cell, context: &Domain, b: &Bounds, depth: usize) -> Vec<Cell> {
@@ -54,10 +54,11 @@ fn shrink_within(cell: Cell, context: &Domain, b: &Bounds, depth: usize) -> Vec<
     };
     let mut parts = Vec::new();
     for v in lo..=hi {
+        let Ok(v) = i64::try_from(v) else { return vec![whole] };
         let mut domain = whole.domain.clone();
         let mut coeffs = vec![0; np];
         coeffs[s] = -1;
-        domain.constraints.push(Constraint { equality: true, coeffs, constant: v as i64 });
+        domain.constraints.push(Constraint { equality: true, coeffs, constant: v });
         let Some(pinned) = bounds(domain.constraints.iter().chain(&context.constraints), np) else {
             continue;
         };

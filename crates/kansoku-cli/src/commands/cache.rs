@@ -489,7 +489,7 @@ impl std::error::Error for SetsUnavailable {}
 
 /// The lexmin-chain threshold raced against the default construction (the
 /// value measured on the 2-D stencils and mvt 8-way, docs/BENCHMARKS.md, seed 004).
-const CHAIN_RETRY_CHARS: usize = 4000;
+const CHAIN_RACE_CHARS: usize = 4000;
 
 /// `at`: derive the formulas for these sizes only (see `SetModelOptions::at`).
 fn sets_model(a: &ModelArgs, at: Option<&ParamValues>) -> Result<()> {
@@ -509,7 +509,7 @@ fn sets_model(a: &ModelArgs, at: Option<&ParamValues>) -> Result<()> {
     // Neither construction is faster everywhere (docs/rooms/seed004-cache.md): the
     // default one wins on gemm, the chain on the 2-D stencils, mvt and doitgen 8-way;
     // idle threads race the chain against the default.
-    opts.retry_with_chain = Some(CHAIN_RETRY_CHARS);
+    opts.race_chain = Some(CHAIN_RACE_CHARS);
     opts.jobs = a.jobs;
     if let Some(sel) = &a.reference {
         opts.refs = vec![find_ref(&k, sel)?];
@@ -520,7 +520,7 @@ fn sets_model(a: &ModelArgs, at: Option<&ParamValues>) -> Result<()> {
     if let Ok(f) = &built {
         let chained: Vec<&str> = f.refs.iter().filter(|r| r.lexmin_chain).map(|r| r.reference.as_str()).collect();
         if !chained.is_empty() {
-            eprintln!("note: {}: built with the lexmin chain (--lexmin-chain {CHAIN_RETRY_CHARS}), which finished before the default construction or after it ran out of --budget", chained.join(", "));
+            eprintln!("note: {}: built with the lexmin chain (--lexmin-chain {CHAIN_RACE_CHARS}), which finished before the default construction or after it ran out of --budget", chained.join(", "));
         }
     }
     let f = match built {
