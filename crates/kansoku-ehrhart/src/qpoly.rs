@@ -338,7 +338,7 @@ impl PwQp {
     /// into one (their values added: `eval` adds the values of every cell that holds), and
     /// zero values dropped. A merge that would leave 64-bit coefficients is not made.
     /// Then what each cell's box of parameter values fixes is substituted
-    /// ([`crate::cellbox`]): pinned parameters and constant floor terms become numbers,
+    /// (`cellbox.rs`): pinned parameters and constant floor terms become numbers,
     /// a parameter with a few values may be split into cells of one value each, cells
     /// with no point are dropped.
     pub fn simplify(&mut self) {
