@@ -10,7 +10,7 @@
 //! collapses the same way. Every step is exact: the value is unchanged at every point of
 //! the cell's domain within the context (`eval` checks both before it evaluates).
 
-use crate::qpoly::{Cell, Constraint, Domain, Expr, Floor, Monomial, Rat};
+use crate::qpoly::{monomials, Cell, Constraint, Domain, Expr, Floor, Monomial, Rat};
 use std::collections::BTreeMap;
 
 /// Inclusive bounds per parameter; `None` is unbounded.
@@ -174,12 +174,7 @@ impl Expr {
             let e = sum.entry(powers.into_iter().collect()).or_insert(Rat::zero());
             *e = e.checked_add(coeff)?;
         }
-        let terms = sum
-            .into_iter()
-            .filter(|(_, r)| !r.is_zero())
-            .map(|(powers, r)| Some(Monomial { num: i64::try_from(r.n).ok()?, den: i64::try_from(r.d).ok()?, powers }))
-            .collect::<Option<Vec<_>>>()?;
-        Some(Expr { floors, terms }.without_unused_floors(np))
+        Some(Expr { floors, terms: monomials(sum)? }.without_unused_floors(np))
     }
 
     /// Floors no monomial uses are dropped and the others renumbered.

@@ -264,12 +264,7 @@ impl Expr {
             let e = sum.entry(powers).or_insert(Rat::zero());
             *e = e.checked_add(r)?;
         }
-        let terms = sum
-            .into_iter()
-            .filter(|(_, r)| !r.is_zero())
-            .map(|(powers, r)| Some(Monomial { num: i64::try_from(r.n).ok()?, den: i64::try_from(r.d).ok()?, powers }))
-            .collect::<Option<Vec<_>>>()?;
-        Some(Expr { floors, terms })
+        Some(Expr { floors, terms: monomials(sum)? })
     }
 
     /// `None` when an intermediate value leaves 128 bits.
@@ -380,6 +375,15 @@ impl PwQp {
     fn point(&self, p: &[i64]) -> String {
         self.params.iter().zip(p).map(|(n, v)| format!("{n}={v}")).collect::<Vec<_>>().join(",")
     }
+}
+
+/// Like monomials added up (powers → coefficient) as terms, zeros dropped; `None` when a
+/// coefficient leaves 64 bits.
+pub(crate) fn monomials(sum: std::collections::BTreeMap<Vec<(usize, u32)>, Rat>) -> Option<Vec<Monomial>> {
+    sum.into_iter()
+        .filter(|(_, r)| !r.is_zero())
+        .map(|(powers, r)| Some(Monomial { num: i64::try_from(r.n).ok()?, den: i64::try_from(r.d).ok()?, powers }))
+        .collect()
 }
 
 pub(crate) fn show_linear(coeffs: &[i64], constant: i64, names: &[String]) -> String {

@@ -448,9 +448,9 @@ mod tests {
         assert_eq!(fixed.set_count().unwrap(), 3);
     }
 
-    /// Another thread's cancel flag stops an operation that would run for hours (isl's
-    /// scan of 8·10⁹ points takes 6 s here) within a fraction of a second; the count it
-    /// returns is partial, so the context says it was aborted.
+    /// Another thread's cancel flag stops a long operation (isl's scan of 8·10⁹ points,
+    /// 6 s here) within a fraction of a second; the count it returns is partial, so the
+    /// context says it was aborted.
     #[test]
     fn cancel_aborts_a_running_operation() {
         let ctx = Ctx::new();
