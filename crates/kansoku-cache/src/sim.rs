@@ -46,7 +46,9 @@ impl LinForm {
 
 #[derive(Clone, Debug)]
 enum PNode {
-    Loop { depth: usize, lower: LinForm, upper: LinForm, step: i64, body: Vec<PNode>, innermost: bool },
+    /// `invariant`: no bound or guard inside depends on this loop's variable, so every
+    /// iteration runs the same number of accesses (a time loop around a stencil).
+    Loop { depth: usize, lower: LinForm, upper: LinForm, step: i64, body: Vec<PNode>, innermost: bool, invariant: bool },
     /// A statement's references, and its guards (each `g >= 0`; empty: always runs).
     Stmt(Vec<(usize, LinForm)>, Vec<LinForm>),
 }
@@ -113,7 +115,8 @@ impl Program {
                         vars.pop();
                         // Unguarded statements only: their addresses advance by a constant.
                         let innermost = body_nodes.iter().all(|b| matches!(b, PNode::Stmt(_, g) if g.is_empty()));
-                        PNode::Loop { depth: l.depth, lower, upper, step: l.step, body: body_nodes, innermost }
+                        let invariant = !mentions(&body_nodes, l.depth);
+                        PNode::Loop { depth: l.depth, lower, upper, step: l.step, body: body_nodes, innermost, invariant }
                     }
                 })
                 .collect()
@@ -130,20 +133,169 @@ impl Program {
         run_nodes(&self.nodes, &mut vars, &mut f);
     }
 
+    /// What simulating this program costs, counted without simulating it, up to `limit`
+    /// steps (see [`Work`]). A loop whose body is statements only is counted in closed form
+    /// (its guards are intervals of its variable), so the count visits the iterations of the
+    /// outer loops only: milliseconds where the simulation takes minutes, and bounded by
+    /// `limit` where it would take years.
+    pub fn work(&self, limit: u64) -> Work {
+        let mut w = Work { accesses: 0, iterations: 0, complete: true };
+        let mut vars = vec![0i64; self.depth.max(1)];
+        count_nodes(&self.nodes, &mut vars, limit, &mut w);
+        w
+    }
+
     /// Simulates all `caches` on this program's accesses at once.
     pub fn simulate(&self, caches: &[CacheConfig]) -> Vec<Vec<RefStats>> {
+        self.simulate_reporting(caches, |_| {})
+    }
+
+    /// [`Program::simulate`], calling `progress(accesses so far)` every 2^24 accesses.
+    pub fn simulate_reporting(&self, caches: &[CacheConfig], mut progress: impl FnMut(u64)) -> Vec<Vec<RefStats>> {
         let mut sims: Vec<CacheSim> = caches.iter().map(|c| CacheSim::new(*c, self.nrefs, self.addr_lo, self.addr_hi)).collect();
+        let mut n = 0u64;
         if sims.len() == 1 {
             let s = &mut sims[0];
-            self.for_each_access(|r, a| s.access(r, a));
+            self.for_each_access(|r, a| {
+                s.access(r, a);
+                n += 1;
+                if n & PROGRESS_MASK == 0 {
+                    progress(n);
+                }
+            });
         } else {
             self.for_each_access(|r, a| {
                 for s in sims.iter_mut() {
                     s.access(r, a);
                 }
+                n += 1;
+                if n & PROGRESS_MASK == 0 {
+                    progress(n);
+                }
             });
         }
         sims.into_iter().map(|s| s.stats).collect()
+    }
+}
+
+/// Progress is reported every 2^24 accesses (about 50 ms of simulation).
+const PROGRESS_MASK: u64 = (1 << 24) - 1;
+
+/// The size of a simulation: its accesses and the iterations of the loops around them,
+/// each costing the simulator about the same. Counted by [`Program::work`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Work {
+    pub accesses: u64,
+    /// Iterations of loops that contain other loops (the innermost loops' iterations are
+    /// their accesses).
+    pub iterations: u64,
+    /// False when the count stopped at its limit: the true figures are larger.
+    pub complete: bool,
+}
+
+impl Work {
+    /// Accesses plus loop iterations: what the limit of [`Program::work`] bounds.
+    pub fn steps(&self) -> u64 {
+        self.accesses.saturating_add(self.iterations)
+    }
+}
+
+/// Whether a bound or guard in `nodes` uses the loop variable at `depth`.
+fn mentions(nodes: &[PNode], depth: usize) -> bool {
+    let uses = |f: &LinForm| f.terms.iter().any(|&(d, c)| d == depth && c != 0);
+    nodes.iter().any(|n| match n {
+        PNode::Stmt(_, guards) => guards.iter().any(uses),
+        PNode::Loop { lower, upper, body, .. } => uses(lower) || uses(upper) || mentions(body, depth),
+    })
+}
+
+/// Iterations of `lo + k·step`, below `hi`.
+fn trips(lo: i64, hi: i64, step: i64) -> u64 {
+    let (lo, hi, step) = (lo as i128, hi as i128, step as i128);
+    u64::try_from(((hi - lo + step - 1).div_euclid(step)).max(0)).unwrap_or(u64::MAX)
+}
+
+/// Iterations of `lo + k·step` (`k ≥ 0`, below `hi`) at which every guard holds, each guard
+/// being `c + a·v ≥ 0` in the loop variable `v`: the intersection of intervals of `k`.
+fn guarded_trips(lo: i64, hi: i64, step: i64, guards: &[(i128, i128)]) -> u64 {
+    let (mut kmin, mut kmax) = (0i128, trips(lo, hi, step) as i128 - 1);
+    let (lo, step) = (lo as i128, step as i128);
+    for &(c, a) in guards {
+        // c + a·(lo + k·step) ≥ 0  ⇔  b + s·k ≥ 0
+        let (b, s) = (c + a * lo, a * step);
+        match s.signum() {
+            0 if b < 0 => return 0,
+            0 => {}
+            1 => kmin = kmin.max((-b).div_euclid(s) + i128::from((-b).rem_euclid(s) != 0)),
+            _ => kmax = kmax.min(b.div_euclid(-s)),
+        }
+    }
+    u64::try_from((kmax - kmin + 1).max(0)).unwrap_or(u64::MAX)
+}
+
+fn count_nodes(nodes: &[PNode], vars: &mut [i64], limit: u64, w: &mut Work) {
+    for n in nodes {
+        count_node(n, vars, limit, w);
+        if w.steps() > limit {
+            w.complete = false;
+        }
+        if !w.complete {
+            return;
+        }
+    }
+}
+
+fn count_node(n: &PNode, vars: &mut [i64], limit: u64, w: &mut Work) {
+    match n {
+        PNode::Stmt(refs, guards) => {
+            if guards.iter().all(|g| g.eval(vars) >= 0) {
+                w.accesses = w.accesses.saturating_add(refs.len() as u64);
+            }
+        }
+        PNode::Loop { depth, lower, upper, step, body, invariant, .. } => {
+            let (lo, hi) = (lower.eval(vars), upper.eval(vars));
+            if lo >= hi {
+                return;
+            }
+            if body.iter().all(|b| matches!(b, PNode::Stmt(..))) {
+                count_statements(body, vars, *depth, (lo, hi, *step), w);
+                return;
+            }
+            if *invariant {
+                // Every iteration costs the same: count one, multiply.
+                vars[*depth] = lo;
+                let mut once = Work { accesses: 0, iterations: 0, complete: true };
+                count_nodes(body, vars, limit, &mut once);
+                let n = trips(lo, hi, *step);
+                w.accesses = w.accesses.saturating_add(once.accesses.saturating_mul(n));
+                w.iterations = w.iterations.saturating_add(once.iterations.saturating_add(1).saturating_mul(n));
+                w.complete &= once.complete;
+                return;
+            }
+            let mut v = lo;
+            while v < hi {
+                vars[*depth] = v;
+                w.iterations = w.iterations.saturating_add(1);
+                count_nodes(body, vars, limit, w);
+                if !w.complete || w.steps() > limit {
+                    w.complete = false;
+                    return;
+                }
+                v += step;
+            }
+        }
+    }
+}
+
+/// A loop of statements only: per statement, its guards as intervals of the loop variable.
+fn count_statements(body: &[PNode], vars: &mut [i64], depth: usize, (lo, hi, step): (i64, i64, i64), w: &mut Work) {
+    vars[depth] = 0;
+    for b in body {
+        let PNode::Stmt(refs, guards) = b else { unreachable!("checked by the caller") };
+        let linear: Vec<(i128, i128)> =
+            guards.iter().map(|g| (g.eval(vars) as i128, g.terms.iter().filter(|(d, _)| *d == depth).map(|(_, c)| *c as i128).sum())).collect();
+        let trips = guarded_trips(lo, hi, step, &linear);
+        w.accesses = w.accesses.saturating_add(trips.saturating_mul(refs.len() as u64));
     }
 }
 
@@ -158,7 +310,7 @@ fn run_nodes(nodes: &[PNode], vars: &mut [i64], f: &mut impl FnMut(usize, i64)) 
                     }
                 }
             }
-            PNode::Loop { depth, lower, upper, step, body, innermost } => {
+            PNode::Loop { depth, lower, upper, step, body, innermost, .. } => {
                 let lo = lower.eval(vars);
                 let hi = upper.eval(vars);
                 if lo >= hi {
@@ -389,8 +541,20 @@ impl HierarchySim {
 impl Program {
     /// Simulates an inclusive hierarchy (see [`HierarchySim`]) on this program's accesses.
     pub fn simulate_hierarchy(&self, levels: &[CacheConfig]) -> Result<Vec<Vec<RefStats>>> {
+        self.simulate_hierarchy_reporting(levels, |_| {})
+    }
+
+    /// [`Program::simulate_hierarchy`], calling `progress(accesses so far)` every 2^24 accesses.
+    pub fn simulate_hierarchy_reporting(&self, levels: &[CacheConfig], mut progress: impl FnMut(u64)) -> Result<Vec<Vec<RefStats>>> {
         let mut h = HierarchySim::new(levels, self.nrefs)?;
-        self.for_each_access(|r, a| h.access(r, a));
+        let mut n = 0u64;
+        self.for_each_access(|r, a| {
+            h.access(r, a);
+            n += 1;
+            if n & PROGRESS_MASK == 0 {
+                progress(n);
+            }
+        });
         Ok(h.stats())
     }
 }
@@ -401,12 +565,10 @@ pub fn simulate(k: &Kernel, params: &ParamValues, layout: &LayoutSpec, cache: Ca
     Ok(p.simulate(&[cache]).pop().unwrap())
 }
 
-/// Number of accesses the kernel makes at `params` (without simulating a cache).
+/// Number of accesses the kernel makes at `params` (without simulating a cache, nor
+/// visiting the innermost loops' iterations).
 pub fn count_accesses(k: &Kernel, params: &ParamValues, layout: &LayoutSpec) -> Result<u64> {
-    let p = Program::new(k, params, layout)?;
-    let mut n = 0u64;
-    p.for_each_access(|_, _| n += 1);
-    Ok(n)
+    Ok(Program::new(k, params, layout)?.work(u64::MAX).accesses)
 }
 
 #[allow(dead_code)]

@@ -137,3 +137,30 @@ fn interpolation_keeps_to_its_time_budget() {
         assert!(e.to_string().contains("budget") || e.to_string().contains("limit"), "{e}");
     }
 }
+
+/// Found by fuzzing `kernel` (issue 15): a time loop of 6.7·10¹¹ iterations, which the
+/// fuzz harness counted access by access before deciding whether to simulate, and which
+/// `cache simulate` would have run for days without a word. [`Program::work`] counts what a
+/// simulation costs without enumerating it and stops at its limit.
+#[test]
+fn a_simulation_of_days_is_measured_in_milliseconds() {
+    let src = "param T, N;\ndouble A[N][N];\nfor (t = 0; t <= 666666666666; t++)\n  for (i = 1; i <= N + 7; i++)\n    for (j = 0; j <= N; j++)\n      A[i][j] = (A[i - 2][j - 1] + A[i][j - 1] + A[i + 9][j + 1]) / 9.0;\n";
+    let k = parse_kernel("years.k", src).unwrap();
+    let p = Program::new(&k, &parse_params("T=3,N=3").unwrap(), &LayoutSpec::default()).unwrap();
+    let t = Instant::now();
+    let w = p.work(u64::MAX);
+    // Per t: 10 iterations of i, each 4 iterations of j with 4 accesses; the body does not
+    // depend on t, so it is counted once.
+    assert_eq!((w.accesses, w.iterations, w.complete), (666_666_666_667 * 160, 666_666_666_667 * 11, true), "{w:?}");
+    assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
+    assert!(!p.work(100_000_000_000).complete);
+    assert!(p.work(666_666_666_667 * 171).complete);
+    // An outer loop of 10¹² iterations around a loop whose bounds depend on it, empty at
+    // N = 0: iterations only, stopped at the limit.
+    let k = parse_kernel("empty.k", "param N;\ndouble A[N];\nfor (t = 0; t < 1000000000000; t++)\n  for (i = t; i < t + N; i++)\n    A[i - t] = 0;\n").unwrap();
+    let p = Program::new(&k, &parse_params("N=0").unwrap(), &LayoutSpec::default()).unwrap();
+    let t = Instant::now();
+    let w = p.work(1_000_000);
+    assert!(!w.complete && w.accesses == 0 && w.steps() > 1_000_000, "{w:?}");
+    assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
+}

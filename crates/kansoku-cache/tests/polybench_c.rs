@@ -168,3 +168,36 @@ fn the_set_method_keeps_to_its_time_budget_while_counting() {
     assert!(took < Duration::from_secs(12), "took {took:?}");
     assert!(e.contains("time budget"), "{e}");
 }
+
+/// `Program::work` counts, without enumerating them, exactly the accesses the simulator
+/// makes: the 30 kernels (triangular loops, time loops, nussinov's guards) at sizes 0–9.
+#[test]
+fn work_counts_the_accesses_the_simulator_makes() {
+    let mut rng = 0x9e3779b97f4a7c15u64;
+    let mut tried = 0;
+    for name in KERNELS {
+        let k = lowered(name, &[]).kernel;
+        for _ in 0..6 {
+            let params: ParamValues = k
+                .params
+                .iter()
+                .map(|p| {
+                    rng ^= rng << 13;
+                    rng ^= rng >> 7;
+                    rng ^= rng << 17;
+                    (p.clone(), (rng % 10) as i64)
+                })
+                .collect();
+            let Ok(prog) = Program::new(&k, &params, &LayoutSpec::default()) else {
+                continue;
+            };
+            let mut n = 0u64;
+            prog.for_each_access(|_, _| n += 1);
+            let w = prog.work(u64::MAX);
+            assert!(w.complete, "{name} {params:?}");
+            assert_eq!(w.accesses, n, "{name} {params:?}");
+            tried += 1;
+        }
+    }
+    assert!(tried >= 150, "only {tried} of 180 instantiated");
+}

@@ -127,7 +127,9 @@ pub fn emit(text: &str) {
 /// Flushes the report and says whether all of it was written.
 pub fn finish_report() -> anyhow::Result<()> {
     let mut guard = REPORT.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(report) = guard.as_mut() else { return Ok(()) };
+    let Some(report) = guard.as_mut() else {
+        return Ok(());
+    };
     let flushed = report.sink.flush();
     let error = report.error.take().map_or(flushed, Err);
     match (error, &report.path) {
@@ -159,6 +161,19 @@ pub fn spinner(message: &str, unit: &str) -> ProgressBar {
     let bar = ProgressBar::new_spinner();
     let template = format!("{{spinner}} {message}: {{pos}} {unit} ({{per_sec}}, {{elapsed}})");
     bar.set_style(ProgressStyle::with_template(&template).unwrap_or_else(|_| ProgressStyle::default_spinner()));
+    bar.enable_steady_tick(std::time::Duration::from_millis(120));
+    bar
+}
+
+/// A bar of known length on a terminal (hidden when stderr is piped): `message`, the bar,
+/// done/total and the time left.
+pub fn bar(message: &str, len: u64) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(len);
+    let template = format!("{{spinner}} {message}: [{{bar:30}}] {{human_pos}}/{{human_len}} ({{elapsed}}, {{eta}} left)");
+    bar.set_style(ProgressStyle::with_template(&template).unwrap_or_else(|_| ProgressStyle::default_bar()));
     bar.enable_steady_tick(std::time::Duration::from_millis(120));
     bar
 }

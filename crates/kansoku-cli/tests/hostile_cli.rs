@@ -93,6 +93,31 @@ fn invalid_utf8_is_located_in_kernels_traces_and_score_tables() {
     assert!(!o.status.success() && stderr(&o).contains(&format!("{}:2:10: invalid UTF-8 (byte 23)", trace.display())), "{}", stderr(&o));
 }
 
+/// Found by fuzzing (issue 15): a time loop of 6.7·10¹¹ iterations. `cache simulate` ran
+/// for days without a word; now the accesses are counted first (in closed form) and a
+/// simulation over `--max-accesses` is refused at once, naming the count and its time.
+#[test]
+fn a_simulation_of_days_is_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let k = dir.path().join("years.k");
+    let src = "param N;\ndouble A[N][N];\nfor (t = 0; t <= 666666666666; t++)\n  for (i = 1; i < N - 1; i++)\n    for (j = 1; j < N - 1; j++)\n      A[i][j] = (A[i - 1][j] + A[i + 1][j]) / 2.0;\n";
+    std::fs::write(&k, src).unwrap();
+    let t = Instant::now();
+    let o = kansoku(&["cache", "simulate", k.to_str().unwrap(), "--param", "N=10"]);
+    let e = stderr(&o);
+    assert!(!o.status.success() && o.stdout.is_empty(), "{e}");
+    // 666,666,666,667 × (8 × 8 × 3 accesses + 8 iterations of i + 1 of t)
+    assert!(e.contains("more than 134000000000067") && e.contains("days") && e.contains("--max-accesses"), "{e}");
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    // Ten steps of time: 1,920 accesses (2,010 with the loop iterations) simulate, and a
+    // limit below that refuses them.
+    std::fs::write(&k, src.replace("666666666666", "9")).unwrap();
+    let o = kansoku(&["cache", "simulate", k.to_str().unwrap(), "--param", "N=10"]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("1920 accesses"), "{}", stderr(&o));
+    let o = kansoku(&["cache", "simulate", k.to_str().unwrap(), "--param", "N=10", "--max-accesses", "2000"]);
+    assert!(stderr(&o).contains("more than 20") && !o.status.success(), "{}", stderr(&o));
+}
+
 /// The program kansoku started (its child), found through /proc.
 fn child_of(pid: u32) -> Option<u32> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).ok()?;

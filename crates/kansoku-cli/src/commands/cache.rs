@@ -63,6 +63,17 @@ impl CacheArgs {
     }
 }
 
+/// How long a simulation may be, counted before it starts.
+#[derive(clap::Args, Clone, Copy)]
+pub struct SimLimit {
+    /// Refuse to simulate more than this many accesses (loop iterations without accesses
+    /// count as accesses); the simulator runs 240–380 M accesses/s, so the default of 10^11
+    /// is about five minutes. Counted in closed form before simulating: a kernel of days
+    /// is refused at once.
+    #[arg(long, default_value_t = 100_000_000_000)]
+    pub max_accesses: u64,
+}
+
 #[derive(clap::Args)]
 pub struct InfoArgs {
     /// Kernel file (C subset: `param`, array declarations, affine `for` loops, assignments),
@@ -94,6 +105,8 @@ pub struct SimulateArgs {
     /// Parameter values, e.g. `X=10,Y=10,Z=10` (a C file's -D/--size give defaults).
     #[arg(long)]
     pub param: Option<String>,
+    #[command(flatten)]
+    pub limit: SimLimit,
     #[arg(long)]
     pub json: bool,
 }
@@ -141,6 +154,9 @@ pub struct ModelArgs {
     pub jobs: usize,
     #[command(flatten)]
     pub cache: CacheArgs,
+    /// For the answers the simulator gives (`--l2`, or `auto` at concrete sizes when the set method does not get there).
+    #[command(flatten)]
+    pub limit: SimLimit,
     /// One reference (`S3:right:1` or `P2`); default: all.
     #[arg(long = "ref", conflicts_with = "all")]
     pub reference: Option<String>,
@@ -332,10 +348,27 @@ struct SimLevel {
     total_misses: u64,
 }
 
-fn sim_report(k: &Kernel, p: &ParamValues, layout: &LayoutSpec, levels: &[CacheConfig]) -> Result<SimReport> {
+/// Simulates `levels` on `k` at `p`, after counting the accesses: refused above `limit`,
+/// with a progress bar when it takes more than about a second.
+fn sim_report(k: &Kernel, p: &ParamValues, layout: &LayoutSpec, levels: &[CacheConfig], limit: SimLimit) -> Result<SimReport> {
     let prog = Program::new(k, p, layout)?;
+    let work = prog.work(limit.max_accesses);
+    if !work.complete {
+        bail!(
+            "{} at {}: the simulation would make more than {} accesses (about {} at 300 M accesses/s); \
+             --max-accesses N raises the limit of {}, or choose smaller sizes",
+            k.file,
+            fmt_params(p),
+            work.steps(),
+            fmt_duration(work.steps() as f64 / 3e8),
+            limit.max_accesses
+        );
+    }
+    let bar = if work.steps() > 300_000_000 { crate::output::bar("simulating", work.accesses) } else { indicatif::ProgressBar::hidden() };
     let t = Instant::now();
-    let mut stats = if levels.len() == 1 { prog.simulate(levels) } else { prog.simulate_hierarchy(levels)? };
+    let progress = |n| bar.set_position(n);
+    let mut stats = if levels.len() == 1 { prog.simulate_reporting(levels, progress) } else { prog.simulate_hierarchy_reporting(levels, progress)? };
+    bar.finish_and_clear();
     let secs = t.elapsed().as_secs_f64();
     let rows = |stats: &[RefStats]| -> Vec<SimRow> {
         k.refs
@@ -378,7 +411,7 @@ fn sim_report(k: &Kernel, p: &ParamValues, layout: &LayoutSpec, levels: &[CacheC
 fn simulate(a: SimulateArgs) -> Result<()> {
     let (k, sizes) = load(&a.kernel, &a.c)?;
     let p = params_over(a.param.as_deref(), &sizes)?.with_context(|| format!("{}: give the sizes with --param (or -D/--size for a C file)", a.kernel.display()))?;
-    let rep = sim_report(&k, &p, &a.cache.layout()?, &a.cache.levels()?)?;
+    let rep = sim_report(&k, &p, &a.cache.layout()?, &a.cache.levels()?, a.limit)?;
     print_simulation(&rep, a.json)
 }
 
@@ -415,6 +448,16 @@ fn print_sim_rows(rows: &[SimRow]) {
     }
 }
 
+/// Seconds as a person reads them: "40 s", "12 min", "3.5 h", "9 days".
+fn fmt_duration(secs: f64) -> String {
+    match secs {
+        s if s < 120.0 => format!("{s:.0} s"),
+        s if s < 7200.0 => format!("{:.0} min", s / 60.0),
+        s if s < 172_800.0 => format!("{:.1} h", s / 3600.0),
+        s => format!("{:.0} days", s / 86400.0),
+    }
+}
+
 fn fmt_params(p: &ParamValues) -> String {
     p.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",")
 }
@@ -445,7 +488,7 @@ fn model(mut a: ModelArgs) -> Result<()> {
         };
         eprintln!("note: --l2: the inclusive hierarchy is answered by the simulator at {}", fmt_params(&sizes));
         let (k, _) = load(&a.kernel, &a.c)?;
-        return print_simulation(&sim_report(&k, &sizes, &a.cache.layout()?, &a.cache.levels()?)?, a.json);
+        return print_simulation(&sim_report(&k, &sizes, &a.cache.layout()?, &a.cache.levels()?, a.limit)?, a.json);
     }
     let interpolation_args = !a.vary.is_empty() || a.fix.is_some() || a.from != 1;
     let started = Instant::now();
@@ -465,7 +508,7 @@ fn model(mut a: ModelArgs) -> Result<()> {
                     fmt_params(&sizes)
                 );
                 let (k, _) = load(&a.kernel, &a.c)?;
-                let rep = sim_report(&k, &sizes, &a.cache.layout()?, &a.cache.levels()?)?;
+                let rep = sim_report(&k, &sizes, &a.cache.layout()?, &a.cache.levels()?, a.limit)?;
                 print_simulation(&rep, a.json)
             }
             Err(e) if e.downcast_ref::<SetsUnavailable>().is_some() => {
@@ -839,7 +882,7 @@ pub fn demo_stage(dir: &Path) -> Result<String> {
     let f = build_model(&k, &ModelOptions::new(family.clone(), layout.clone(), vec![cache]))?.pop().unwrap();
     std::fs::write(dir.join("seed-formulas.json"), serde_json::to_string_pretty(&f)?)?;
     let p = parse_params("X=10,Y=10,Z=10")?;
-    let rep = sim_report(&k, &p, &layout, &[cache])?;
+    let rep = sim_report(&k, &p, &layout, &[cache], SimLimit { max_accesses: u64::MAX })?;
     std::fs::write(dir.join("seed-simulation.json"), serde_json::to_string_pretty(&rep)?)?;
     let r = find_ref(&k, ex::REFERENCE)?;
     let ev = f.eval(&p)?;

@@ -447,7 +447,7 @@ pub fn reconstruct_file(args: &Args) -> Result<(Report, Vec<String>, Names)> {
     if args.period == Some(0) {
         bail!("--period must be at least 1 (got 0)");
     }
-    let bar = progress_bar();
+    let bar = crate::output::bar("reconstructing", 0);
     let rec = reconstruct(&loaded.observations, &loaded.names, &options, &mut |done, total| {
         bar.set_length(total as u64);
         bar.set_position(done as u64)
@@ -643,21 +643,6 @@ pub fn notes(r: &Reconstruction) -> Vec<String> {
         ));
     }
     out
-}
-
-/// A progress bar on a terminal, nothing when stderr is piped (the pattern of
-/// `output::spinner`, with a length).
-fn progress_bar() -> indicatif::ProgressBar {
-    use std::io::IsTerminal;
-    if !std::io::stderr().is_terminal() {
-        return indicatif::ProgressBar::hidden();
-    }
-    let bar = indicatif::ProgressBar::new(0);
-    let style = indicatif::ProgressStyle::with_template("{spinner} reconstructing: [{bar:30}] {pos}/{len} ({elapsed})")
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
-    bar.set_style(style);
-    bar.enable_steady_tick(std::time::Duration::from_millis(120));
-    bar
 }
 
 pub fn print_comparison(c: &Comparison) {
