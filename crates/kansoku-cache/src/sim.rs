@@ -186,8 +186,8 @@ const PROGRESS_MASK: u64 = (1 << 24) - 1;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Work {
     pub accesses: u64,
-    /// Iterations of loops that contain other loops (the innermost loops' iterations are
-    /// their accesses).
+    /// Iterations of loops that contain other loops or guarded statements (the other
+    /// loops' iterations are their accesses).
     pub iterations: u64,
     /// False when the count stopped at its limit: the true figures are larger.
     pub complete: bool,
@@ -296,6 +296,10 @@ fn count_statements(body: &[PNode], vars: &mut [i64], depth: usize, (lo, hi, ste
             guards.iter().map(|g| (g.eval(vars) as i128, g.terms.iter().filter(|(d, _)| *d == depth).map(|(_, c)| *c as i128).sum())).collect();
         let trips = guarded_trips(lo, hi, step, &linear);
         w.accesses = w.accesses.saturating_add(trips.saturating_mul(refs.len() as u64));
+    }
+    // The simulator visits every iteration of a loop with guards, also where none holds.
+    if body.iter().any(|b| matches!(b, PNode::Stmt(_, g) if !g.is_empty())) {
+        w.iterations = w.iterations.saturating_add(trips(lo, hi, step));
     }
 }
 

@@ -163,4 +163,8 @@ fn a_simulation_of_days_is_measured_in_milliseconds() {
     let w = p.work(1_000_000);
     assert!(!w.complete && w.accesses == 0 && w.steps() > 1_000_000, "{w:?}");
     assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
+    // One access in 10¹² iterations: the simulator still visits every one.
+    let k = parse_kernel("guard.k", "param N;\ndouble A[N];\nfor (t = 0; t < 1000000000000; t++)\n  if (t < 1)\n    A[0] = 0;\n").unwrap();
+    let w = Program::new(&k, &parse_params("N=1").unwrap(), &LayoutSpec::default()).unwrap().work(u64::MAX);
+    assert_eq!((w.accesses, w.iterations), (1, 1_000_000_000_000), "{w:?}");
 }
