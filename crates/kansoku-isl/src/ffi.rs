@@ -65,6 +65,7 @@ extern "C" {
     pub fn isl_map_domain(m: *mut isl_map) -> *mut isl_set;
     pub fn isl_map_range(m: *mut isl_map) -> *mut isl_set;
     pub fn isl_map_coalesce(m: *mut isl_map) -> *mut isl_map;
+    pub fn isl_map_compute_divs(m: *mut isl_map) -> *mut isl_map;
     pub fn isl_map_intersect_domain(m: *mut isl_map, s: *mut isl_set) -> *mut isl_map;
     pub fn isl_map_intersect_range(m: *mut isl_map, s: *mut isl_set) -> *mut isl_map;
     pub fn isl_map_is_empty(m: *mut isl_map) -> c_int;

@@ -332,6 +332,9 @@ impl<'c> Map<'c> {
         map_lexmax, isl_map_lexmax);
     map_op1!(map_lexmin, isl_map_lexmin);
     map_op1!(map_coalesce, isl_map_coalesce);
+    map_op1!(
+        /// Turns every existentially quantified variable into an explicit division.
+        map_compute_divs, isl_map_compute_divs);
 
     pub fn map_domain(self) -> Result<Set<'c>> {
         let ctx = self.ctx;
