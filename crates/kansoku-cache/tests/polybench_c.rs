@@ -4,6 +4,8 @@
 //! reference; downward loops keep their iteration order; and the set method's formulas on
 //! lowered C kernels (a downward loop, a conditional expression) equal the simulator.
 
+mod common;
+
 use kansoku_cache::sets::*;
 use kansoku_cache::*;
 use std::path::{Path, PathBuf};
@@ -173,24 +175,13 @@ fn the_set_method_keeps_to_its_time_budget_while_counting() {
 /// makes: the 30 kernels (triangular loops, time loops, nussinov's guards) at sizes 0–9.
 #[test]
 fn work_counts_the_accesses_the_simulator_makes() {
-    let mut rng = 0x9e3779b97f4a7c15u64;
+    let mut rng = common::Rng(0x9e3779b97f4a7c15);
     let mut tried = 0;
     for name in KERNELS {
         let k = lowered(name, &[]).kernel;
         for _ in 0..6 {
-            let params: ParamValues = k
-                .params
-                .iter()
-                .map(|p| {
-                    rng ^= rng << 13;
-                    rng ^= rng >> 7;
-                    rng ^= rng << 17;
-                    (p.clone(), (rng % 10) as i64)
-                })
-                .collect();
-            let Ok(prog) = Program::new(&k, &params, &LayoutSpec::default()) else {
-                continue;
-            };
+            let params: ParamValues = k.params.iter().map(|p| (p.clone(), rng.next(0, 9))).collect();
+            let Ok(prog) = Program::new(&k, &params, &LayoutSpec::default()) else { continue };
             let mut n = 0u64;
             prog.for_each_access(|_, _| n += 1);
             let w = prog.work(u64::MAX);

@@ -127,9 +127,7 @@ pub fn emit(text: &str) {
 /// Flushes the report and says whether all of it was written.
 pub fn finish_report() -> anyhow::Result<()> {
     let mut guard = REPORT.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(report) = guard.as_mut() else {
-        return Ok(());
-    };
+    let Some(report) = guard.as_mut() else { return Ok(()) };
     let flushed = report.sink.flush();
     let error = report.error.take().map_or(flushed, Err);
     match (error, &report.path) {

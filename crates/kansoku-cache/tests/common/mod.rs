@@ -1,4 +1,4 @@
-//! Shared by the set-method tests.
+//! Shared by the tests (set method, PolyBench C).
 
 /// A small deterministic generator (xorshift), so failures are reproducible.
 pub struct Rng(pub u64);
