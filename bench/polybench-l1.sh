@@ -6,6 +6,7 @@
 # Usage: bench/polybench-l1.sh [BUDGET_SECONDS] [KERNEL...]   (KANSOKU=path: a fixed binary)
 # Prints TSV: kernel, size, method seconds, method misses, simulator seconds, simulator
 # misses, equal (yes/no/-: every reference's compulsory and conflict misses), note (why the method did not get there).
+# MODEL_ARGS: more `cache model` options, e.g. MODEL_ARGS=--stepwise-divisions.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 budget=${1:-30}
@@ -35,7 +36,7 @@ for k in "${kernels[@]}"; do
     sim_s=$(echo "$(date +%s.%N) - $s" | bc)
     read -r sim_m sim_refs < <(misses < "$work/sim.json")
     s=$(date +%s.%N)
-    "$K" cache model "$dir/$k.c" --size $size --cache "$cache" --method sets --budget "$budget" --json > "$work/model.json" 2> "$work/err"
+    "$K" cache model "$dir/$k.c" ${MODEL_ARGS:-} --size $size --cache "$cache" --method sets --budget "$budget" --json > "$work/model.json" 2> "$work/err"
     rc=$?
     m_s=$(echo "$(date +%s.%N) - $s" | bc)
     if [ $rc -ne 0 ]; then

@@ -7,6 +7,7 @@
 #   20 random points in 1..E for every size (each equal to a fresh simulation, or not).
 #   Caches: 2-way 32 B lines 4 sets (the tests' cache), 4-way 64 B 4 sets, 8-way 64 B 4 sets.
 #   Prints one TSV line per run; run it in the background, it takes long.
+#   MODEL_ARGS: more `cache model` options, e.g. MODEL_ARGS=--stepwise-divisions.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 extent=${1:-16}
@@ -28,7 +29,7 @@ for k in "${kernels[@]}"; do
   ext=$(for p in $params; do printf '%s=%s,' "$p" "$extent"; done | sed 's/,$//')
   for cache in assoc=2,line=32,sets=4 assoc=4,line=64,sets=4 assoc=8,line=64,sets=4; do
     s=$(date +%s.%N)
-    "$K" cache model "$dir/$k.c" --method sets --cache "$cache" --extent "$ext" --budget "$budget" -o "$work/f.json" > "$work/out" 2> "$work/err"
+    "$K" cache model "$dir/$k.c" ${MODEL_ARGS:-} --method sets --cache "$cache" --extent "$ext" --budget "$budget" -o "$work/f.json" > "$work/out" 2> "$work/err"
     rc=$?
     e=$(date +%s.%N)
     secs=$(echo "$e - $s" | bc)

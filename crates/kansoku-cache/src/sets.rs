@@ -15,8 +15,8 @@
 //! * **distinct-line sets** `E_k` (our exact replacement of the seed's split and common
 //!   sets): accesses with at least k *distinct* such lines, built as
 //!   `E_1 = lines`, `E_k = { t -> l ∈ lines(t) : ∃ l' ∈ E_{k-1}(t), l' < l }` — one range
-//!   dimension at every step, so A steps instead of an A-fold product, each `E_k` but the
-//!   last given explicit divisions so that existentials do not nest; once `E_{k-1}` is
+//!   dimension at every step, so A steps instead of an A-fold product (optionally each
+//!   `E_k` but the last given explicit divisions, `stepwise_divisions`); once `E_{k-1}` is
 //!   large (`lexmin_chain_above`) the same set can be built as `{ l ∈ lines(t) : l > lexmin E_{k-1}(t) }` (lexmin
 //!   chain, no existentials accumulate: the 2-D stencils with 4 and 8 ways, mvt 8-way);
 //!   once one chain over all lines is large (`split_by_array_above`), each group of arrays
@@ -79,6 +79,11 @@ pub struct SetModelOptions {
     /// text (`None`: always the existential form). Same sets; much smaller for the 2-D
     /// stencils with 4 and 8 ways and mvt 8-way, but not verified faster everywhere.
     pub lexmin_chain_above: Option<usize>,
+    /// Give every `E_k` that is extended further explicit divisions at once, so that the
+    /// existentials of the default construction do not nest. Much faster for some
+    /// references (doitgen 8-way's P3 at extents 16: 101 s → 12.5 s), much slower for
+    /// others (gemm 4-way at extents 20: 12.7 s → over 120 s), so off by default.
+    pub stepwise_divisions: bool,
     /// Count the distinct lines per array (arrays whose lines never meet) once one chain
     /// over all lines exceeds this many characters of isl text (`None`: never). Same
     /// counts; gemm 8-way's B[k][j] with extents 20 builds in 75 s instead of > 10 min,
@@ -101,7 +106,7 @@ pub struct SetModelOptions {
 
 impl SetModelOptions {
     pub fn new(layout: LayoutSpec, cache: CacheConfig) -> Self {
-        SetModelOptions { layout, cache, extents: ParamValues::new(), param_min: 1, param_max: ParamValues::new(), at: ParamValues::new(), explain: false, max_operations: 0, refs: Vec::new(), time_budget: None, lexmin_chain_above: None, split_by_array_above: Some(SPLIT_BY_ARRAY_ABOVE), race_chain: None, jobs: 0 }
+        SetModelOptions { layout, cache, extents: ParamValues::new(), param_min: 1, param_max: ParamValues::new(), at: ParamValues::new(), explain: false, max_operations: 0, refs: Vec::new(), time_budget: None, lexmin_chain_above: None, stepwise_divisions: false, split_by_array_above: Some(SPLIT_BY_ARRAY_ABOVE), race_chain: None, jobs: 0 }
     }
 }
 
@@ -718,14 +723,15 @@ fn distinct_line_chain<'c>(b: &Builder<'c>, lines: &Map<'c>, opts: &SetModelOpti
         }
         let above = m(e_k.map_apply_range(greater.clone()), "distinct lines", name)?;
         e_k = m(m(lines.clone().map_intersect(above), "distinct lines", name)?.map_coalesce(), "distinct lines", name)?;
-        // Explicit divisions in every E_k that is extended further: each step then adds one
-        // existential (the line l' below), eliminated while it is alone. Left to the end,
-        // E_A held A nested ones and isl's elimination when counting was most of the time:
-        // doitgen 8-way's P3 (extents 16, default construction alone) spent 71 of its 101 s
-        // there; with this step it builds in 12.5 s. Not on the last E_k, which is counted:
-        // there isl's own choice of divisions when counting gave the counter easier
-        // polytopes (adi 2-way's P15: 0.9 s; 37 s with explicit divisions on E_2).
-        if step < opts.cache.assoc {
+        // Explicit divisions in every E_k that is extended further (`stepwise_divisions`):
+        // each step then adds one existential (the line l' below), eliminated while it is
+        // alone. Left to the end, E_A holds A nested ones and isl eliminates them when
+        // counting: doitgen 8-way's P3 (extents 16, default construction alone) spent 71 of
+        // its 101 s there, 12.5 s with this step; but gemm 4-way at extents 20 went from
+        // 12.7 s to over 120 s. Not on the last E_k, which is counted: there isl's own
+        // choice of divisions gave the counter easier polytopes (adi 2-way's P15: 0.9 s;
+        // 37 s with explicit divisions on E_2).
+        if opts.stepwise_divisions && step < opts.cache.assoc {
             e_k = m(m(e_k.map_compute_divs(), "distinct lines", name)?.map_coalesce(), "distinct lines", name)?;
         }
         trace(name, &format!("E_{step}{}", if chain { " (lexmin chain)" } else { "" }), t, || e_k.to_string().len());

@@ -149,6 +149,12 @@ pub struct ModelArgs {
     /// default construction exceeds --budget.
     #[arg(long, value_name = "CHARS")]
     pub lexmin_chain: Option<usize>,
+    /// Set method: give each distinct-line set but the last explicit divisions as it is
+    /// built, so that existentials do not nest (much faster for many 8-way references:
+    /// 76 of the 90 PolyBench runs at extents 16 within a minute, 70 without; much slower
+    /// for some others, e.g. gemm 4-way at extents 20). Default: off.
+    #[arg(long)]
+    pub stepwise_divisions: bool,
     /// Set method: references built at once, one per thread (default: one per core).
     #[arg(long, short = 'j', default_value_t = 0, hide_default_value = true)]
     pub jobs: usize,
@@ -549,6 +555,7 @@ fn sets_model(a: &ModelArgs, at: Option<&ParamValues>) -> Result<()> {
     }
     opts.time_budget = Some(std::time::Duration::from_secs_f64(a.budget.max(0.0)));
     opts.lexmin_chain_above = a.lexmin_chain;
+    opts.stepwise_divisions = a.stepwise_divisions;
     // Neither construction is faster everywhere (docs/rooms/seed004-cache.md): the
     // default one wins on gemm, the chain on the 2-D stencils, mvt and doitgen 8-way;
     // idle threads race the chain against the default.
