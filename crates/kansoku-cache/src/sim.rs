@@ -332,6 +332,11 @@ fn run_nodes(nodes: &[PNode], vars: &mut [i64], f: &mut impl FnMut(usize, i64)) 
                             }
                         }
                     }
+                    if cur.is_empty() {
+                        // No access in the body: nothing to visit (a loop of 3·10^10 empty
+                        // iterations timed the kernel fuzzer out).
+                        continue;
+                    }
                     let mut v = lo;
                     while v < hi {
                         for e in cur.iter_mut() {

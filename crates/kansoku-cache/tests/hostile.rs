@@ -167,4 +167,12 @@ fn a_simulation_of_days_is_measured_in_milliseconds() {
     let k = parse_kernel("guard.k", "param N;\ndouble A[N];\nfor (t = 0; t < 1000000000000; t++)\n  if (t < 1)\n    A[0] = 0;\n").unwrap();
     let w = Program::new(&k, &parse_params("N=1").unwrap(), &LayoutSpec::default()).unwrap().work(u64::MAX);
     assert_eq!((w.accesses, w.iterations), (1, 1_000_000_000_000), "{w:?}");
+    // Found by fuzzing too: a loop of 3.4·10¹⁰ iterations with an empty body counts as no
+    // work, and the simulator does not visit it either.
+    let k = parse_kernel("empty-body.k", "param N;\ndouble A[20];\nfor (i = 0; i < N; i++) A[i] = 2;\nfor (j = -34444444444; j < N; j++) {\n}\n").unwrap();
+    let p = Program::new(&k, &parse_params("N=3").unwrap(), &LayoutSpec::default()).unwrap();
+    assert_eq!(p.work(100_000), Work { accesses: 3, iterations: 0, complete: true });
+    let t = Instant::now();
+    assert_eq!(p.simulate(&[CacheConfig::parse("assoc=2,line=32,sets=4").unwrap()])[0].iter().map(|s| s.accesses).sum::<u64>(), 3);
+    assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
 }
