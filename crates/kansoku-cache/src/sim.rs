@@ -34,6 +34,11 @@ struct LinForm {
 }
 
 impl LinForm {
+    /// The coefficient of the loop variable at `depth`.
+    fn coeff(&self, depth: usize) -> i64 {
+        self.terms.iter().filter(|(d, _)| *d == depth).map(|(_, c)| c).sum()
+    }
+
     #[inline]
     fn eval(&self, vars: &[i64]) -> i64 {
         let mut v = self.constant;
@@ -158,20 +163,14 @@ impl Program {
             let s = &mut sims[0];
             self.for_each_access(|r, a| {
                 s.access(r, a);
-                n += 1;
-                if n & PROGRESS_MASK == 0 {
-                    progress(n);
-                }
+                tick(&mut n, &mut progress);
             });
         } else {
             self.for_each_access(|r, a| {
                 for s in sims.iter_mut() {
                     s.access(r, a);
                 }
-                n += 1;
-                if n & PROGRESS_MASK == 0 {
-                    progress(n);
-                }
+                tick(&mut n, &mut progress);
             });
         }
         sims.into_iter().map(|s| s.stats).collect()
@@ -180,6 +179,15 @@ impl Program {
 
 /// Progress is reported every 2^24 accesses (about 50 ms of simulation).
 const PROGRESS_MASK: u64 = (1 << 24) - 1;
+
+/// Counts one access, and reports the count every 2^24.
+#[inline(always)]
+fn tick(n: &mut u64, progress: &mut impl FnMut(u64)) {
+    *n += 1;
+    if *n & PROGRESS_MASK == 0 {
+        progress(*n);
+    }
+}
 
 /// The size of a simulation: its accesses and the iterations of the loops around them,
 /// each costing the simulator about the same. Counted by [`Program::work`].
@@ -202,7 +210,7 @@ impl Work {
 
 /// Whether a bound or guard in `nodes` uses the loop variable at `depth`.
 fn mentions(nodes: &[PNode], depth: usize) -> bool {
-    let uses = |f: &LinForm| f.terms.iter().any(|&(d, c)| d == depth && c != 0);
+    let uses = |f: &LinForm| f.coeff(depth) != 0;
     nodes.iter().any(|n| match n {
         PNode::Stmt(_, guards) => guards.iter().any(uses),
         PNode::Loop { lower, upper, body, .. } => uses(lower) || uses(upper) || mentions(body, depth),
@@ -292,8 +300,7 @@ fn count_statements(body: &[PNode], vars: &mut [i64], depth: usize, (lo, hi, ste
     vars[depth] = 0;
     for b in body {
         let PNode::Stmt(refs, guards) = b else { unreachable!("checked by the caller") };
-        let linear: Vec<(i128, i128)> =
-            guards.iter().map(|g| (g.eval(vars) as i128, g.terms.iter().filter(|(d, _)| *d == depth).map(|(_, c)| *c as i128).sum())).collect();
+        let linear: Vec<(i128, i128)> = guards.iter().map(|g| (g.eval(vars) as i128, g.coeff(depth) as i128)).collect();
         let trips = guarded_trips(lo, hi, step, &linear);
         w.accesses = w.accesses.saturating_add(trips.saturating_mul(refs.len() as u64));
     }
@@ -327,8 +334,7 @@ fn run_nodes(nodes: &[PNode], vars: &mut [i64], f: &mut impl FnMut(usize, i64)) 
                     for b in body {
                         if let PNode::Stmt(refs, _) = b {
                             for (r, form) in refs {
-                                let coeff: i64 = form.terms.iter().filter(|(d, _)| d == depth).map(|(_, c)| c).sum();
-                                cur.push((*r, form.eval(vars), coeff * step));
+                                cur.push((*r, form.eval(vars), form.coeff(*depth) * step));
                             }
                         }
                     }
@@ -559,10 +565,7 @@ impl Program {
         let mut n = 0u64;
         self.for_each_access(|r, a| {
             h.access(r, a);
-            n += 1;
-            if n & PROGRESS_MASK == 0 {
-                progress(n);
-            }
+            tick(&mut n, &mut progress);
         });
         Ok(h.stats())
     }

@@ -354,6 +354,9 @@ struct SimLevel {
     total_misses: u64,
 }
 
+/// The simulator's speed for estimates (measured 240–380 M accesses/s, BENCHMARKS seed 004).
+const SIM_ACCESSES_PER_SECOND: f64 = 3e8;
+
 /// Simulates `levels` on `k` at `p`, after counting the accesses: refused above `limit`,
 /// with a progress bar when it takes more than about a second.
 fn sim_report(k: &Kernel, p: &ParamValues, layout: &LayoutSpec, levels: &[CacheConfig], limit: SimLimit) -> Result<SimReport> {
@@ -366,11 +369,11 @@ fn sim_report(k: &Kernel, p: &ParamValues, layout: &LayoutSpec, levels: &[CacheC
             k.file,
             fmt_params(p),
             work.steps(),
-            fmt_duration(work.steps() as f64 / 3e8),
+            fmt_duration(work.steps() as f64 / SIM_ACCESSES_PER_SECOND),
             limit.max_accesses
         );
     }
-    let bar = if work.steps() > 300_000_000 { crate::output::bar("simulating", work.accesses) } else { indicatif::ProgressBar::hidden() };
+    let bar = if work.steps() as f64 > SIM_ACCESSES_PER_SECOND { crate::output::bar("simulating", work.accesses) } else { indicatif::ProgressBar::hidden() };
     let t = Instant::now();
     let progress = |n| bar.set_position(n);
     let mut stats = if levels.len() == 1 { prog.simulate_reporting(levels, progress) } else { prog.simulate_hierarchy_reporting(levels, progress)? };
