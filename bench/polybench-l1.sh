@@ -6,7 +6,7 @@
 # Usage: bench/polybench-l1.sh [BUDGET_SECONDS] [KERNEL...]   (KANSOKU=path: a fixed binary)
 # Prints TSV: kernel, size, method seconds, method misses, simulator seconds, simulator
 # misses, equal (yes/no/-: every reference's compulsory and conflict misses), note (why the method did not get there).
-# MODEL_ARGS: more `cache model` options, e.g. MODEL_ARGS=--stepwise-divisions.
+# MODEL_ARGS: more `cache model` options, e.g. MODEL_ARGS="--divisions at-count".
 set -uo pipefail
 cd "$(dirname "$0")/.."
 budget=${1:-30}

@@ -7,7 +7,8 @@
 #   20 random points in 1..E for every size (each equal to a fresh simulation, or not).
 #   Caches: 2-way 32 B lines 4 sets (the tests' cache), 4-way 64 B 4 sets, 8-way 64 B 4 sets.
 #   Prints one TSV line per run; run it in the background, it takes long.
-#   MODEL_ARGS: more `cache model` options, e.g. MODEL_ARGS=--stepwise-divisions.
+#   MODEL_ARGS: more `cache model` options, e.g. MODEL_ARGS="--divisions at-count".
+#   CACHES: other caches, e.g. CACHES=assoc=8,line=64,sets=4.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 extent=${1:-16}
@@ -27,7 +28,7 @@ printf 'kernel\tcache\tparams\tseconds\tbytes\tverified\tnote\n'
 for k in "${kernels[@]}"; do
   params=$("$K" cache info "$dir/$k.c" --json 2>/dev/null | python3 -c 'import json,sys; print(" ".join(json.load(sys.stdin)["params"]))') || { printf '%s\t-\t-\t-\t-\t-\trefused: %s\n' "$k" "$("$K" cache info "$dir/$k.c" 2>&1 | head -1)"; continue; }
   ext=$(for p in $params; do printf '%s=%s,' "$p" "$extent"; done | sed 's/,$//')
-  for cache in assoc=2,line=32,sets=4 assoc=4,line=64,sets=4 assoc=8,line=64,sets=4; do
+  for cache in ${CACHES:-assoc=2,line=32,sets=4 assoc=4,line=64,sets=4 assoc=8,line=64,sets=4}; do
     s=$(date +%s.%N)
     "$K" cache model "$dir/$k.c" ${MODEL_ARGS:-} --method sets --cache "$cache" --extent "$ext" --budget "$budget" -o "$work/f.json" > "$work/out" 2> "$work/err"
     rc=$?
@@ -38,7 +39,7 @@ for k in "${kernels[@]}"; do
       continue
     fi
     bytes=$(stat -c %s "$work/f.json")
-    note=$(grep -o 'P[0-9, P]*: built with the lexmin chain' "$work/err" | head -1)
+    note=$(grep -o 'P[0-9, P]*: built with [a-z -]*' "$work/err" | paste -sd ';' -)
     ok=0
     for i in $(seq 20); do
       point=$(for p in $params; do printf '%s=%s,' "$p" $((RANDOM % extent + 1)); done | sed 's/,$//')

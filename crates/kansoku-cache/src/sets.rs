@@ -21,6 +21,7 @@
 //!   chain, no existentials accumulate: the 2-D stencils with 4 and 8 ways, mvt 8-way);
 //!   once one chain over all lines is large (`split_by_array_above`), each group of arrays
 //!   whose lines never meet gets its own chain and the counts are added (gemm 8-way);
+//!   no construction is the fastest everywhere, so several can be raced (`race`);
 //! * **conflict misses** = domain of `E_A`: an A-way LRU evicts the line exactly when A
 //!   distinct other lines of its set were used since its last use.
 //!
@@ -82,7 +83,8 @@ pub struct SetModelOptions {
     /// Give every `E_k` that is extended further explicit divisions at once, so that the
     /// existentials of the default construction do not nest. Much faster for some
     /// references (doitgen 8-way's P3 at extents 16: 101 s → 12.5 s), much slower for
-    /// others (gemm 4-way at extents 20: 12.7 s → over 120 s), so off by default.
+    /// others (gemm 4-way at extents 20: 12.7 s → over 120 s), so off by default here;
+    /// the CLI turns it on and races divisions at the count beside it (`race`).
     pub stepwise_divisions: bool,
     /// Count the distinct lines per array (arrays whose lines never meet) once one chain
     /// over all lines exceeds this many characters of isl text (`None`: never). Same
@@ -90,23 +92,48 @@ pub struct SetModelOptions {
     /// but small chains are cheaper to count whole (bicg 2-way: the per-array parts
     /// exceeded the counter's budget). Ignored when `lexmin_chain_above` is set.
     pub split_by_array_above: Option<usize>,
-    /// Build references with the lexmin chain at this many characters too (`None`: never;
-    /// ignored when `lexmin_chain_above` is set). Neither construction is faster
-    /// everywhere: the default wins on gemm, the chain on the 2-D stencils, mvt and
-    /// doitgen 8-way. A thread with no reference left to start builds the longest-running
-    /// one with the chain beside its default construction, and the first to finish is
-    /// kept (the default within the budget, the chain within twice the budget); a
-    /// reference whose default construction ran out of the budget with no chain beside
-    /// it (one thread, or every thread busy) gets the chain next, until twice the budget.
-    pub race_chain: Option<usize>,
+    /// Other constructions of the same sets raced beside the one these options name, in
+    /// this order (empty: none; an alternative the options already use is skipped).
+    /// None is faster everywhere: divisions at the count win on gemm 4-way, the lexmin
+    /// chain on the 2-D stencils, mvt and doitgen 8-way, stepwise divisions on 2mm, syr2k
+    /// and symm 8-way, trmm and lu 4-way. A free thread builds the undecided reference
+    /// that started first with its next alternative, and so does one more thread per
+    /// alternative beyond the first once that reference has run a while (`Race`); the
+    /// first attempt to succeed is kept, the others cancelled (the options' construction
+    /// keeps to the budget, the alternatives to twice the budget); a reference whose
+    /// construction ran out of the budget with alternatives untried gets them next.
+    pub race: Vec<Alternative>,
     /// References built at once, each on its own thread with its own isl context (they
     /// are independent); 0: one per available core.
     pub jobs: usize,
 }
 
+/// A construction raced beside the one `SetModelOptions` names (`SetModelOptions::race`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Alternative {
+    /// The lexmin chain once `E_{k-1}` exceeds this many characters (`lexmin_chain_above`).
+    LexminChain(usize),
+    /// Explicit divisions at every step (`stepwise_divisions` on).
+    StepwiseDivisions,
+    /// Divisions left to isl until the count (`stepwise_divisions` off).
+    DivisionsAtCount,
+}
+
+impl Alternative {
+    /// The options with this construction, `None` when they already use it.
+    fn options(self, opts: &SetModelOptions) -> Option<SetModelOptions> {
+        match self {
+            Alternative::LexminChain(chars) if opts.lexmin_chain_above.is_none() => Some(SetModelOptions { lexmin_chain_above: Some(chars), ..opts.clone() }),
+            Alternative::StepwiseDivisions if !opts.stepwise_divisions => Some(SetModelOptions { stepwise_divisions: true, ..opts.clone() }),
+            Alternative::DivisionsAtCount if opts.stepwise_divisions => Some(SetModelOptions { stepwise_divisions: false, ..opts.clone() }),
+            _ => None,
+        }
+    }
+}
+
 impl SetModelOptions {
     pub fn new(layout: LayoutSpec, cache: CacheConfig) -> Self {
-        SetModelOptions { layout, cache, extents: ParamValues::new(), param_min: 1, param_max: ParamValues::new(), at: ParamValues::new(), explain: false, max_operations: 0, refs: Vec::new(), time_budget: None, lexmin_chain_above: None, stepwise_divisions: false, split_by_array_above: Some(SPLIT_BY_ARRAY_ABOVE), race_chain: None, jobs: 0 }
+        SetModelOptions { layout, cache, extents: ParamValues::new(), param_min: 1, param_max: ParamValues::new(), at: ParamValues::new(), explain: false, max_operations: 0, refs: Vec::new(), time_budget: None, lexmin_chain_above: None, stepwise_divisions: false, split_by_array_above: Some(SPLIT_BY_ARRAY_ABOVE), race: Vec::new(), jobs: 0 }
     }
 }
 
@@ -149,9 +176,14 @@ pub struct RefSetFormulas {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub explain: Option<Explanation>,
     pub build_seconds: f64,
-    /// Built with the lexmin chain after the default construction ran out of the budget.
+    /// Built with the lexmin chain raced beside the options' construction (or after it ran
+    /// out of the budget).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub lexmin_chain: bool,
+    /// Built with the other choice of divisions (`stepwise_divisions` on when the options
+    /// have it off, and the other way round) raced beside the options' construction.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub other_divisions: bool,
 }
 
 /// All formulas of a kernel for one cache and layout (JSON `kansoku-cache-set-formulas/1`).
@@ -396,16 +428,16 @@ pub fn build_set_model(k: &Kernel, opts: &SetModelOptions) -> Result<SetFormulas
     }
     let deadline = opts.time_budget.map(|b| t0 + b);
     let selected: Vec<usize> = if opts.refs.is_empty() { (0..k.refs.len()).collect() } else { opts.refs.clone() };
-    let chain = opts.race_chain.filter(|_| opts.lexmin_chain_above.is_none());
-    // The lexmin chain, raced beside the default construction or started once it ran out
-    // of the budget, may run until twice the budget: the budget of its own a retry after
-    // the default would give it, started early.
-    let race = chain.map(|chars| (chars, opts.time_budget.map(|b| t0 + 2 * b)));
-    let built = build_references(k, &selected, &access_text, opts, &context, deadline, race);
-    let done = built.iter().filter(|b| b.0.is_ok()).count();
+    // The alternatives may run until twice the budget: the budget of its own a retry
+    // after the first construction would give each, started early.
+    let alternatives: Vec<(Alternative, SetModelOptions)> = opts.race.iter().filter_map(|a| Some((*a, a.options(opts)?))).collect();
+    let alternative_deadline = opts.time_budget.map(|b| t0 + 2 * b);
+    let built = build_references(k, &selected, &access_text, opts, &context, (deadline, alternative_deadline), &alternatives);
+    let done = built.iter().filter(|b| b.result.is_ok()).count();
     let total = selected.len();
     let mut refs = Vec::new();
-    for (r, (result, seconds, lexmin_chain)) in selected.into_iter().zip(built) {
+    for (r, Built { result, seconds, by }) in selected.into_iter().zip(built) {
+        let by = by.map(|a| alternatives[a].0);
         // Say how far the build got.
         let (accesses, compulsory, conflict, explain) = result.map_err(|e| match e {
             CacheError::Model(m) if done > 0 => CacheError::Model(format!("{m}; {done} of {total} references were built, in {:.1} s", t0.elapsed().as_secs_f64())),
@@ -423,7 +455,8 @@ pub fn build_set_model(k: &Kernel, opts: &SetModelOptions) -> Result<SetFormulas
             conflict,
             explain,
             build_seconds: seconds,
-            lexmin_chain,
+            lexmin_chain: matches!(by, Some(Alternative::LexminChain(_))),
+            other_divisions: matches!(by, Some(Alternative::StepwiseDivisions | Alternative::DivisionsAtCount)),
         });
     }
     Ok(SetFormulas {
@@ -454,8 +487,13 @@ impl SetModelOptions {
 type RefResult = (PwQp, PwQp, PwQp, Option<Explanation>);
 
 /// One reference's result, its build time in seconds (from the start of its first
-/// construction), and whether the lexmin chain built it (for an error: was tried).
-type Built = (Result<RefResult>, f64, bool);
+/// construction), and the alternative that built it (`None`: the options' construction,
+/// or no success).
+struct Built {
+    result: Result<RefResult>,
+    seconds: f64,
+    by: Option<usize>,
+}
 
 /// Whether a reference failed for want of time (the construction may be retried).
 fn out_of_budget(e: &CacheError) -> bool {
@@ -464,108 +502,147 @@ fn out_of_budget(e: &CacheError) -> bool {
 
 /// Builds the references `refs` on `opts.jobs` threads (each reference has its own isl
 /// context and counter: they share nothing), in any order; results in the order of
-/// `refs`. With `chain`, a thread that finds no reference left to start does not wait:
-/// it builds the reference whose default construction has run longest (or ran out of
-/// its budget), and has no second attempt yet, with the lexmin chain at `chain`
-/// characters — neither construction is
-/// faster everywhere (doitgen 8-way's C4[s][p] at extents 16: the default over 60 s,
-/// the chain 42 s; gemm the other way round) — and the first of the two to succeed is
-/// kept, the other cancelled. The default keeps to `deadline`, the chain to `chain`'s.
-fn build_references(k: &Kernel, refs: &[usize], access_text: &[String], opts: &SetModelOptions, context: &Domain, deadline: Option<Instant>, chain: Option<(usize, Option<Instant>)>) -> Vec<Built> {
-    let jobs = if opts.jobs == 0 { std::thread::available_parallelism().map_or(1, |n| n.get()) } else { opts.jobs };
-    let chained = chain.map(|(chars, _)| SetModelOptions { lexmin_chain_above: Some(chars), ..opts.clone() });
-    let chain_deadline = chain.and_then(|(_, d)| d);
-    let attempts_per_ref = if chained.is_some() { 2 } else { 1 };
-    let race = std::sync::Mutex::new(Race::new(refs.len(), chained.is_some()));
+/// `refs`. With `alternatives`, a thread that finds no reference left to start does not
+/// wait: it builds the undecided reference that started first (or ran out of its budget)
+/// with its next untried alternative, and the first attempt to succeed is kept, the
+/// others cancelled. `deadlines`: the options' construction's, the alternatives'.
+fn build_references(k: &Kernel, refs: &[usize], access_text: &[String], opts: &SetModelOptions, context: &Domain, deadlines: (Option<Instant>, Option<Instant>), alternatives: &[(Alternative, SetModelOptions)]) -> Vec<Built> {
+    let jobs = if opts.jobs == 0 { std::thread::available_parallelism().map_or(1, |n| n.get()) } else { opts.jobs }.max(1);
+    let race_after = opts.time_budget.map_or(RACE_AFTER, |b| (b / 4).min(RACE_AFTER));
+    let race = (std::sync::Mutex::new(Race::new(refs.len(), alternatives.len(), jobs, race_after)), std::sync::Condvar::new());
     let cancel: Vec<std::sync::atomic::AtomicBool> = refs.iter().map(|_| Default::default()).collect();
     std::thread::scope(|s| {
-        for _ in 0..jobs.clamp(1, (attempts_per_ref * refs.len()).max(1)) {
+        // With two alternatives or more, racers beyond the jobs (see `Race::next_attempt`).
+        let threads = jobs + alternatives.len().saturating_sub(1);
+        for _ in 0..threads.min(((1 + alternatives.len()) * refs.len()).max(1)) {
             s.spawn(|| {
-                loop {
-                    // Its own statement: the lock is released before the work starts.
-                    let next = lock(&race).next_attempt();
-                    let Some((i, by_chain)) = next else { break };
-                    let (o, d) = if by_chain { (chained.as_ref().unwrap_or(opts), chain_deadline) } else { (opts, deadline) };
+                while let Some((i, attempt)) = next_attempt(&race) {
+                    let (o, d) = match attempt {
+                        0 => (opts, deadlines.0),
+                        a => (&alternatives[a - 1].1, deadlines.1),
+                    };
                     let result = reference_formulas(k, refs[i], access_text, o, context, d, Some(&cancel[i]));
-                    if lock(&race).finish(i, result, by_chain) {
+                    if lock(&race.0).finish(i, result, attempt) {
                         cancel[i].store(true, std::sync::atomic::Ordering::Relaxed);
                     }
+                    race.1.notify_all();
                 }
             });
         }
     });
-    race.into_inner().unwrap_or_else(|p| p.into_inner()).results.into_iter().map(|b| b.expect("every reference is built by some thread")).collect()
+    race.0.into_inner().unwrap_or_else(|p| p.into_inner()).results.into_iter().map(|b| b.expect("every reference is built by some thread")).collect()
+}
+
+/// How long a reference's first construction runs before a thread beyond the jobs races
+/// it (at most; a quarter of the budget when that is shorter): most references build in
+/// under a second, and racing them would only take a core from the others.
+const RACE_AFTER: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Waits until there is an attempt for this thread (`None`: none will come).
+fn next_attempt(race: &(std::sync::Mutex<Race>, std::sync::Condvar)) -> Option<(usize, usize)> {
+    let mut r = lock(&race.0);
+    loop {
+        match r.next_attempt(Instant::now()) {
+            Next::Start(i, attempt) => return Some((i, attempt)),
+            Next::Done => return None,
+            Next::Wait(d) => r = race.1.wait_timeout(r, d).map_or_else(|p| p.into_inner().0, |(g, _)| g),
+        }
+    }
 }
 
 fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Who builds what in [`build_references`]: per reference, when its first construction
-/// started, whether the chain was started beside it, the attempts still running, and the
-/// result once decided (a failure waits for the other attempt). `race`: whether the chain
-/// is tried at all.
+/// What a thread does next: start attempt `.1` on reference `.0`, wait (at most so
+/// long), or stop.
+#[derive(Debug, PartialEq)]
+enum Next {
+    Start(usize, usize),
+    Wait(std::time::Duration),
+    Done,
+}
+
+/// Who builds what in [`build_references`]. Attempt 0 of a reference is the options'
+/// construction, attempt a ≥ 1 alternative a − 1. Per reference: when its first attempt
+/// started, the attempts started and still running, the error kept while an attempt may
+/// still succeed (the first attempt's, when it failed), and the result once decided.
 struct Race {
-    race: bool,
+    alternatives: usize,
+    jobs: usize,
+    race_after: std::time::Duration,
     next: usize,
+    first_running: usize,
     started: Vec<Option<Instant>>,
-    chain_started: Vec<bool>,
+    tried: Vec<usize>,
     running: Vec<u8>,
     failure: Vec<Option<CacheError>>,
     results: Vec<Option<Built>>,
 }
 
 impl Race {
-    fn new(n: usize, race: bool) -> Race {
-        Race { race, next: 0, started: vec![None; n], chain_started: vec![false; n], running: vec![0; n], failure: (0..n).map(|_| None).collect(), results: (0..n).map(|_| None).collect() }
+    fn new(n: usize, alternatives: usize, jobs: usize, race_after: std::time::Duration) -> Race {
+        Race { alternatives, jobs, race_after, next: 0, first_running: 0, started: vec![None; n], tried: vec![0; n], running: vec![0; n], failure: (0..n).map(|_| None).collect(), results: (0..n).map(|_| None).collect() }
     }
 
-    /// The next reference to start, and whether with the chain: first every reference
-    /// with the default construction, then (when racing) the chain for the undecided one
-    /// that started first. `None`: nothing left for this thread.
-    fn next_attempt(&mut self) -> Option<(usize, bool)> {
+    /// What a thread does next, at `now`: every reference's attempt 0, at most `jobs` of
+    /// them at a time; then the next alternative of the undecided reference that started
+    /// first and has one left — at once while fewer than `jobs` attempts run, else (a
+    /// thread beyond the jobs, a racer: a slow reference then gets every construction at
+    /// once instead of the last one after a core frees up — gemm 4-way at extents 20:
+    /// 13 s alone, 60 s late) once the reference has run `race_after`.
+    fn next_attempt(&mut self, now: Instant) -> Next {
         let n = self.started.len();
-        if self.next < n {
-            let i = self.next;
+        let running: usize = self.running.iter().map(|&r| r as usize).sum();
+        if self.next < n && self.first_running < self.jobs {
             self.next += 1;
-            self.started[i] = Some(Instant::now());
-            self.running[i] += 1;
-            return Some((i, false));
+            self.started[self.next - 1] = Some(now);
+            return self.start(self.next - 1);
         }
-        if !self.race {
-            return None;
+        let oldest = (0..n).filter(|&i| self.results[i].is_none() && self.tried[i] <= self.alternatives).filter_map(|i| Some((self.started[i]?, i))).min();
+        match oldest {
+            Some((_, i)) if running < self.jobs => self.start(i),
+            Some((t, i)) => match self.race_after.checked_sub(now.saturating_duration_since(t)) {
+                Some(wait) if !wait.is_zero() => Next::Wait(wait),
+                _ => self.start(i),
+            },
+            // A first attempt or an alternative may come once an attempt ends.
+            None if self.next < n => Next::Wait(self.race_after),
+            None => Next::Done,
         }
-        let i = (0..n).filter(|&i| self.results[i].is_none() && !self.chain_started[i]).min_by_key(|&i| self.started[i])?;
-        self.chain_started[i] = true;
-        self.running[i] += 1;
-        Some((i, true))
     }
 
-    /// Records an attempt's end; `true` when it decided the reference while the other
-    /// attempt still runs (which is then cancelled). A cancelled loser's result is
-    /// dropped; a default construction out of its budget waits for the chain (started
-    /// next when none runs beside it); of two failures the default's error is reported.
-    fn finish(&mut self, i: usize, result: Result<RefResult>, by_chain: bool) -> bool {
+    fn start(&mut self, i: usize) -> Next {
+        self.first_running += usize::from(self.tried[i] == 0);
+        self.tried[i] += 1;
+        self.running[i] += 1;
+        Next::Start(i, self.tried[i] - 1)
+    }
+
+    /// Records an attempt's end; `true` when it decided the reference while other
+    /// attempts still run (which are then cancelled). A cancelled loser's result is
+    /// dropped; a failure out of the budget waits for the attempts running and those
+    /// still to come; of several failures the first attempt's error is reported.
+    fn finish(&mut self, i: usize, result: Result<RefResult>, attempt: usize) -> bool {
         self.running[i] -= 1;
+        self.first_running -= usize::from(attempt == 0);
         if self.results[i].is_some() {
             return false;
         }
         let seconds = self.started[i].map_or(0.0, |t| t.elapsed().as_secs_f64());
         match result {
             Ok(r) => {
-                self.results[i] = Some((Ok(r), seconds, by_chain));
+                self.results[i] = Some(Built { result: Ok(r), seconds, by: attempt.checked_sub(1) });
                 self.running[i] > 0
             }
             Err(e) => {
-                let e = match self.failure[i].take() {
-                    Some(first) if by_chain => first,
-                    _ => e,
-                };
-                let chain_to_come = self.race && !self.chain_started[i] && out_of_budget(&e);
-                if self.running[i] > 0 || chain_to_come {
+                if attempt == 0 || self.failure[i].is_none() {
                     self.failure[i] = Some(e);
-                } else {
-                    self.results[i] = Some((Err(e), seconds, self.chain_started[i]));
+                }
+                let more_to_come = self.tried[i] <= self.alternatives && self.failure[i].as_ref().is_some_and(out_of_budget);
+                if self.running[i] == 0 && !more_to_come {
+                    let e = self.failure[i].take().expect("kept just above");
+                    self.results[i] = Some(Built { result: Err(e), seconds, by: None });
                 }
                 false
             }
@@ -966,53 +1043,106 @@ mod tests {
         Err(budget_exceeded(r))
     }
 
-    /// Two threads, two references: every reference starts with the default
-    /// construction; then the idle thread races the chain on the reference that started
-    /// first; the first success is kept and cancels the other, whose result is dropped.
+    const SECOND: std::time::Duration = std::time::Duration::from_secs(1);
+
+    /// A race on `jobs` threads whose racers wait one second, and the time 0.
+    fn new_race(n: usize, alternatives: usize, jobs: usize) -> (Race, Instant) {
+        (Race::new(n, alternatives, jobs, SECOND), Instant::now())
+    }
+
+    /// Two threads, two references, one alternative: every reference starts with the
+    /// options' construction; then the idle thread races the alternative on the reference
+    /// that started first; the first success is kept and cancels the other, whose result
+    /// is dropped.
     #[test]
-    fn the_chain_races_the_default_and_the_first_success_is_kept() {
-        let mut race = Race::new(2, true);
-        assert_eq!(race.next_attempt(), Some((0, false)));
-        assert_eq!(race.next_attempt(), Some((1, false)));
-        assert!(!race.finish(1, ok(), false), "nothing to cancel");
-        assert_eq!(race.next_attempt(), Some((0, true)), "the chain beside the reference still running");
-        assert_eq!(race.next_attempt(), None, "reference 0 has both attempts");
-        assert!(race.finish(0, ok(), true), "the chain won while the default runs: cancel it");
-        assert!(!race.finish(0, late("P0"), false), "the cancelled default is dropped");
+    fn an_alternative_races_the_default_and_the_first_success_is_kept() {
+        let (mut race, t) = new_race(2, 1, 2);
+        assert_eq!(race.next_attempt(t), Next::Start(0, 0));
+        assert_eq!(race.next_attempt(t), Next::Start(1, 0));
+        assert!(!race.finish(1, ok(), 0), "nothing to cancel");
+        assert_eq!(race.next_attempt(t), Next::Start(0, 1), "the alternative beside the reference still running, at once: a core is free");
+        assert_eq!(race.next_attempt(t), Next::Done, "reference 0 has both attempts");
+        assert!(race.finish(0, ok(), 1), "the alternative won while the default runs: cancel it");
+        assert!(!race.finish(0, late("P0"), 0), "the cancelled default is dropped");
         let results: Vec<Built> = race.results.into_iter().map(Option::unwrap).collect();
-        assert!(results.iter().all(|r| r.0.is_ok()));
-        assert_eq!((results[0].2, results[1].2), (true, false), "built by the chain, by the default");
+        assert!(results.iter().all(|r| r.result.is_ok()));
+        assert_eq!((results[0].by, results[1].by), (Some(0), None), "built by the alternative, by the default");
     }
 
     /// A failure waits for the other attempt; of two failures the default's is reported;
-    /// without racing nothing is started twice.
+    /// without alternatives nothing is started twice.
     #[test]
     fn a_failure_waits_for_the_other_attempt() {
-        let mut race = Race::new(1, true);
-        assert_eq!(race.next_attempt(), Some((0, false)));
-        assert_eq!(race.next_attempt(), Some((0, true)));
-        race.finish(0, Err(CacheError::Model("chain failed".into())), true);
+        let (mut race, t) = new_race(1, 1, 2);
+        assert_eq!(race.next_attempt(t), Next::Start(0, 0));
+        assert_eq!(race.next_attempt(t), Next::Start(0, 1));
+        race.finish(0, Err(CacheError::Model("chain failed".into())), 1);
         assert!(race.results[0].is_none(), "the default still runs");
-        race.finish(0, late("P0"), false);
-        assert!(matches!(&race.results[0], Some((Err(e), _, true)) if out_of_budget(e)), "the default's error, the chain tried");
+        race.finish(0, late("P0"), 0);
+        assert!(matches!(&race.results[0], Some(Built { result: Err(e), by: None, .. }) if out_of_budget(e)), "the default's error");
 
-        let mut alone = Race::new(1, false);
-        assert_eq!(alone.next_attempt(), Some((0, false)));
-        assert_eq!(alone.next_attempt(), None);
-        alone.finish(0, late("P0"), false);
-        assert!(matches!(&alone.results[0], Some((Err(_), _, false))));
+        let (mut alone, t) = new_race(1, 0, 2);
+        assert_eq!(alone.next_attempt(t), Next::Start(0, 0));
+        assert_eq!(alone.next_attempt(t), Next::Done);
+        alone.finish(0, late("P0"), 0);
+        assert!(matches!(&alone.results[0], Some(Built { result: Err(_), .. })));
     }
 
-    /// One thread: a default construction out of its budget is not decided yet; the
-    /// thread then builds the same reference with the chain.
+    /// One thread, two alternatives: a construction out of its budget is not decided
+    /// yet; the thread then builds the same reference with each alternative in turn, and
+    /// the first success is kept.
     #[test]
-    fn out_of_budget_the_chain_comes_next() {
-        let mut race = Race::new(1, true);
-        assert_eq!(race.next_attempt(), Some((0, false)));
-        race.finish(0, late("P0"), false);
+    fn out_of_budget_the_alternatives_come_next() {
+        let (mut race, t) = new_race(1, 2, 1);
+        assert_eq!(race.next_attempt(t), Next::Start(0, 0));
+        race.finish(0, late("P0"), 0);
         assert!(race.results[0].is_none());
-        assert_eq!(race.next_attempt(), Some((0, true)));
-        race.finish(0, ok(), true);
-        assert!(matches!(&race.results[0], Some((Ok(_), _, true))));
+        assert_eq!(race.next_attempt(t), Next::Start(0, 1));
+        race.finish(0, late("P0"), 1);
+        assert!(race.results[0].is_none(), "the second alternative is still to come");
+        assert_eq!(race.next_attempt(t), Next::Start(0, 2));
+        race.finish(0, ok(), 2);
+        assert!(matches!(&race.results[0], Some(Built { result: Ok(_), by: Some(1), .. })));
+        assert_eq!(race.next_attempt(t), Next::Done);
+    }
+
+    /// Two jobs and a racer (three threads T1–T3), three references, two alternatives:
+    /// the racer neither starts a third first attempt nor races a reference that has just
+    /// started; once the oldest has run the racer's wait, it races it; a job's thread
+    /// that frees up starts the next first attempt; a free core races at once.
+    #[test]
+    fn a_racer_waits_before_it_races() {
+        let (mut race, t) = new_race(3, 2, 2);
+        assert_eq!(race.next_attempt(t), Next::Start(0, 0), "T1");
+        assert_eq!(race.next_attempt(t), Next::Start(1, 0), "T2");
+        assert_eq!(race.next_attempt(t), Next::Wait(SECOND), "T3: two first attempts on two jobs");
+        assert_eq!(race.next_attempt(t + SECOND / 4), Next::Wait(SECOND * 3 / 4));
+        assert_eq!(race.next_attempt(t + SECOND), Next::Start(0, 1), "T3 races reference 0");
+        race.finish(1, ok(), 0);
+        assert_eq!(race.next_attempt(t + SECOND), Next::Start(2, 0), "T2 starts the last reference");
+        race.finish(0, Err(CacheError::Model("isl failed".into())), 1);
+        assert!(race.results[0].is_none(), "the default still runs");
+        assert_eq!(race.next_attempt(t + SECOND), Next::Start(0, 2), "T3: reference 0 has run long enough");
+        assert!(race.finish(0, ok(), 2), "cancels the default");
+        assert!(matches!(&race.results[0], Some(Built { result: Ok(_), by: Some(1), .. })));
+        assert_eq!(race.next_attempt(t + SECOND * 3 / 2), Next::Wait(SECOND / 2), "T3: reference 2 started half a second ago");
+        race.finish(0, late("P0"), 0);
+        assert_eq!(race.next_attempt(t + SECOND * 3 / 2), Next::Start(2, 1), "T1: a free core races at once");
+        assert_eq!(race.next_attempt(t + SECOND * 2), Next::Start(2, 2), "T3");
+        assert_eq!(race.next_attempt(t + SECOND * 2), Next::Done);
+    }
+
+    /// An alternative the options already use is not raced again.
+    #[test]
+    fn an_alternative_the_options_use_is_skipped() {
+        let mut opts = SetModelOptions::new(LayoutSpec::default(), CacheConfig::parse("assoc=2,line=32,sets=4").unwrap());
+        assert!(Alternative::StepwiseDivisions.options(&opts).is_some_and(|o| o.stepwise_divisions));
+        assert!(Alternative::DivisionsAtCount.options(&opts).is_none());
+        opts.stepwise_divisions = true;
+        assert!(Alternative::StepwiseDivisions.options(&opts).is_none());
+        assert!(Alternative::DivisionsAtCount.options(&opts).is_some_and(|o| !o.stepwise_divisions));
+        let chained = Alternative::LexminChain(4000).options(&opts).unwrap();
+        assert_eq!((chained.lexmin_chain_above, chained.stepwise_divisions), (Some(4000), true));
+        assert!(Alternative::LexminChain(9).options(&chained).is_none());
     }
 }

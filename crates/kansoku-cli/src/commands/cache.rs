@@ -111,6 +111,13 @@ pub struct SimulateArgs {
     pub json: bool,
 }
 
+/// When the set method's existentials get explicit divisions (`--divisions`).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Divisions {
+    Stepwise,
+    AtCount,
+}
+
 /// How `cache model` derives its formulas.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Method {
@@ -137,24 +144,24 @@ pub struct ModelArgs {
     #[arg(long)]
     pub extent: Option<String>,
     /// Give up after this many seconds per construction tried (set method: a thread with
-    /// no reference left to start builds the slowest one with the lexmin chain beside the
-    /// default construction, and the references the default did not build within the
-    /// budget get it next; the chain may run until twice the budget has passed; then
-    /// `auto` falls back to interpolation, which gets the budget again).
+    /// no reference left to start builds the slowest one with the next other construction
+    /// beside the first, the lexmin chain then the other --divisions, and references not
+    /// built within the budget get them next; they may run until twice the budget has
+    /// passed; then `auto` falls back to interpolation, which gets the budget again).
     #[arg(long, default_value_t = 120.0)]
     pub budget: f64,
     /// Set method: build each distinct-line set E_k as a lexmin chain once E_{k-1}'s isl text
     /// exceeds this many characters (same sets; measured much faster for the 2-D stencils with
-    /// 4 and 8 ways and mvt 8-way, slower for gemm). Default: off, and tried with 4000 when the
-    /// default construction exceeds --budget.
+    /// 4 and 8 ways and mvt 8-way, slower for gemm). Default: off, and raced with 4000 beside
+    /// the first construction.
     #[arg(long, value_name = "CHARS")]
     pub lexmin_chain: Option<usize>,
-    /// Set method: give each distinct-line set but the last explicit divisions as it is
-    /// built, so that existentials do not nest (much faster for many 8-way references:
-    /// 76 of the 90 PolyBench runs at extents 16 within a minute, 70 without; much slower
-    /// for some others, e.g. gemm 4-way at extents 20). Default: off.
-    #[arg(long)]
-    pub stepwise_divisions: bool,
+    /// Set method: when the existentials of each distinct-line set E_k get explicit divisions.
+    /// `stepwise`: each E_k but the last as it is built, so that they do not nest (much faster
+    /// for many references with 4 and 8 ways); `at-count`: all at once when E_A is counted
+    /// (faster for others, e.g. gemm 4-way at extents 20). The other choice is raced beside.
+    #[arg(long, value_enum, default_value = "stepwise")]
+    pub divisions: Divisions,
     /// Set method: references built at once, one per thread (default: one per core).
     #[arg(long, short = 'j', default_value_t = 0, hide_default_value = true)]
     pub jobs: usize,
@@ -545,7 +552,7 @@ const CHAIN_RACE_CHARS: usize = 4000;
 
 /// `at`: derive the formulas for these sizes only (see `SetModelOptions::at`).
 fn sets_model(a: &ModelArgs, at: Option<&ParamValues>) -> Result<()> {
-    use kansoku_cache::sets::{build_set_model, SetModelOptions};
+    use kansoku_cache::sets::{build_set_model, Alternative, SetModelOptions};
     let (k, _) = load(&a.kernel, &a.c)?;
     let extents = a.extent.as_deref().map(params).transpose()?.unwrap_or_default();
     let k = k.with_fixed_extents(&extents).map_err(|e| SetsUnavailable(format!("{e} (--extent)")))?;
@@ -558,11 +565,12 @@ fn sets_model(a: &ModelArgs, at: Option<&ParamValues>) -> Result<()> {
     }
     opts.time_budget = Some(std::time::Duration::from_secs_f64(a.budget.max(0.0)));
     opts.lexmin_chain_above = a.lexmin_chain;
-    opts.stepwise_divisions = a.stepwise_divisions;
-    // Neither construction is faster everywhere (docs/rooms/seed004-cache.md): the
-    // default one wins on gemm, the chain on the 2-D stencils, mvt and doitgen 8-way;
-    // idle threads race the chain against the default.
-    opts.race_chain = Some(CHAIN_RACE_CHARS);
+    opts.stepwise_divisions = a.divisions == Divisions::Stepwise;
+    // No construction is faster everywhere (docs/rooms/seed004-cache.md): stepwise
+    // divisions win on 2mm, syr2k and symm 8-way, divisions at the count on gemm 4-way,
+    // the lexmin chain on the 2-D stencils, nussinov and ludcmp; idle threads race the
+    // others beside the first.
+    opts.race = vec![Alternative::LexminChain(CHAIN_RACE_CHARS), Alternative::StepwiseDivisions, Alternative::DivisionsAtCount];
     opts.jobs = a.jobs;
     if let Some(sel) = &a.reference {
         opts.refs = vec![find_ref(&k, sel)?];
@@ -573,7 +581,12 @@ fn sets_model(a: &ModelArgs, at: Option<&ParamValues>) -> Result<()> {
     if let Ok(f) = &built {
         let chained: Vec<&str> = f.refs.iter().filter(|r| r.lexmin_chain).map(|r| r.reference.as_str()).collect();
         if !chained.is_empty() {
-            eprintln!("note: {}: built with the lexmin chain (--lexmin-chain {CHAIN_RACE_CHARS}), which finished before the default construction or after it ran out of --budget", chained.join(", "));
+            eprintln!("note: {}: built with the lexmin chain (--lexmin-chain {CHAIN_RACE_CHARS}), which finished before the first construction or after it ran out of --budget", chained.join(", "));
+        }
+        let other: Vec<&str> = f.refs.iter().filter(|r| r.other_divisions).map(|r| r.reference.as_str()).collect();
+        if !other.is_empty() {
+            let flag = if opts.stepwise_divisions { "at-count" } else { "stepwise" };
+            eprintln!("note: {}: built with --divisions {flag}, which finished before the first construction or after it ran out of --budget", other.join(", "));
         }
     }
     let f = match built {
