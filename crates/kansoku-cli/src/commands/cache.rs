@@ -162,6 +162,10 @@ pub struct ModelArgs {
     /// (faster for others, e.g. gemm 4-way at extents 20). The other choice is raced beside.
     #[arg(long, value_enum, default_value = "stepwise")]
     pub divisions: Divisions,
+    /// Set method: build with the construction the options name only, racing no other
+    /// (to time or trace one construction).
+    #[arg(long)]
+    pub no_race: bool,
     /// Set method: references built at once, one per thread (default: one per core).
     #[arg(long, short = 'j', default_value_t = 0, hide_default_value = true)]
     pub jobs: usize,
@@ -570,7 +574,9 @@ fn sets_model(a: &ModelArgs, at: Option<&ParamValues>) -> Result<()> {
     // divisions win on 2mm, syr2k and symm 8-way, divisions at the count on gemm 4-way,
     // the lexmin chain on the 2-D stencils, nussinov and ludcmp; idle threads race the
     // others beside the first.
-    opts.race = vec![Alternative::LexminChain(CHAIN_RACE_CHARS), Alternative::StepwiseDivisions, Alternative::DivisionsAtCount];
+    if !a.no_race {
+        opts.race = vec![Alternative::LexminChain(CHAIN_RACE_CHARS), Alternative::StepwiseDivisions, Alternative::DivisionsAtCount];
+    }
     opts.jobs = a.jobs;
     if let Some(sel) = &a.reference {
         opts.refs = vec![find_ref(&k, sel)?];
