@@ -521,7 +521,10 @@ fn build_references(k: &Kernel, refs: &[usize], access_text: &[String], opts: &S
                         0 => (opts, deadlines.0),
                         a => (&alternatives[a - 1].1, deadlines.1),
                     };
+                    let t = Instant::now();
                     let result = reference_formulas(k, refs[i], access_text, o, context, d, Some(&cancel[i]));
+                    let construction = attempt.checked_sub(1).map_or("first construction".into(), |a| format!("{:?}", alternatives[a].0));
+                    trace(&format!("P{}", refs[i]), &format!("{construction} {}", if result.is_ok() { "built" } else { "gave up" }), t, || 0);
                     if lock(&race.0).finish(i, result, attempt) {
                         cancel[i].store(true, std::sync::atomic::Ordering::Relaxed);
                     }

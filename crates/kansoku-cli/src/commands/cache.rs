@@ -166,7 +166,8 @@ pub struct ModelArgs {
     /// (to time or trace one construction).
     #[arg(long)]
     pub no_race: bool,
-    /// Set method: references built at once, one per thread (default: one per core).
+    /// Set method: references built at once, one per thread (default: one per core; one
+    /// thread more races slow references with the other constructions).
     #[arg(long, short = 'j', default_value_t = 0, hide_default_value = true)]
     pub jobs: usize,
     #[command(flatten)]
@@ -556,7 +557,7 @@ const CHAIN_RACE_CHARS: usize = 4000;
 
 /// `at`: derive the formulas for these sizes only (see `SetModelOptions::at`).
 fn sets_model(a: &ModelArgs, at: Option<&ParamValues>) -> Result<()> {
-    use kansoku_cache::sets::{build_set_model, Alternative, SetModelOptions};
+    use kansoku_cache::sets::{build_set_model, Alternative, RefSetFormulas, SetModelOptions};
     let (k, _) = load(&a.kernel, &a.c)?;
     let extents = a.extent.as_deref().map(params).transpose()?.unwrap_or_default();
     let k = k.with_fixed_extents(&extents).map_err(|e| SetsUnavailable(format!("{e} (--extent)")))?;
@@ -585,14 +586,12 @@ fn sets_model(a: &ModelArgs, at: Option<&ParamValues>) -> Result<()> {
     let built = build_set_model(&k, &opts);
     bar.finish_and_clear();
     if let Ok(f) = &built {
-        let chained: Vec<&str> = f.refs.iter().filter(|r| r.lexmin_chain).map(|r| r.reference.as_str()).collect();
-        if !chained.is_empty() {
-            eprintln!("note: {}: built with the lexmin chain (--lexmin-chain {CHAIN_RACE_CHARS}), which finished before the first construction or after it ran out of --budget", chained.join(", "));
-        }
-        let other: Vec<&str> = f.refs.iter().filter(|r| r.other_divisions).map(|r| r.reference.as_str()).collect();
-        if !other.is_empty() {
-            let flag = if opts.stepwise_divisions { "at-count" } else { "stepwise" };
-            eprintln!("note: {}: built with --divisions {flag}, which finished before the first construction or after it ran out of --budget", other.join(", "));
+        let built_by = |pick: fn(&RefSetFormulas) -> bool| f.refs.iter().filter(|r| pick(r)).map(|r| r.reference.as_str()).collect::<Vec<_>>();
+        let other_divisions = format!("--divisions {}", if opts.stepwise_divisions { "at-count" } else { "stepwise" });
+        for (construction, refs) in [(format!("the lexmin chain (--lexmin-chain {CHAIN_RACE_CHARS})"), built_by(|r| r.lexmin_chain)), (other_divisions, built_by(|r| r.other_divisions))] {
+            if !refs.is_empty() {
+                eprintln!("note: {}: built with {construction}, which finished before the first construction or after it ran out of --budget", refs.join(", "));
+            }
         }
     }
     let f = match built {
