@@ -72,6 +72,8 @@ extern "C" {
 
     pub fn isl_basic_set_free(b: *mut isl_basic_set) -> *mut isl_basic_set;
     pub fn isl_basic_set_lift(b: *mut isl_basic_set) -> *mut isl_basic_set;
+    pub fn isl_basic_set_detect_equalities(b: *mut isl_basic_set) -> *mut isl_basic_set;
+    pub fn isl_basic_set_remove_redundancies(b: *mut isl_basic_set) -> *mut isl_basic_set;
     pub fn isl_basic_set_dim(b: *mut isl_basic_set, t: c_int) -> c_int;
     pub fn isl_basic_set_to_str(b: *mut isl_basic_set) -> *mut c_char;
     pub fn isl_basic_set_equalities_matrix(b: *mut isl_basic_set, c1: c_int, c2: c_int, c3: c_int, c4: c_int) -> *mut isl_mat;
