@@ -256,7 +256,8 @@ impl<'c> Set<'c> {
         Ok(n)
     }
 
-    /// The basic sets with their divisions lifted to set dimensions, as constraint rows.
+    /// The basic sets with their divisions lifted to set dimensions, as constraint rows:
+    /// every equality their integer points satisfy explicit, no redundant constraint.
     pub fn set_lifted_basic_sets(&self) -> Result<Vec<LiftedBasicSet>> {
         struct Acc {
             out: Vec<LiftedBasicSet>,
