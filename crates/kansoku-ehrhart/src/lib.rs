@@ -317,7 +317,7 @@ impl Poly {
 }
 
 /// The product of two monomials, each sorted by symbol (as every `Mono` is): a merge, no
-/// map (the products of the summands were a quarter of a slow count's time in allocation).
+/// map (a count whose polynomials grew spent 17 % of its time in malloc and free).
 fn mono_mul(a: &Mono, b: &Mono) -> Mono {
     let mut out = Vec::with_capacity(a.len() + b.len());
     let (mut i, mut j) = (0, 0);
