@@ -1027,6 +1027,10 @@ fn count(set: &Set<'_>, context: &Domain, names: &[String], reference: &str, dea
         parts.push(kansoku_ehrhart::enumerate_until(&poly, context, names, deadline).map_err(|e| CacheError::Model(format!("{reference}: counting: {e} (use --method interpolate, or a larger --budget)")))?);
         if tp.elapsed().as_secs_f64() > 0.5 {
             trace(reference, &format!("slow piece: {} vars, {} eqs, {} ineqs, {} cells", poly.n_vars, poly.equalities.len(), poly.inequalities.len(), parts.last().map_or(0, |p| p.cells.len())), tp, || 0);
+            // `KANSOKU_SET_TRACE=rows`: the slow piece itself, to count it again alone.
+            if std::env::var("KANSOKU_SET_TRACE").is_ok_and(|v| v == "rows") {
+                eprintln!("{reference}: rows (x…, params…, 1): eq {:?} ineq {:?}", poly.equalities, poly.inequalities);
+            }
         }
     }
     let mut total = kansoku_ehrhart::sum(parts, names, context);
