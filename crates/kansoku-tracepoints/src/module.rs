@@ -71,7 +71,9 @@ impl<'a> ModuleInfo<'a> {
                 Payload::ImportSection(r) => {
                     for imp in r.into_imports() {
                         let imp = imp?;
-                        if let TypeRef::Func(t) = imp.ty {
+                        // An exact import (custom descriptors) is a function all the same: missing
+                        // it shifted every defined function's index (a fuzzing finding).
+                        if let TypeRef::Func(t) | TypeRef::FuncExact(t) = imp.ty {
                             m.func_imports.push(FuncImport {
                                 module: imp.module.to_string(),
                                 name: imp.name.to_string(),

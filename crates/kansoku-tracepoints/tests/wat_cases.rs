@@ -381,3 +381,27 @@ fn ids_at_the_top_of_the_id_space_leave_calls_unmerged() {
     let o = checked(&w, &["5"]);
     assert_eq!(calls(&o.wasm), calls(&w), "no ids left to merge into");
 }
+
+/// A module whose first import is an *exact* function import (custom descriptors, kind
+/// 0x20), which the optimiser did not count as a function: every defined function's
+/// index was off by one and a call to one indexed past the table (a fuzzing finding,
+/// `wasm_optimize`). Written as bytes: `m.f` (exact, `[] -> []`), `kansoku.trace0`, and
+/// `run` = `i32.const 5; call trace0; call m.f; call run`.
+#[test]
+fn an_exact_function_import_counts_as_a_function() {
+    #[rustfmt::skip]
+    let wasm: Vec<u8> = [
+        &b"\0asm\x01\0\0\0"[..],
+        &[0x01, 0x08, 0x02, 0x60, 0x01, 0x7f, 0x00, 0x60, 0x00, 0x00],
+        &[0x02, 0x18, 0x02, 0x01, b'm', 0x01, b'f', 0x20, 0x01],
+        &[0x07], b"kansoku", &[0x06], b"trace0", &[0x00, 0x00],
+        &[0x03, 0x02, 0x01, 0x01],
+        &[0x0a, 0x0c, 0x01, 0x0a, 0x00, 0x41, 0x05, 0x10, 0x01, 0x10, 0x00, 0x10, 0x02, 0x0b],
+    ]
+    .concat();
+    wasmparser::Validator::new().validate_all(&wasm).expect("the test module validates");
+    match optimize(&wasm, &OptimizeOptions::default()) {
+        Ok(o) => assert_eq!(calls(&o.wasm), 1, "the one trace call is kept"),
+        Err(e) => panic!("{e}"),
+    }
+}
