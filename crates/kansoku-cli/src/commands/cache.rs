@@ -147,7 +147,8 @@ pub struct ModelArgs {
     /// no reference left to start builds the slowest one with the next other construction
     /// beside the first, the lexmin chain then the other --divisions, and references not
     /// built within the budget get them next; they may run until twice the budget has
-    /// passed; then `auto` falls back to interpolation, which gets the budget again).
+    /// passed; a construction that won such a race goes first for the references after;
+    /// then `auto` falls back to interpolation, which gets the budget again).
     #[arg(long, default_value_t = 120.0)]
     pub budget: f64,
     /// Set method: build each distinct-line set E_k as a lexmin chain once E_{k-1}'s isl text
