@@ -605,7 +605,9 @@ struct Remap {
 impl Reencode for Remap {
     type Error = Infallible;
     fn function_index(&mut self, f: u32) -> std::result::Result<u32, ReError<Infallible>> {
-        Ok(if f < self.n_imports { f } else { f + self.added })
+        // Saturating: the `name` section's indices are not validated, and one past every
+        // function must stay past every function (a fuzzing finding overflowed here).
+        Ok(if f < self.n_imports { f } else { f.saturating_add(self.added) })
     }
 }
 

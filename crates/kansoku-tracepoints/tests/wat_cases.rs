@@ -405,3 +405,37 @@ fn an_exact_function_import_counts_as_a_function() {
         Err(e) => panic!("{e}"),
     }
 }
+
+/// Function indices in the `name` section are not validated: one naming function
+/// 4294967295 overflowed the shift by the imports the optimiser adds (a fuzzing finding,
+/// `wasm_optimize`; in release it wrapped, and the name landed on function 0). Such an
+/// index stays past every function.
+#[test]
+fn a_name_for_a_function_that_does_not_exist_stays_so() {
+    let mut w = module(
+        "",
+        "(call $t2 (i32.const 1) (local.get $x) (local.get $y))
+         (call $t2 (i32.const 2) (i32.clz (local.get $x)) (local.get $x))
+         (local.get $x)",
+    );
+    // A `name` section: function names, one entry, index u32::MAX, name "x".
+    w.extend([0x00, 0x0f, 0x04, b'n', b'a', b'm', b'e', 0x01, 0x08, 0x01, 0xff, 0xff, 0xff, 0xff, 0x0f, 0x01, b'x']);
+    let o = checked(&w, &["5"]);
+    let imports = |wasm: &[u8]| kansoku_tracepoints::module::ModuleInfo::parse(wasm).unwrap().num_func_imports();
+    assert!(imports(&o.wasm) > imports(&w), "the merge adds an import, shifting the defined functions");
+    let total = imports(&o.wasm) + 1;
+    for payload in wasmparser::Parser::new(0).parse_all(&o.wasm) {
+        if let wasmparser::Payload::CustomSection(c) = payload.unwrap() {
+            if let wasmparser::KnownCustom::Name(names) = c.as_known() {
+                for n in names {
+                    if let wasmparser::Name::Function(map) = n.unwrap() {
+                        for naming in map {
+                            let naming = naming.unwrap();
+                            assert!(naming.name != "x" || naming.index >= total, "\"x\" names function {}", naming.index);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
