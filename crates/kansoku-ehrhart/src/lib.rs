@@ -737,7 +737,7 @@ fn narrow_variable(rows: &[Row], live: &[bool], n_vars: usize, n_params: usize) 
             for hi in rows.iter().filter(|r| r[v] == -1) {
                 if (0..w).all(|j| lo[j] + hi[j] == 0) {
                     let width = lo[w] + hi[w];
-                    if (0..=MAX_SLICE_WIDTH).contains(&width) && best.as_ref().is_none_or(|b| width < b.2) {
+                    if (0..=MAX_SLICE_WIDTH).contains(&width) && best.as_ref().map_or(true, |b| width < b.2) {
                         best = Some((v, lo.clone(), width));
                     }
                 }
