@@ -611,10 +611,10 @@ impl Race {
 
     /// What a thread does next, at `now`: every reference's first attempt, at most `jobs`
     /// of them at a time; then the next construction of the undecided reference that
-    /// started first and has one left worth racing — at once while fewer than `jobs` attempts run, else (a
-    /// thread beyond the jobs, a racer: a slow reference then gets every construction at
-    /// once instead of the last one after a core frees up — gemm 4-way at extents 20:
-    /// 13 s alone, 60 s late) once the reference has run `race_after`.
+    /// started first and has one left worth racing — at once while fewer than `jobs`
+    /// attempts run, else (a thread beyond the jobs, a racer: a slow reference then gets
+    /// every construction at once instead of the last one after a core frees up — gemm
+    /// 4-way at extents 20: 13 s alone, 60 s late) once the reference has run `race_after`.
     fn next_attempt(&mut self, now: Instant) -> Next {
         let n = self.started.len();
         let running: usize = self.running.iter().map(|&r| r as usize).sum();
