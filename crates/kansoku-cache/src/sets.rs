@@ -623,8 +623,8 @@ impl Race {
             self.started[self.next - 1] = Some(now);
             return self.start(self.next - 1);
         }
-        let wanted = |i: usize| self.failure[i].is_some() || self.worth_racing(self.order[i][self.tried[i]]);
-        let oldest = (0..n).filter(|&i| self.results[i].is_none() && self.tried[i] <= self.alternatives && self.started[i].is_some() && wanted(i)).filter_map(|i| Some((self.started[i]?, i))).min();
+        let wanted = |i: usize| self.results[i].is_none() && self.tried[i] <= self.alternatives && (self.failure[i].is_some() || self.worth_racing(self.order[i][self.tried[i]]));
+        let oldest = (0..n).filter_map(|i| Some((self.started[i]?, i))).filter(|&(_, i)| wanted(i)).min();
         match oldest {
             Some((_, i)) if running < self.jobs => self.start(i),
             Some((t, i)) => match self.race_after.checked_sub(now.saturating_duration_since(t)) {

@@ -74,6 +74,17 @@ fn normalize(mut r: Row) -> Option<Option<Row>> {
     Some(Some(r))
 }
 
+/// Adds `r` normalized to `rows` unless it is trivially true or already there; `false`
+/// when it is a false constant (no integer point).
+fn push_normalized(rows: &mut Vec<Row>, r: Row) -> bool {
+    match normalize(r) {
+        None => return false,
+        Some(Some(r)) if !rows.contains(&r) => rows.push(r),
+        _ => {}
+    }
+    true
+}
+
 impl Polytope {
     /// The polytope with every parameter the context fixes (`p = v`, a PolyBench file at
     /// its preset sizes) replaced by its value: the counter then meets no floor terms of
@@ -159,9 +170,8 @@ impl Polytope {
         }
         let mut out = Vec::new();
         for r in ineqs {
-            match normalize(r)? {
-                Some(r) if !out.contains(&r) => out.push(r),
-                _ => {}
+            if !push_normalized(&mut out, r) {
+                return None;
             }
         }
         Some((live, out))
@@ -618,11 +628,7 @@ impl Counter<'_> {
                 extra.push(comb(uj, *ai, li, *bj, false));
                 let mut feasible = true;
                 for r in extra {
-                    match normalize(r) {
-                        None => feasible = false,
-                        Some(Some(r)) if !new_rows.contains(&r) => new_rows.push(r),
-                        _ => {}
-                    }
+                    feasible &= push_normalized(&mut new_rows, r);
                 }
                 if !feasible || is_empty(&self.ctx, &new_rows, self.n_vars, self.n_params, self.context)? {
                     continue;
@@ -755,15 +761,15 @@ fn substitute_shift(rows: &[Row], v: usize, lower: &Row, j: i64) -> Option<Optio
     for r in rows {
         let a = r[v];
         let mut s = r.clone();
-        // a·x_v + R >= 0 becomes R − a·L + a·j >= 0.
-        for k in (0..=w).filter(|_| a != 0) {
-            s[k] = s[k].checked_sub(a.checked_mul(lower[k])?)?;
+        if a != 0 {
+            // a·x_v + R >= 0 becomes R − a·L + a·j >= 0.
+            for k in 0..=w {
+                s[k] = s[k].checked_sub(a.checked_mul(lower[k])?)?;
+            }
+            s[w] = s[w].checked_add(a.checked_mul(j)?)?;
         }
-        s[w] = s[w].checked_add(a.checked_mul(j)?)?;
-        match normalize(s) {
-            None => return Some(None),
-            Some(Some(s)) if !out.contains(&s) => out.push(s),
-            _ => {}
+        if !push_normalized(&mut out, s) {
+            return Some(None);
         }
     }
     Some(Some(out))

@@ -424,18 +424,21 @@ fn a_name_for_a_function_that_does_not_exist_stays_so() {
     let imports = |wasm: &[u8]| kansoku_tracepoints::module::ModuleInfo::parse(wasm).unwrap().num_func_imports();
     assert!(imports(&o.wasm) > imports(&w), "the merge adds an import, shifting the defined functions");
     let total = imports(&o.wasm) + 1;
-    for payload in wasmparser::Parser::new(0).parse_all(&o.wasm) {
-        if let wasmparser::Payload::CustomSection(c) = payload.unwrap() {
-            if let wasmparser::KnownCustom::Name(names) = c.as_known() {
-                for n in names {
-                    if let wasmparser::Name::Function(map) = n.unwrap() {
-                        for naming in map {
-                            let naming = naming.unwrap();
-                            assert!(naming.name != "x" || naming.index >= total, "\"x\" names function {}", naming.index);
-                        }
-                    }
-                }
-            }
+    for (index, name) in function_names(&o.wasm) {
+        assert!(name != "x" || index >= total, "\"x\" names function {index}");
+    }
+}
+
+/// The `name` section's function names: (index, name).
+fn function_names(wasm: &[u8]) -> Vec<(u32, String)> {
+    let mut out = Vec::new();
+    for payload in wasmparser::Parser::new(0).parse_all(wasm) {
+        let wasmparser::Payload::CustomSection(c) = payload.unwrap() else { continue };
+        let wasmparser::KnownCustom::Name(names) = c.as_known() else { continue };
+        for n in names {
+            let wasmparser::Name::Function(map) = n.unwrap() else { continue };
+            out.extend(map.into_iter().map(|naming| naming.map(|n| (n.index, n.name.to_string())).unwrap()));
         }
     }
+    out
 }
