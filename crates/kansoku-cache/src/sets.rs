@@ -865,67 +865,76 @@ fn distinct_line_chain<'c>(b: &Builder<'c>, lines: &Map<'c>, opts: &SetModelOpti
 /// one by one and summed: their union, coalesced, was the slow step — gemm 8-way,
 /// B[k][j], extents 20: 1 000 000 characters after 460 s). From each group's chain
 /// (`levels[g][j-1]` = `E_j`: its domain = accesses with ≥ j lines of group g): groups
-/// share no line, so the count is a sum. The short chains are combined first —
-/// `reach[s]` = accesses whose groups so far give ≥ s lines (s = assoc absorbs more),
-/// `reach'[s] = ∪_j reach[s-j] ∩ dom E_j` (j = 0: every access with a hit source) — and
-/// the longest chain last, into the parts `(reach[r] \ reach[r+1]) ∩ dom E_{assoc-r}`.
+/// share no line, so the count is a sum. Groups are combined by exact counts, shortest
+/// chain first: `exact[s]` = accesses whose groups so far give exactly s < `assoc` lines
+/// (disjoint); a group's `exactly[j]` = `dom E_j \ dom E_{j+1}` (small: one group's
+/// chain) moves `exact[s]` on to `exact[s+j]`, and `exact[s] ∩ dom E_{assoc-s}` is a part
+/// at once. Before, `reach[s]` = accesses with *at least* s lines, where `reach[assoc]`
+/// absorbed every miss found so far and grew round by round: 3mm 8-way's P12 (7 groups,
+/// windows spanning a whole other nest) spent 106 s combining and 72 s making that part
+/// disjoint, 4.3 s and nothing this way; adi 8-way's P6 157 s → 11 s.
 fn at_least_lines<'c>(levels: &[Vec<Map<'c>>], with_source: &Set<'c>, assoc: usize, name: &str) -> Result<Vec<Set<'c>>> {
     let mut order: Vec<&Vec<Map<'c>>> = levels.iter().collect();
     order.sort_by_key(|c| c.len());
-    let Some(longest) = order.pop() else { return Ok(vec![]) };
-    if order.is_empty() {
+    if let [only] = levels {
         // One group: E_A's domain (already inside `with_source`).
-        return match longest.get(assoc - 1) {
+        return match only.get(assoc - 1) {
             Some(e_a) => chain_domains(std::slice::from_ref(e_a), name),
             None => Ok(vec![]),
         };
     }
-    let mut reach: Vec<Option<Set<'c>>> = (0..=assoc).map(|s| (s == 0).then(|| with_source.clone())).collect();
+    let mut exact: Vec<Option<Set<'c>>> = (0..assoc).map(|s| (s == 0).then(|| with_source.clone())).collect();
+    let mut parts = Vec::new();
     for (round, chain) in order.iter().enumerate() {
+        let t = Instant::now();
         let at_least = chain_domains(chain, name)?;
-        let mut next: Vec<Option<Set<'c>>> = vec![None; assoc + 1];
-        for (r, prev) in reach.iter().enumerate() {
+        let last = round + 1 == order.len();
+        let exactly = if last { Vec::new() } else { exactly_per_level(&at_least, with_source, assoc, name)? };
+        let mut next: Vec<Option<Set<'c>>> = vec![None; assoc];
+        for (r, prev) in exact.iter().enumerate() {
             let Some(prev) = prev else { continue };
-            for j in 0..=at_least.len() {
-                let s = (r + j).min(assoc);
-                let part = if j == 0 { prev.clone() } else { m(prev.clone().set_intersect(at_least[j - 1].clone()), "conflict set", name)? };
-                next[s] = Some(match next[s].take() {
-                    None => part,
-                    Some(u) => m(u.set_union(part), "conflict set", name)?,
+            if let Some(full) = at_least.get(assoc - r - 1) {
+                let part = m(prev.clone().set_intersect(full.clone()), "conflict set", name)?;
+                if !is_empty(&part, "conflict set", name)? {
+                    parts.push(part);
+                }
+            }
+            for (j, level) in exactly.iter().enumerate().take(assoc - r) {
+                let Some(level) = level else { continue };
+                let piece = m(prev.clone().set_intersect(level.clone()), "conflict set", name)?;
+                next[r + j] = Some(match next[r + j].take() {
+                    None => piece,
+                    Some(u) => m(u.set_union(piece), "conflict set", name)?,
                 });
-                if s == assoc {
-                    break;
+            }
+        }
+        for slot in next.iter_mut() {
+            if let Some(s) = slot.take() {
+                let s = m(s.set_coalesce(), "conflict set", name)?;
+                if !is_empty(&s, "conflict set", name)? {
+                    *slot = Some(s);
                 }
             }
         }
-        let t = Instant::now();
-        for slot in next.iter_mut().flatten() {
-            *slot = m(slot.clone().set_coalesce(), "conflict set", name)?;
-        }
-        trace(name, &format!("round {round} ({} levels): reach", chain.len()), t, || next.iter().flatten().map(|s| s.to_string().len()).sum());
-        reach = next;
-    }
-    let mut parts = Vec::new();
-    for r in 0..=assoc {
-        let Some(at_r) = &reach[r] else { continue };
-        let t = Instant::now();
-        // Exactly r lines from the short chains (exactly: the parts stay disjoint).
-        let exact = match reach.get(r + 1).and_then(|n| n.as_ref()) {
-            Some(more) if r < assoc => m(m(at_r.clone().set_subtract(more.clone()), "conflict set", name)?.set_coalesce(), "conflict set", name)?,
-            _ => at_r.clone(),
-        };
-        let need = assoc - r;
-        if need == 0 {
-            parts.push(exact);
-        } else if need <= longest.len() {
-            let dom = m(m(longest[need - 1].clone().map_domain(), "conflict set", name)?.set_coalesce(), "conflict set", name)?;
-            // Not coalesced: the counter makes it disjoint anyway, and coalescing these
-            // intersections cost gemm 8-way (extents 20) 26 of its 39 s of isl.
-            parts.push(m(exact.set_intersect(dom), "conflict set", name)?);
-        }
-        trace(name, &format!("part with {r} lines from the short chains"), t, || parts.last().map_or(0, |p| p.to_string().len()));
+        trace(name, &format!("round {round} ({} levels, {} parts so far): exactly s lines", chain.len(), parts.len()), t, || next.iter().flatten().map(|s| s.to_string().len()).sum());
+        exact = next;
     }
     Ok(parts)
+}
+
+/// `exactly[j]` = accesses (with a hit source) one chain gives exactly j lines, j <
+/// `assoc`; `None` where that is empty.
+fn exactly_per_level<'c>(at_least: &[Set<'c>], with_source: &Set<'c>, assoc: usize, name: &str) -> Result<Vec<Option<Set<'c>>>> {
+    let mut out = Vec::new();
+    for j in 0..assoc.min(at_least.len() + 1) {
+        let from = if j == 0 { with_source.clone() } else { at_least[j - 1].clone() };
+        let set = match at_least.get(j) {
+            Some(more) => m(m(from.set_subtract(more.clone()), "conflict set", name)?.set_coalesce(), "conflict set", name)?,
+            None => from,
+        };
+        out.push((!is_empty(&set, "conflict set", name)?).then_some(set));
+    }
+    Ok(out)
 }
 
 /// `dom E_1, dom E_2, …` of one chain: accesses with ≥ 1, 2, … distinct lines.
@@ -949,7 +958,7 @@ fn line_groups<'c>(b: &Builder<'c>, k: &Kernel, access_text: &[String], name: &s
         // Merge every existing group this array's lines meet.
         let mut kept = Vec::new();
         for (l, g) in groups {
-            if m(g.clone().set_intersect(lines.clone()), "array lines", name)?.set_is_empty().map_err(|e| CacheError::Model(format!("{name}: array lines: {e}")))? {
+            if is_empty(&m(g.clone().set_intersect(lines.clone()), "array lines", name)?, "array lines", name)? {
                 kept.push((l, g));
             } else {
                 label = format!("{l},{label}");
@@ -1033,6 +1042,10 @@ fn count_combos(n: usize, max_sum: usize) -> usize {
 fn same_set_map<'c>(b: &Builder<'c>, acc_r: &Map<'c>, sets: u32, name: &str) -> Result<Map<'c>> {
     let congruent = b.map(&format!("{LINE}[x] -> {LINE}[y] : (y - x) mod {sets} = 0"))?;
     m(acc_r.clone().map_apply_range(congruent), "same set", name)
+}
+
+fn is_empty(set: &Set<'_>, what: &str, reference: &str) -> Result<bool> {
+    set.set_is_empty().map_err(|e| CacheError::Model(format!("{reference}: {what}: {e}")))
 }
 
 fn out_of_time(deadline: Option<Instant>, reference: &str) -> Result<()> {
