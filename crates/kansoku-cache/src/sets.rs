@@ -1071,18 +1071,20 @@ fn count(set: &Set<'_>, context: &Domain, names: &[String], reference: &str, dea
     trace(reference, &format!("disjoint + lifted: {} pieces", pieces.len()), t, || 0);
     let mut parts = Vec::new();
     let n = pieces.len();
+    let rows = std::env::var("KANSOKU_SET_TRACE").is_ok_and(|v| v == "rows");
     for (i, p) in pieces.into_iter().enumerate() {
         let poly = kansoku_ehrhart::Polytope { n_vars: p.n_set, n_params: p.n_param, equalities: p.equalities, inequalities: p.inequalities };
         // Before, too: a piece that runs out of the budget prints nothing after.
         trace(reference, &format!("piece {}/{n}: {} vars, {} eqs, {} ineqs", i + 1, poly.n_vars, poly.equalities.len(), poly.inequalities.len()), Instant::now(), || 0);
+        // `KANSOKU_SET_TRACE=rows`: the piece itself, to count it again alone (before it
+        // is counted: the piece that runs out of the budget is the one wanted).
+        if rows {
+            eprintln!("{reference}: rows (x…, params…, 1): eq {:?} ineq {:?}", poly.equalities, poly.inequalities);
+        }
         let tp = Instant::now();
         parts.push(kansoku_ehrhart::enumerate_until(&poly, context, names, deadline).map_err(|e| CacheError::Model(format!("{reference}: counting: {e} (use --method interpolate, or a larger --budget)")))?);
         if tp.elapsed().as_secs_f64() > 0.5 {
             trace(reference, &format!("slow piece: {} vars, {} eqs, {} ineqs, {} cells", poly.n_vars, poly.equalities.len(), poly.inequalities.len(), parts.last().map_or(0, |p| p.cells.len())), tp, || 0);
-            // `KANSOKU_SET_TRACE=rows`: the slow piece itself, to count it again alone.
-            if std::env::var("KANSOKU_SET_TRACE").is_ok_and(|v| v == "rows") {
-                eprintln!("{reference}: rows (x…, params…, 1): eq {:?} ineq {:?}", poly.equalities, poly.inequalities);
-            }
         }
     }
     let mut total = kansoku_ehrhart::sum(parts, names, context);

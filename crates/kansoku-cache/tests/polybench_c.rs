@@ -138,20 +138,37 @@ fn formulas_of_lowered_c_equal_the_simulator() {
 /// explicit before counting it builds in about a second; equal to the simulator at every N.
 #[test]
 fn a_lifted_piece_is_counted_with_its_equalities() {
-    let k = lowered("ludcmp", &[]).kernel;
     let ext: ParamValues = [("N".to_string(), 16)].into();
-    let k = k.with_fixed_extents(&ext).unwrap();
-    let cache = CacheConfig::parse("assoc=2,line=32,sets=4").unwrap();
-    let mut opts = SetModelOptions::new(LayoutSpec::default(), cache);
-    opts.extents = ext.clone();
-    opts.refs = vec![7];
-    opts.time_budget = Some(Duration::from_secs(60));
-    let f = build_set_model(&k, &opts).unwrap_or_else(|e| panic!("ludcmp P7: {e}"));
+    let checked = OneReference::build("ludcmp", &ext, "assoc=2,line=32,sets=4", 7);
     for n in 1..=16 {
-        let p: ParamValues = [("N".to_string(), n)].into();
-        let s = &simulate(&k, &p, &LayoutSpec::default(), cache).unwrap()[7];
-        let m = &f.eval(&p).unwrap()[0];
-        assert_eq!((m.accesses, m.compulsory, m.conflict), (s.accesses as i64, s.compulsory as i64, s.other as i64), "ludcmp P7 at N = {n}");
+        checked.equals_the_simulator(&[("N".to_string(), n)].into());
+    }
+}
+
+/// One reference of a C kernel built by the set method (extents `ext`, 60 s budget).
+struct OneReference {
+    kernel: Kernel,
+    cache: CacheConfig,
+    reference: usize,
+    formulas: SetFormulas,
+}
+
+impl OneReference {
+    fn build(name: &str, ext: &ParamValues, cache: &str, reference: usize) -> OneReference {
+        let kernel = lowered(name, &[]).kernel.with_fixed_extents(ext).unwrap();
+        let cache = CacheConfig::parse(cache).unwrap();
+        let mut opts = SetModelOptions::new(LayoutSpec::default(), cache);
+        opts.extents = ext.clone();
+        opts.refs = vec![reference];
+        opts.time_budget = Some(Duration::from_secs(60));
+        let formulas = build_set_model(&kernel, &opts).unwrap_or_else(|e| panic!("{name} P{reference}: {e}"));
+        OneReference { kernel, cache, reference, formulas }
+    }
+
+    fn equals_the_simulator(&self, p: &ParamValues) {
+        let s = &simulate(&self.kernel, p, &LayoutSpec::default(), self.cache).unwrap()[self.reference];
+        let m = &self.formulas.eval(p).unwrap()[0];
+        assert_eq!((m.accesses, m.compulsory, m.conflict), (s.accesses as i64, s.compulsory as i64, s.other as i64), "{} P{} at {p:?}", self.kernel.file, self.reference);
     }
 }
 
@@ -162,22 +179,12 @@ fn a_lifted_piece_is_counted_with_its_equalities() {
 /// about 11 s; every count equal to the simulator at 20 random sizes.
 #[test]
 fn seven_groups_of_lines_combine_by_exact_counts() {
-    let k = lowered("3mm", &[]).kernel;
     let params = ["NI", "NJ", "NK", "NL", "NM"];
     let ext: ParamValues = params.iter().map(|p| (p.to_string(), 16)).collect();
-    let k = k.with_fixed_extents(&ext).unwrap();
-    let cache = CacheConfig::parse("assoc=8,line=64,sets=4").unwrap();
-    let mut opts = SetModelOptions::new(LayoutSpec::default(), cache);
-    opts.extents = ext.clone();
-    opts.refs = vec![12];
-    opts.time_budget = Some(Duration::from_secs(60));
-    let f = build_set_model(&k, &opts).unwrap_or_else(|e| panic!("3mm P12: {e}"));
-    let mut rng = common::Rng(0x336d_6d);
+    let checked = OneReference::build("3mm", &ext, "assoc=8,line=64,sets=4", 12);
+    let mut rng = common::Rng(0x0033_6d6d);
     for _ in 0..20 {
-        let p: ParamValues = params.iter().map(|n| (n.to_string(), rng.next(1, 16))).collect();
-        let s = &simulate(&k, &p, &LayoutSpec::default(), cache).unwrap()[12];
-        let m = &f.eval(&p).unwrap()[0];
-        assert_eq!((m.accesses, m.compulsory, m.conflict), (s.accesses as i64, s.compulsory as i64, s.other as i64), "3mm P12 at {p:?}");
+        checked.equals_the_simulator(&params.iter().map(|n| (n.to_string(), rng.next(1, 16))).collect());
     }
 }
 
