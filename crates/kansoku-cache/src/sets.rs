@@ -761,7 +761,7 @@ fn reference_sets(ctx: &Ctx, k: &Kernel, (r, name): (usize, &str), access_text: 
     let distinct: Vec<String> = distinct.into_iter().map(|d| if d.is_empty() { "{ }".to_string() } else { d }).collect();
 
     let names = k.params.clone();
-    let c = |s: &Set<'_>| count(s, context, &names, name, deadline);
+    let c = |s: &Set<'_>| count(ctx, s, context, &names, name, deadline);
     out_of_time(deadline, name)?;
     let t = Instant::now();
     let (accesses, compulsory) = (c(&domain)?, c(&compulsory_set)?);
@@ -1061,9 +1061,32 @@ fn budget_exceeded(reference: &str) -> CacheError {
     CacheError::Model(format!("{reference}: the set method exceeded its time budget (use --method interpolate, or a larger --budget)"))
 }
 
+/// Longest a lifted piece is summed before, when the parameters have few values, it is
+/// counted point by point instead ([`kansoku_ehrhart::tabulate`]).
+const PIECE_SLICE: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// One lifted piece's count: summed symbolically; past [`PIECE_SLICE`], and only where the
+/// context leaves few parameter points, as a table of those points (exact there too).
+fn count_piece(poly: &kansoku_ehrhart::Polytope, context: &Domain, names: &[String], reference: &str, deadline: Option<Instant>) -> Result<PwQp> {
+    let failed = |e: kansoku_ehrhart::EhrhartError| CacheError::Model(format!("{reference}: counting: {e} (use --method interpolate, or a larger --budget)"));
+    if kansoku_ehrhart::table_box(context, poly.n_params).is_none() {
+        return kansoku_ehrhart::enumerate_until(poly, context, names, deadline).map_err(failed);
+    }
+    let slice_end = Instant::now() + PIECE_SLICE;
+    match kansoku_ehrhart::enumerate_until(poly, context, names, Some(deadline.map_or(slice_end, |d| d.min(slice_end)))) {
+        Err(kansoku_ehrhart::EhrhartError::OutOfTime) if deadline.map_or(true, |d| Instant::now() < d) => {
+            let t = Instant::now();
+            let table = kansoku_ehrhart::tabulate(poly, context, names, deadline).map_err(failed)?.expect("the context is a small box");
+            trace(reference, &format!("piece counted point by point: {} cells", table.cells.len()), t, || 0);
+            Ok(table)
+        }
+        r => r.map_err(failed),
+    }
+}
+
 /// Parametric number of points of `set`: disjoint basic sets with explicit divisions,
 /// lifted, each counted by kansoku-ehrhart.
-fn count(set: &Set<'_>, context: &Domain, names: &[String], reference: &str, deadline: Option<Instant>) -> Result<PwQp> {
+fn count(ctx: &Ctx, set: &Set<'_>, context: &Domain, names: &[String], reference: &str, deadline: Option<Instant>) -> Result<PwQp> {
     let t = Instant::now();
     let s = m(set.clone().set_compute_divs(), "explicit divisions", reference)?;
     trace(reference, "explicit divisions", t, || 0);
@@ -1075,6 +1098,12 @@ fn count(set: &Set<'_>, context: &Domain, names: &[String], reference: &str, dea
     let n = pieces.len();
     let rows = std::env::var("KANSOKU_SET_TRACE").is_ok_and(|v| v == "rows");
     for (i, p) in pieces.into_iter().enumerate() {
+        // The counter sees the deadline but not a cancelled race: between pieces, the
+        // context's abort flag (set by the watchdog on either) ends a lost attempt (one
+        // counted on for 24 s after its race was won: correlation 8-way's P29).
+        if ctx.aborted() {
+            return Err(budget_exceeded(reference));
+        }
         let poly = kansoku_ehrhart::Polytope { n_vars: p.n_set, n_params: p.n_param, equalities: p.equalities, inequalities: p.inequalities };
         // Before, too: a piece that runs out of the budget prints nothing after.
         trace(reference, &format!("piece {}/{n}: {} vars, {} eqs, {} ineqs", i + 1, poly.n_vars, poly.equalities.len(), poly.inequalities.len()), Instant::now(), || 0);
@@ -1084,7 +1113,7 @@ fn count(set: &Set<'_>, context: &Domain, names: &[String], reference: &str, dea
             eprintln!("{reference}: rows (x…, params…, 1): eq {:?} ineq {:?}", poly.equalities, poly.inequalities);
         }
         let tp = Instant::now();
-        parts.push(kansoku_ehrhart::enumerate_until(&poly, context, names, deadline).map_err(|e| CacheError::Model(format!("{reference}: counting: {e} (use --method interpolate, or a larger --budget)")))?);
+        parts.push(count_piece(&poly, context, names, reference, deadline)?);
         if tp.elapsed().as_secs_f64() > 0.5 {
             trace(reference, &format!("slow piece: {} vars, {} eqs, {} ineqs, {} cells", poly.n_vars, poly.equalities.len(), poly.inequalities.len(), parts.last().map_or(0, |p| p.cells.len())), tp, || 0);
         }

@@ -85,7 +85,7 @@ fn cost(cell: &Cell, np: usize) -> usize {
 /// constraint bounds each of its parameters by the others' bounds; three rounds). Sound,
 /// not tight: the box may hold points the constraints exclude. `None` when it proves that
 /// no integer point satisfies them.
-fn bounds<'a>(constraints: impl Iterator<Item = &'a Constraint> + Clone, np: usize) -> Option<Bounds> {
+pub(crate) fn bounds<'a>(constraints: impl Iterator<Item = &'a Constraint> + Clone, np: usize) -> Option<Bounds> {
     let mut b: Bounds = vec![(None, None); np];
     for _ in 0..3 {
         for c in constraints.clone() {

@@ -48,6 +48,8 @@ pub enum EhrhartError {
     OutOfTime,
     #[error("isl: {0}")]
     Isl(String),
+    #[error("a table's point: {0}")]
+    Table(String),
 }
 
 /// Upper bound on chambers per count before giving up.
@@ -700,6 +702,56 @@ pub fn enumerate_until(poly: &Polytope, context: &Domain, param_names: &[String]
     Ok(out)
 }
 
+/// Most parameter points [`tabulate`] counts one by one.
+pub const MAX_TABLE_POINTS: u64 = 1024;
+
+/// The parameter points `context` allows as a box (each parameter's range from the
+/// constraints), when every parameter is bounded and the box holds at most
+/// [`MAX_TABLE_POINTS`]: the points [`tabulate`] would count.
+pub fn table_box(context: &Domain, n_params: usize) -> Option<Vec<(i64, i64)>> {
+    let b = cellbox::bounds(context.constraints.iter(), n_params)?;
+    let mut points: u64 = 1;
+    let mut ranges = Vec::new();
+    for (lo, hi) in b {
+        let (lo, hi) = (i64::try_from(lo?).ok()?, i64::try_from(hi?).ok()?);
+        points = points.checked_mul(u64::try_from(hi - lo + 1).ok()?)?;
+        ranges.push((lo, hi));
+    }
+    (points <= MAX_TABLE_POINTS).then_some(ranges)
+}
+
+/// The count of `poly` point by point over the parameter points of `context`: one cell per
+/// point (an equality per parameter, the number of integer points as its value), so exact
+/// wherever the context holds. A table, not a formula: for a polytope whose summation does
+/// not finish — correlation 8-way's P29 (extents 16) had one lifted piece of 11 variables,
+/// two parity equalities and coefficients 16 and 32 still counting after two minutes —
+/// while its parameters have few values. `None` when the context is not such a box.
+pub fn tabulate(poly: &Polytope, context: &Domain, param_names: &[String], deadline: Option<std::time::Instant>) -> Result<Option<PwQp>, EhrhartError> {
+    let np = poly.n_params;
+    let Some(ranges) = table_box(context, np) else { return Ok(None) };
+    let mut out = PwQp { params: param_names.to_vec(), context: context.clone(), cells: Vec::new() };
+    let mut p: Vec<i64> = ranges.iter().map(|r| r.0).collect();
+    'points: loop {
+        if context.contains(&p) {
+            let pinned: Vec<Constraint> = (0..np).map(|s| Constraint { equality: true, coeffs: (0..np).map(|i| if i == s { -1 } else { 0 }).collect(), constant: p[s] }).collect();
+            let at_point = Domain { constraints: pinned };
+            let n = enumerate_until(poly, &at_point, param_names, deadline)?.eval(&p).map_err(|e| EhrhartError::Table(e.to_string()))?;
+            if n != 0 {
+                out.cells.push(Cell { domain: at_point, value: QExpr { floors: vec![], terms: vec![Monomial { num: n, den: 1, powers: vec![] }] } });
+            }
+        }
+        // Next point (odometer over the box).
+        for s in 0..np {
+            if p[s] < ranges[s].1 {
+                p[s] += 1;
+                continue 'points;
+            }
+            p[s] = ranges[s].0;
+        }
+        return Ok(Some(out));
+    }
+}
+
 /// Widest variable range enumerated by [`slices`], and most slices of one polytope.
 const MAX_SLICE_WIDTH: i64 = 16;
 const MAX_SLICES: usize = 64;
@@ -1070,6 +1122,54 @@ mod tests {
             }
         }
         assert!(cut > 20, "only {cut} of 60 polytopes were cut into slices");
+    }
+
+    /// correlation 8-way's P29 (extents 16): the lifted piece whose summation ran past two
+    /// minutes, counted point by point over 1 <= N, M <= 16, against brute force (x9 and x10
+    /// are the parities of x1 + x3 and x3 + x5; x0, x2, x4, x6, x7 fixed).
+    #[test]
+    fn a_piece_counted_point_by_point_equals_brute_force() {
+        let e = |v: &[(usize, i64)], k: i64| -> Vec<i64> {
+            let mut r = vec![0; 14];
+            for &(c, a) in v {
+                r[c] = a;
+            }
+            r[13] = k;
+            r
+        };
+        let equalities = vec![e(&[(3, -1), (5, -1), (10, 2)], -1), e(&[(1, -1), (3, -1), (9, 2)], -1), e(&[(7, 1)], -1), e(&[(6, 1)], 0), e(&[(4, 1)], -1), e(&[(2, 1)], -1), e(&[(0, 1)], -3)];
+        let inequalities = vec![
+            e(&[(11, -1)], 16),
+            e(&[(12, -1)], 16),
+            e(&[(1, 1)], 0),
+            e(&[(1, -1), (3, 1)], -9),
+            e(&[(3, -1), (12, 1)], -1),
+            e(&[(5, -1)], 11),
+            e(&[(1, -1), (5, 16), (11, -16)], 143),
+            e(&[(5, 1), (8, -2)], 0),
+            e(&[(1, 1), (8, 32)], -112),
+            e(&[(1, 1), (5, -16), (8, 32), (11, 16)], -240),
+        ];
+        let poly = Polytope { n_vars: 11, n_params: 2, equalities, inequalities };
+        let names = vec!["N".to_string(), "M".to_string()];
+        let ctx = Domain { constraints: vec![ge(vec![1, 0], -1), ge(vec![-1, 0], 16), ge(vec![0, 1], -1), ge(vec![0, -1], 16)] };
+        let table = tabulate(&poly, &ctx, &names, None).unwrap().expect("256 points");
+        let mut nonzero = 0;
+        for n in 1..=16i64 {
+            for m in 1..=16i64 {
+                let mut brute = 0;
+                for (x1, x3, x5, x8) in (0..=20).flat_map(|a| (-5..=20).flat_map(move |b| (0..=20).flat_map(move |c| (0..=20).map(move |d| (a, b, c, d))))) {
+                    let odd = |v: i64| v.rem_euclid(2) == 1;
+                    let ok = odd(x1 + x3) && odd(x3 + x5) && x3 - x1 >= 9 && x3 < m && x5 <= 11 && x1 <= 16 * x5 - 16 * n + 143 && 2 * x8 <= x5 && x1 + 32 * x8 >= 112 && x1 - 16 * x5 + 32 * x8 + 16 * n >= 240;
+                    brute += ok as i64;
+                }
+                nonzero += (brute > 0) as usize;
+                assert_eq!(table.eval(&[n, m]).unwrap(), brute, "N={n} M={m}");
+            }
+        }
+        assert!(nonzero > 10, "only {nonzero} points have any");
+        let unbounded = Domain { constraints: vec![ge(vec![1, 0], -1), ge(vec![0, 1], -1)] };
+        assert!(tabulate(&poly, &unbounded, &names, None).unwrap().is_none());
     }
 
     /// Two parameters with a chamber wall: { i : 0 <= i < N, i < M }.
