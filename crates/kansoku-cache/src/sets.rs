@@ -1069,8 +1069,7 @@ const PIECE_SLICE: std::time::Duration = std::time::Duration::from_secs(10);
 /// context leaves few parameter points, as a table of those points (exact there too).
 fn count_piece(poly: &kansoku_ehrhart::Polytope, context: &Domain, names: &[String], reference: &str, deadline: Option<Instant>) -> Result<PwQp> {
     let failed = |e: kansoku_ehrhart::EhrhartError| CacheError::Model(format!("{reference}: counting: {e} (use --method interpolate, or a larger --budget)"));
-    // At a single point (`--size`, `at`) a table would count the same again.
-    if !kansoku_ehrhart::table_box(context, poly.n_params).is_some_and(|b| b.iter().any(|(lo, hi)| lo < hi)) {
+    if kansoku_ehrhart::table_box(context, poly.n_params).is_none() {
         return kansoku_ehrhart::enumerate_until(poly, context, names, deadline).map_err(failed);
     }
     let slice_end = Instant::now() + PIECE_SLICE;

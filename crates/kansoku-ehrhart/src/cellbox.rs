@@ -59,9 +59,7 @@ fn shrink_within(cell: Cell, context: &Domain, b: &Bounds, depth: usize) -> Vec<
     for v in lo..=hi {
         let Ok(v) = i64::try_from(v) else { return vec![whole] };
         let mut domain = whole.domain.clone();
-        let mut coeffs = vec![0; np];
-        coeffs[s] = -1;
-        domain.constraints.push(Constraint { equality: true, coeffs, constant: v });
+        domain.constraints.push(Constraint::pin(np, s, v));
         let Some(pinned) = bounds(domain.constraints.iter().chain(&context.constraints), np) else {
             continue;
         };

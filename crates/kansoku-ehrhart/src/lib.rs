@@ -706,8 +706,9 @@ pub fn enumerate_until(poly: &Polytope, context: &Domain, param_names: &[String]
 pub const MAX_TABLE_POINTS: u64 = 1024;
 
 /// The parameter points `context` allows as a box (each parameter's range from the
-/// constraints), when every parameter is bounded and the box holds at most
-/// [`MAX_TABLE_POINTS`]: the points [`tabulate`] would count.
+/// constraints), when every parameter is bounded and the box holds more than one point
+/// (at one point a table would count the same again) and at most [`MAX_TABLE_POINTS`]:
+/// the points [`tabulate`] would count.
 pub fn table_box(context: &Domain, n_params: usize) -> Option<Vec<(i64, i64)>> {
     let b = cellbox::bounds(context.constraints.iter(), n_params)?;
     let mut points: u64 = 1;
@@ -717,7 +718,7 @@ pub fn table_box(context: &Domain, n_params: usize) -> Option<Vec<(i64, i64)>> {
         points = points.checked_mul(u64::try_from(hi - lo + 1).ok()?)?;
         ranges.push((lo, hi));
     }
-    (points <= MAX_TABLE_POINTS).then_some(ranges)
+    (1 < points && points <= MAX_TABLE_POINTS).then_some(ranges)
 }
 
 /// The count of `poly` point by point over the parameter points of `context`: one cell per
@@ -733,8 +734,7 @@ pub fn tabulate(poly: &Polytope, context: &Domain, param_names: &[String], deadl
     let mut p: Vec<i64> = ranges.iter().map(|r| r.0).collect();
     'points: loop {
         if context.contains(&p) {
-            let pinned: Vec<Constraint> = (0..np).map(|s| Constraint { equality: true, coeffs: (0..np).map(|i| if i == s { -1 } else { 0 }).collect(), constant: p[s] }).collect();
-            let at_point = Domain { constraints: pinned };
+            let at_point = Domain { constraints: (0..np).map(|s| Constraint::pin(np, s, p[s])).collect() };
             let n = enumerate_until(poly, &at_point, param_names, deadline)?.eval(&p).map_err(|e| EhrhartError::Table(e.to_string()))?;
             if n != 0 {
                 out.cells.push(Cell { domain: at_point, value: QExpr { floors: vec![], terms: vec![Monomial { num: n, den: 1, powers: vec![] }] } });

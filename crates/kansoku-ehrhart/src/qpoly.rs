@@ -200,6 +200,13 @@ fn dot(coeffs: &[i64], p: &[i64], constant: i64) -> i128 {
 }
 
 impl Constraint {
+    /// `p_s = v` among `np` parameters.
+    pub fn pin(np: usize, s: usize, v: i64) -> Constraint {
+        let mut coeffs = vec![0; np];
+        coeffs[s] = -1;
+        Constraint { equality: true, coeffs, constant: v }
+    }
+
     pub fn holds(&self, p: &[i64]) -> bool {
         let v = dot(&self.coeffs, p, self.constant);
         if self.equality {
