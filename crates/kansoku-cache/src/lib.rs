@@ -30,6 +30,7 @@
 //! ```
 
 pub mod affine;
+pub mod check;
 pub mod config;
 pub mod error;
 pub mod info;

@@ -121,7 +121,7 @@ pub enum Alternative {
 
 impl Alternative {
     /// The options with this construction, `None` when they already use it.
-    fn options(self, opts: &SetModelOptions) -> Option<SetModelOptions> {
+    pub fn options(self, opts: &SetModelOptions) -> Option<SetModelOptions> {
         match self {
             Alternative::LexminChain(chars) if opts.lexmin_chain_above.is_none() => Some(SetModelOptions { lexmin_chain_above: Some(chars), ..opts.clone() }),
             Alternative::StepwiseDivisions if !opts.stepwise_divisions => Some(SetModelOptions { stepwise_divisions: true, ..opts.clone() }),
@@ -199,6 +199,10 @@ pub struct SetFormulas {
     pub context: Domain,
     pub refs: Vec<RefSetFormulas>,
     pub build_seconds: f64,
+    /// Parameter points where every reference was found equal to a fresh simulation
+    /// (`check::check_points`; empty: not checked).
+    #[serde(default)]
+    pub checked_at: Vec<ParamValues>,
 }
 
 /// Counts of one reference at a parameter point.
@@ -469,6 +473,7 @@ pub fn build_set_model(k: &Kernel, opts: &SetModelOptions) -> Result<SetFormulas
         context,
         refs,
         build_seconds: t0.elapsed().as_secs_f64(),
+        checked_at: Vec::new(),
     })
 }
 

@@ -249,3 +249,41 @@ fn work_counts_the_accesses_the_simulator_makes() {
     }
     assert!(tried >= 150, "only {tried} of 180 instantiated");
 }
+
+/// The check before formulas are trusted (`kansoku_cache::check`): with one parameter of
+/// 16 values every point is checked, largest first; with two (256 points) 16 of them, the
+/// corners first and the same ones every time; the formulas of gemver 2-way equal the
+/// simulator at all of them, and a formula made wrong on purpose (P14's conflict misses
+/// replaced by its accesses) is caught, naming the reference and the point.
+#[test]
+fn formulas_are_checked_against_the_simulator_before_they_are_trusted() {
+    use kansoku_cache::check::{check_points, disagreements};
+    let ext: ParamValues = [("N".to_string(), 16)].into();
+    let kernel = lowered("gemver", &[]).kernel.with_fixed_extents(&ext).unwrap();
+    let mut opts = SetModelOptions::new(LayoutSpec::default(), CacheConfig::parse("assoc=2,line=32,sets=4").unwrap());
+    opts.extents = ext;
+    let mut f = build_set_model(&kernel, &opts).unwrap();
+    let points = check_points(&f, 16);
+    let n: Vec<i64> = points.iter().map(|p| p["N"]).collect();
+    assert_eq!(n, (1..=16).rev().collect::<Vec<_>>());
+    assert_eq!(disagreements(&kernel, &f, &points).unwrap(), vec![]);
+
+    let r = f.refs.iter().position(|r| r.reference == "P14").unwrap();
+    f.refs[r].conflict = f.refs[r].accesses.clone();
+    let bad = disagreements(&kernel, &f, &points).unwrap();
+    assert!(!bad.is_empty() && bad.iter().all(|d| d.reference == "P14"), "{bad:?}");
+    assert_eq!(bad[0].at["N"], 16);
+    assert!(bad[0].to_string().starts_with("P14 at N=16: formulas "), "{}", bad[0]);
+
+    let ext: ParamValues = [("M".to_string(), 16), ("N".to_string(), 16)].into();
+    let kernel = lowered("atax", &[]).kernel.with_fixed_extents(&ext).unwrap();
+    let mut opts = SetModelOptions::new(LayoutSpec::default(), CacheConfig::parse("assoc=4,line=64,sets=4").unwrap());
+    opts.extents = ext;
+    let f = build_set_model(&kernel, &opts).unwrap();
+    let points = check_points(&f, 16);
+    assert_eq!(points.len(), 16);
+    assert_eq!((points[0]["M"], points[0]["N"], points[1]["M"], points[1]["N"]), (16, 16, 1, 1));
+    assert_eq!(points, check_points(&f, 16));
+    assert!(points.iter().enumerate().all(|(i, p)| !points[..i].contains(p)));
+    assert_eq!(disagreements(&kernel, &f, &points).unwrap(), vec![]);
+}

@@ -114,6 +114,25 @@ fn assert_verified(file: &std::path::Path, points: &[&str]) {
     std::fs::remove_dir_all(file.parent().unwrap()).ok();
 }
 
+/// `cache model` compares the set method's formulas with the simulator before writing
+/// them (`--check N`, 16 by default): gemver's one parameter has 16 values at extents 16,
+/// so every one is checked, and the file lists them; `--check 0` checks none.
+#[test]
+fn model_checks_the_formulas_against_the_simulator() {
+    let c = format!("{}/../kansoku-cache/polybench/gemver.c", env!("CARGO_MANIFEST_DIR"));
+    let file = scratch("check", "gemver.json");
+    let path = file.to_str().unwrap();
+    for (check, points) in [("16", 16), ("0", 0)] {
+        let o = kansoku(&["cache", "model", &c, "--method", "sets", "--extent", "N=16", "--cache", "assoc=2,line=32,sets=4", "--check", check, "-o", path]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "{err}");
+        assert_eq!(err.contains("note: checked against the simulator at 16 parameter points"), points > 0, "{err}");
+        let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+        assert_eq!(v["checked_at"].as_array().map(Vec::len), Some(points), "{v}");
+    }
+    std::fs::remove_dir_all(file.parent().unwrap()).ok();
+}
+
 /// `--lexmin-chain`: seidel-2d on a 4-way cache, which the default construction does not
 /// build within a minute, built with the chain and verified by the simulator.
 #[test]

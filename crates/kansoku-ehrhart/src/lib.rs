@@ -710,15 +710,16 @@ pub const MAX_TABLE_POINTS: u64 = 1024;
 /// (at one point a table would count the same again) and at most [`MAX_TABLE_POINTS`]:
 /// the points [`tabulate`] would count.
 pub fn table_box(context: &Domain, n_params: usize) -> Option<Vec<(i64, i64)>> {
-    let b = cellbox::bounds(context.constraints.iter(), n_params)?;
-    let mut points: u64 = 1;
-    let mut ranges = Vec::new();
-    for (lo, hi) in b {
-        let (lo, hi) = (i64::try_from(lo?).ok()?, i64::try_from(hi?).ok()?);
-        points = points.checked_mul(u64::try_from(hi - lo + 1).ok()?)?;
-        ranges.push((lo, hi));
-    }
+    let ranges = param_box(context, n_params)?;
+    let points = ranges.iter().try_fold(1u64, |n, (lo, hi)| n.checked_mul(u64::try_from(hi - lo + 1).ok()?))?;
     (1 < points && points <= MAX_TABLE_POINTS).then_some(ranges)
+}
+
+/// Each parameter's range `(lo, hi)` as `context`'s constraints bound it (the box around
+/// the points it allows), when every parameter is bounded both ways and the box is not empty.
+pub fn param_box(context: &Domain, n_params: usize) -> Option<Vec<(i64, i64)>> {
+    let b = cellbox::bounds(context.constraints.iter(), n_params)?;
+    b.into_iter().map(|(lo, hi)| Some((i64::try_from(lo?).ok()?, i64::try_from(hi?).ok()?)).filter(|(lo, hi)| lo <= hi)).collect()
 }
 
 /// The count of `poly` point by point over the parameter points of `context`: one cell per

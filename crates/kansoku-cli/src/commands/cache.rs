@@ -171,6 +171,12 @@ pub struct ModelArgs {
     /// thread more races slow references with the other constructions).
     #[arg(long, short = 'j', default_value_t = 0, hide_default_value = true)]
     pub jobs: usize,
+    /// Set method: compare the formulas with a fresh simulation at this many parameter
+    /// points (every point when there are no more; 0: no check) before writing them; on a
+    /// difference nothing is written and `auto` falls back (isl's coalescing is not always
+    /// exact, docs/rooms/seed004-cache.md).
+    #[arg(long, default_value_t = 16)]
+    pub check: usize,
     #[command(flatten)]
     pub cache: CacheArgs,
     /// For the answers the simulator gives (`--l2`, or `auto` at concrete sizes when the set method does not get there).
@@ -599,11 +605,12 @@ fn sets_model(a: &ModelArgs, at: Option<&ParamValues>) -> Result<()> {
             }
         }
     }
-    let f = match built {
+    let mut f = match built {
         Ok(f) => f,
         Err(kansoku_cache::CacheError::Model(m)) => return Err(SetsUnavailable(m).into()),
         Err(e) => return Err(e.into()),
     };
+    check_against_simulation(&k, &mut f, a.check, &opts)?;
     if let Some(out) = &a.output {
         std::fs::write(out, serde_json::to_vec(&f)?).with_context(|| format!("cannot write {}", out.display()))?;
     }
@@ -625,6 +632,53 @@ fn sets_model(a: &ModelArgs, at: Option<&ParamValues>) -> Result<()> {
         println!("formulas written to {}", out.display());
     }
     Ok(())
+}
+
+/// Compares `f` with the simulator at up to `n` of its parameter points and records them
+/// in `f.checked_at`. A reference that differs is built again with the other
+/// constructions (`opts.race`), one by one, until one agrees; when none does, an error
+/// (nothing is written, `auto` falls back).
+fn check_against_simulation(k: &Kernel, f: &mut kansoku_cache::sets::SetFormulas, n: usize, opts: &kansoku_cache::sets::SetModelOptions) -> Result<()> {
+    use kansoku_cache::check::{check_points, disagreements};
+    let t = Instant::now();
+    let points = check_points(f, n);
+    let mut bad = disagreements(k, f, &points)?;
+    while let Some(first) = bad.first().cloned() {
+        eprintln!("note: {first}; building {} again with another construction", first.reference);
+        let rebuilt = rebuild_agreeing(k, &first.reference, &points, opts)?;
+        let Some(r) = rebuilt else {
+            let more = if bad.len() > 1 { format!(" (and {} more)", bad.len() - 1) } else { String::new() };
+            return Err(SetsUnavailable(format!("the formulas disagree with the simulator: {first}{more}, whichever construction builds them; isl's sets were not exact here, nothing written")).into());
+        };
+        let slot = f.refs.iter_mut().find(|x| x.reference == first.reference).expect("a disagreement names a built reference");
+        *slot = r;
+        bad.retain(|d| d.reference != first.reference);
+    }
+    if n > 0 {
+        eprintln!("note: checked against the simulator at {} parameter point{} ({:.2} s): every reference equal", points.len(), if points.len() == 1 { "" } else { "s" }, t.elapsed().as_secs_f64());
+    }
+    f.checked_at = points;
+    Ok(())
+}
+
+/// `reference` built with each of `opts.race`'s constructions the options do not use, in
+/// turn: the first whose counts equal the simulator's at every point of `points`.
+fn rebuild_agreeing(k: &Kernel, reference: &str, points: &[ParamValues], opts: &kansoku_cache::sets::SetModelOptions) -> Result<Option<kansoku_cache::sets::RefSetFormulas>> {
+    use kansoku_cache::sets::{build_set_model, Alternative};
+    let r = k.find_ref(reference).with_context(|| format!("the kernel has no reference {reference}"))?;
+    for alternative in &opts.race {
+        let Some(mut o) = alternative.options(opts) else { continue };
+        (o.refs, o.race, o.jobs) = (vec![r], Vec::new(), 1);
+        let Ok(mut g) = build_set_model(k, &o) else { continue };
+        if kansoku_cache::check::disagreements(k, &g, points)?.is_empty() {
+            let mut built = g.refs.pop().expect("one reference was built");
+            built.lexmin_chain = matches!(alternative, Alternative::LexminChain(_));
+            built.other_divisions = !built.lexmin_chain;
+            eprintln!("note: {reference}: built again with {alternative:?}, equal to the simulator at every point");
+            return Ok(Some(built));
+        }
+    }
+    Ok(None)
 }
 
 fn print_set_formulas(f: &kansoku_cache::sets::SetFormulas, explain: bool) {
