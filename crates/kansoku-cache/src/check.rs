@@ -5,9 +5,10 @@
 //! with `E_2` as a lexmin and the later `E_k` as existentials, had an `E_8` (the lines
 //! above some line of `E_7`) whose domain held 10 points at N = 13 before
 //! `isl_map_coalesce` and 11 after (the simulator: 10) — one access whose window holds 7
-//! distinct lines counted as having 8. The same set built another way coalesced right. A formula is therefore compared with a fresh simulation at
-//! a few parameter points (`check_points`) before it is written; the check cannot prove a
-//! formula right everywhere, but it keeps a wrong one from being handed out unnoticed.
+//! distinct lines counted as having 8. The same set built another way coalesced right. A
+//! formula is therefore compared with a fresh simulation at a few parameter points
+//! (`check_points`) before it is written; the check cannot prove a formula right
+//! everywhere, but it keeps a wrong one from being handed out unnoticed.
 
 use crate::config::ParamValues;
 use crate::error::{CacheError, Result};

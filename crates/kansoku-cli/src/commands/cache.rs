@@ -654,7 +654,9 @@ fn check_against_simulation(k: &Kernel, f: &mut kansoku_cache::sets::SetFormulas
         *slot = r;
         bad.retain(|d| d.reference != first.reference);
     }
-    if n > 0 {
+    if n > 0 && points.is_empty() {
+        eprintln!("note: not checked against the simulator: no parameter point to check (a size without a bound — give --extent —, or over {} accesses)", kansoku_cache::check::MAX_CHECK_ACCESSES);
+    } else if n > 0 {
         eprintln!("note: checked against the simulator at {} parameter point{} ({:.2} s): every reference equal", points.len(), if points.len() == 1 { "" } else { "s" }, t.elapsed().as_secs_f64());
     }
     f.checked_at = points;
