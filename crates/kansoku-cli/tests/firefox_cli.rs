@@ -62,6 +62,9 @@ fn code_sections(program: &Path) -> Option<Vec<(u64, u64)>> {
     Some(sections)
 }
 
+/// `nm`'s functions (start address → name) and `readelf`'s executable sections of a program.
+type ProgramSymbols<'a> = (&'a BTreeMap<u64, String>, &'a [(u64, u64)]);
+
 /// The program's function symbols from `nm`: start address → name.
 fn nm_functions(program: &Path) -> Option<BTreeMap<u64, String>> {
     let o = Command::new("nm").args(["--defined-only", &s(program)]).output().ok()?;
@@ -219,7 +222,7 @@ fn check_profile(profile: &Value, recording: &Value, seed: &Path) {
 /// executable section. In a section without one (`.plt`: its first entry, the resolver
 /// stub, sits just after `.init`'s `_init`, which nm's nearest symbol would name) kansoku
 /// names no function of nm's.
-fn check_symbol(symbols: Option<(&BTreeMap<u64, String>, &[(u64, u64)])>, address: u64, event: &Value, i: usize) {
+fn check_symbol(symbols: Option<ProgramSymbols<'_>>, address: u64, event: &Value, i: usize) {
     let Some((symbols, sections)) = symbols else { return };
     let location = event["location"].as_str().unwrap();
     let function = location.split(':').next().unwrap();
