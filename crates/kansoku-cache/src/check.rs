@@ -10,10 +10,10 @@
 //! (`check_points`) before it is written; the check cannot prove a formula right
 //! everywhere, but it keeps a wrong one from being handed out unnoticed.
 
-use crate::config::ParamValues;
+use crate::config::{CacheConfig, LayoutSpec, ParamValues};
 use crate::error::{CacheError, Result};
 use crate::kernel::Kernel;
-use crate::sets::SetFormulas;
+use crate::sets::{build_set_model, Alternative, RefSetFormulas, SetFormulas, SetModelOptions};
 use crate::sim::Program;
 
 /// A reference whose formula counts differ from the simulator's at one parameter point.
@@ -22,7 +22,7 @@ pub struct Disagreement {
     pub reference: String,
     pub at: ParamValues,
     /// Accesses, compulsory and conflict misses by the formulas.
-    pub formulas: [i64; 3],
+    pub formulas: [i128; 3],
     /// The same by the simulator.
     pub simulator: [u64; 3],
 }
@@ -104,15 +104,73 @@ fn accesses(f: &SetFormulas, p: &ParamValues) -> Option<i64> {
 pub fn disagreements(k: &Kernel, f: &SetFormulas, points: &[ParamValues]) -> Result<Vec<Disagreement>> {
     let mut out = Vec::new();
     for p in points {
-        let sim = Program::new(k, p, &f.layout)?.simulate(&[f.cache]).pop().unwrap_or_default();
-        for e in f.eval(p)? {
-            let r = k.find_ref(&e.reference).ok_or_else(|| CacheError::Formulas(format!("the kernel has no reference {}", e.reference)))?;
-            let s = sim.get(r).ok_or_else(|| CacheError::Formulas(format!("the simulator gave no counts for {}", e.reference)))?;
-            let (formulas, simulator) = ([e.accesses, e.compulsory, e.conflict], [s.accesses, s.compulsory, s.other]);
-            if formulas.iter().zip(&simulator).any(|(a, b)| u64::try_from(*a).ok() != Some(*b)) {
-                out.push(Disagreement { reference: e.reference, at: p.clone(), formulas, simulator });
-            }
+        let evaluation = f.eval(p)?;
+        let counts = evaluation.iter().map(|e| (e.reference.as_str(), [e.accesses, e.compulsory, e.conflict].map(i128::from)));
+        out.extend(compare_with_simulation(k, p, &f.layout, f.cache, counts)?);
+    }
+    Ok(out)
+}
+
+/// The references among `counts` (reference, [accesses, compulsory, conflict misses], by
+/// any kind of formulas) whose counts differ from one simulation of `k` at `p`.
+pub fn compare_with_simulation<'a>(k: &Kernel, p: &ParamValues, layout: &LayoutSpec, cache: CacheConfig, counts: impl IntoIterator<Item = (&'a str, [i128; 3])>) -> Result<Vec<Disagreement>> {
+    let sim = Program::new(k, p, layout)?.simulate(&[cache]).pop().unwrap_or_default();
+    let mut out = Vec::new();
+    for (reference, formulas) in counts {
+        let r = k.find_ref(reference).ok_or_else(|| CacheError::Formulas(format!("the kernel has no reference {reference}")))?;
+        let s = sim.get(r).ok_or_else(|| CacheError::Formulas(format!("the simulator gave no counts for {reference}")))?;
+        let simulator = [s.accesses, s.compulsory, s.other];
+        if formulas != simulator.map(i128::from) {
+            out.push(Disagreement { reference: reference.to_string(), at: p.clone(), formulas, simulator });
         }
     }
     Ok(out)
+}
+
+/// What [`check_and_rebuild`] found: the references built again (with the construction
+/// that agreed) and, when one agreed with no construction, the disagreements left (the
+/// first is that reference's).
+#[derive(Debug, Default)]
+pub struct Checked {
+    pub rebuilt: Vec<(Disagreement, Alternative)>,
+    pub unmended: Vec<Disagreement>,
+}
+
+/// Compares `f` with the simulator at `points`. A reference that differs is built again
+/// with `opts.race`'s constructions the options do not use, one by one, and replaced by
+/// the first that agrees at every point; the check stops at a reference none mends. With
+/// nothing left unmended, `f.checked_at` lists the points.
+pub fn check_and_rebuild(k: &Kernel, f: &mut SetFormulas, points: Vec<ParamValues>, opts: &SetModelOptions) -> Result<Checked> {
+    let mut out = Checked::default();
+    let mut bad = disagreements(k, f, &points)?;
+    while let Some(first) = bad.first().cloned() {
+        let Some((built, alternative)) = rebuild_agreeing(k, &first.reference, &points, opts)? else {
+            out.unmended = bad;
+            return Ok(out);
+        };
+        let slot = f.refs.iter_mut().find(|x| x.reference == first.reference).expect("a disagreement names a built reference");
+        *slot = built;
+        bad.retain(|d| d.reference != first.reference);
+        out.rebuilt.push((first, alternative));
+    }
+    f.checked_at = points;
+    Ok(out)
+}
+
+/// `reference` built with each of `opts.race`'s constructions the options do not use, in
+/// turn: the first whose counts equal the simulator's at every point of `points`.
+fn rebuild_agreeing(k: &Kernel, reference: &str, points: &[ParamValues], opts: &SetModelOptions) -> Result<Option<(RefSetFormulas, Alternative)>> {
+    let r = k.find_ref(reference).ok_or_else(|| CacheError::Formulas(format!("the kernel has no reference {reference}")))?;
+    for &alternative in &opts.race {
+        let Some(mut o) = alternative.options(opts) else { continue };
+        (o.refs, o.race, o.jobs) = (vec![r], Vec::new(), 1);
+        let Ok(mut g) = build_set_model(k, &o) else { continue };
+        if disagreements(k, &g, points)?.is_empty() {
+            let mut built = g.refs.pop().expect("one reference was built");
+            built.lexmin_chain = matches!(alternative, Alternative::LexminChain(_));
+            built.other_divisions = !built.lexmin_chain;
+            return Ok(Some((built, alternative)));
+        }
+    }
+    Ok(None)
 }

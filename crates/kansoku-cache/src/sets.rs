@@ -121,7 +121,7 @@ pub enum Alternative {
 
 impl Alternative {
     /// The options with this construction, `None` when they already use it.
-    pub fn options(self, opts: &SetModelOptions) -> Option<SetModelOptions> {
+    pub(crate) fn options(self, opts: &SetModelOptions) -> Option<SetModelOptions> {
         match self {
             Alternative::LexminChain(chars) if opts.lexmin_chain_above.is_none() => Some(SetModelOptions { lexmin_chain_above: Some(chars), ..opts.clone() }),
             Alternative::StepwiseDivisions if !opts.stepwise_divisions => Some(SetModelOptions { stepwise_divisions: true, ..opts.clone() }),

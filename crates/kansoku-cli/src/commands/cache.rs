@@ -634,53 +634,30 @@ fn sets_model(a: &ModelArgs, at: Option<&ParamValues>) -> Result<()> {
     Ok(())
 }
 
-/// Compares `f` with the simulator at up to `n` of its parameter points and records them
-/// in `f.checked_at`. A reference that differs is built again with the other
-/// constructions (`opts.race`), one by one, until one agrees; when none does, an error
-/// (nothing is written, `auto` falls back).
+/// Compares `f` with the simulator at up to `n` of its parameter points, a reference
+/// that differs built again with another construction (`kansoku_cache::check`); when one
+/// agrees with no construction, an error (nothing is written, `auto` falls back).
 fn check_against_simulation(k: &Kernel, f: &mut kansoku_cache::sets::SetFormulas, n: usize, opts: &kansoku_cache::sets::SetModelOptions) -> Result<()> {
-    use kansoku_cache::check::{check_points, disagreements};
+    use kansoku_cache::check::{check_and_rebuild, check_points, MAX_CHECK_ACCESSES};
     let t = Instant::now();
     let points = check_points(f, n);
-    let mut bad = disagreements(k, f, &points)?;
-    while let Some(first) = bad.first().cloned() {
+    let checked_nothing = points.is_empty();
+    let checked = check_and_rebuild(k, f, points, opts)?;
+    for (d, alternative) in &checked.rebuilt {
+        eprintln!("note: {d}; building {} again with another construction", d.reference);
+        eprintln!("note: {}: built again with {alternative:?}, equal to the simulator at every point", d.reference);
+    }
+    if let Some(first) = checked.unmended.first() {
         eprintln!("note: {first}; building {} again with another construction", first.reference);
-        let rebuilt = rebuild_agreeing(k, &first.reference, &points, opts)?;
-        let Some(r) = rebuilt else {
-            let more = if bad.len() > 1 { format!(" (and {} more)", bad.len() - 1) } else { String::new() };
-            return Err(SetsUnavailable(format!("the formulas disagree with the simulator: {first}{more}, whichever construction builds them; isl's sets were not exact here, nothing written")).into());
-        };
-        let slot = f.refs.iter_mut().find(|x| x.reference == first.reference).expect("a disagreement names a built reference");
-        *slot = r;
-        bad.retain(|d| d.reference != first.reference);
+        let more = if checked.unmended.len() > 1 { format!(" (and {} more)", checked.unmended.len() - 1) } else { String::new() };
+        return Err(SetsUnavailable(format!("the formulas disagree with the simulator: {first}{more}, whichever construction builds them; isl's sets were not exact here, nothing written")).into());
     }
-    if n > 0 && points.is_empty() {
-        eprintln!("note: not checked against the simulator: no parameter point to check (a size without a bound — give --extent —, or over {} accesses)", kansoku_cache::check::MAX_CHECK_ACCESSES);
+    if n > 0 && checked_nothing {
+        eprintln!("note: not checked against the simulator: no parameter point to check (a size without a bound — give --extent —, or over {MAX_CHECK_ACCESSES} accesses)");
     } else if n > 0 {
-        eprintln!("note: checked against the simulator at {} parameter point{} ({:.2} s): every reference equal", points.len(), if points.len() == 1 { "" } else { "s" }, t.elapsed().as_secs_f64());
+        eprintln!("note: checked against the simulator at {} parameter point{} ({:.2} s): every reference equal", f.checked_at.len(), if f.checked_at.len() == 1 { "" } else { "s" }, t.elapsed().as_secs_f64());
     }
-    f.checked_at = points;
     Ok(())
-}
-
-/// `reference` built with each of `opts.race`'s constructions the options do not use, in
-/// turn: the first whose counts equal the simulator's at every point of `points`.
-fn rebuild_agreeing(k: &Kernel, reference: &str, points: &[ParamValues], opts: &kansoku_cache::sets::SetModelOptions) -> Result<Option<kansoku_cache::sets::RefSetFormulas>> {
-    use kansoku_cache::sets::{build_set_model, Alternative};
-    let r = k.find_ref(reference).with_context(|| format!("the kernel has no reference {reference}"))?;
-    for alternative in &opts.race {
-        let Some(mut o) = alternative.options(opts) else { continue };
-        (o.refs, o.race, o.jobs) = (vec![r], Vec::new(), 1);
-        let Ok(mut g) = build_set_model(k, &o) else { continue };
-        if kansoku_cache::check::disagreements(k, &g, points)?.is_empty() {
-            let mut built = g.refs.pop().expect("one reference was built");
-            built.lexmin_chain = matches!(alternative, Alternative::LexminChain(_));
-            built.other_divisions = !built.lexmin_chain;
-            eprintln!("note: {reference}: built again with {alternative:?}, equal to the simulator at every point");
-            return Ok(Some(built));
-        }
-    }
-    Ok(None)
 }
 
 fn print_set_formulas(f: &kansoku_cache::sets::SetFormulas, explain: bool) {
@@ -896,8 +873,8 @@ fn verify_kernel(path: &str, derived_from: &str) -> Result<Kernel> {
     Ok(load(&kpath, &CArgs::default()).with_context(|| format!("--verify needs the kernel the formulas were derived from ({derived_from})"))?.0)
 }
 
-/// Simulates `k` at `p` and lists every reference whose formula counts
-/// (accesses, compulsory, conflict) differ from the simulator's.
+/// Every reference whose formula counts (accesses, compulsory, conflict) differ from one
+/// simulation of `k` at `p` (`kansoku_cache::check::compare_with_simulation`), as lines.
 fn mismatches_with_simulator<'a>(
     k: &Kernel,
     p: &ParamValues,
@@ -905,18 +882,14 @@ fn mismatches_with_simulator<'a>(
     cache: CacheConfig,
     counts: impl Iterator<Item = (&'a str, [i128; 3])>,
 ) -> Result<Vec<String>> {
-    let sim = Program::new(k, p, layout)?.simulate(&[cache]).pop().unwrap();
-    let mut mismatches = Vec::new();
-    for (reference, [accesses, compulsory, conflict]) in counts {
-        let s = &sim[k.find_ref(reference).with_context(|| format!("the kernel has no reference {reference}"))?];
-        if [accesses, compulsory, conflict] != [s.accesses, s.compulsory, s.other].map(i128::from) {
-            mismatches.push(format!(
-                "{reference}: formulas {accesses}/{compulsory}/{conflict} simulator {}/{}/{} (accesses/compulsory/conflict)",
-                s.accesses, s.compulsory, s.other
-            ));
-        }
-    }
-    Ok(mismatches)
+    let found = kansoku_cache::check::compare_with_simulation(k, p, layout, cache, counts)?;
+    Ok(found
+        .iter()
+        .map(|d| {
+            let ([a, c, x], [sa, sc, sx]) = (d.formulas, d.simulator);
+            format!("{}: formulas {a}/{c}/{x} simulator {sa}/{sc}/{sx} (accesses/compulsory/conflict)", d.reference)
+        })
+        .collect())
 }
 
 fn eval_sets(a: &EvalArgs, text: &str) -> Result<()> {
