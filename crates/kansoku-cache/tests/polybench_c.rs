@@ -257,7 +257,7 @@ fn work_counts_the_accesses_the_simulator_makes() {
 /// replaced by its accesses) is caught, naming the reference and the point.
 #[test]
 fn formulas_are_checked_against_the_simulator_before_they_are_trusted() {
-    use kansoku_cache::check::{check_points, disagreements};
+    use kansoku_cache::check::{check_and_rebuild, check_points, disagreements};
     let ext: ParamValues = [("N".to_string(), 16)].into();
     let kernel = lowered("gemver", &[]).kernel.with_fixed_extents(&ext).unwrap();
     let mut opts = SetModelOptions::new(LayoutSpec::default(), CacheConfig::parse("assoc=2,line=32,sets=4").unwrap());
@@ -274,6 +274,24 @@ fn formulas_are_checked_against_the_simulator_before_they_are_trusted() {
     assert!(!bad.is_empty() && bad.iter().all(|d| d.reference == "P14"), "{bad:?}");
     assert_eq!(bad[0].at["N"], 16);
     assert!(bad[0].to_string().starts_with("P14 at N=16: formulas "), "{}", bad[0]);
+
+    // No other construction to race: the wrong reference stays wrong, and the points are
+    // not recorded as checked.
+    let mut kept = f.clone();
+    let checked = check_and_rebuild(&kernel, &mut kept, points.clone(), &opts).unwrap();
+    assert!(checked.rebuilt.is_empty());
+    assert_eq!(checked.unmended, bad);
+    assert!(kept.checked_at.is_empty() && kept.refs[r].conflict == f.refs[r].conflict);
+    // With the race's constructions, P14 alone is built again, by the first that agrees,
+    // and the whole file then agrees at every point.
+    opts.race = vec![Alternative::StepwiseDivisions, Alternative::LexminChain(4000)];
+    let checked = check_and_rebuild(&kernel, &mut f, points.clone(), &opts).unwrap();
+    assert!(checked.unmended.is_empty(), "{:?}", checked.unmended);
+    let rebuilt: Vec<_> = checked.rebuilt.iter().map(|(d, a)| (d.reference.as_str(), *a)).collect();
+    assert_eq!(rebuilt, [("P14", Alternative::StepwiseDivisions)]);
+    assert!(f.refs[r].other_divisions && !f.refs[r].lexmin_chain);
+    assert_eq!(f.checked_at, points);
+    assert_eq!(disagreements(&kernel, &f, &points).unwrap(), vec![]);
 
     let ext: ParamValues = [("M".to_string(), 16), ("N".to_string(), 16)].into();
     let kernel = lowered("atax", &[]).kernel.with_fixed_extents(&ext).unwrap();
