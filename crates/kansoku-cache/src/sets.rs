@@ -92,6 +92,13 @@ pub struct SetModelOptions {
     /// but small chains are cheaper to count whole (bicg 2-way: the per-array parts
     /// exceeded the counter's budget). Ignored when `lexmin_chain_above` is set.
     pub split_by_array_above: Option<usize>,
+    /// Build the distinct-line sets separately for the accesses of each hit-source
+    /// reference and add the counts (each access has one hit source, so the parts are
+    /// disjoint). A reference reused from a few others mixes short windows (a line reused
+    /// in the next iteration) with windows across whole loop nests, and one chain over
+    /// both grows with the product: heat-3d 8-way's P0 (extents 16, lexmin chain) did not
+    /// finish in 500 s, per source it builds in 122 s; heat-3d 4-way 218 → 105 s in all.
+    pub split_by_source: bool,
     /// Other constructions of the same sets raced beside the one these options name, in
     /// this order (empty: none; an alternative the options already use is skipped).
     /// None is faster everywhere: divisions at the count win on gemm 4-way, the lexmin
@@ -133,7 +140,7 @@ impl Alternative {
 
 impl SetModelOptions {
     pub fn new(layout: LayoutSpec, cache: CacheConfig) -> Self {
-        SetModelOptions { layout, cache, extents: ParamValues::new(), param_min: 1, param_max: ParamValues::new(), at: ParamValues::new(), explain: false, max_operations: 0, refs: Vec::new(), time_budget: None, lexmin_chain_above: None, stepwise_divisions: false, split_by_array_above: Some(SPLIT_BY_ARRAY_ABOVE), race: Vec::new(), jobs: 0 }
+        SetModelOptions { layout, cache, extents: ParamValues::new(), param_min: 1, param_max: ParamValues::new(), at: ParamValues::new(), explain: false, max_operations: 0, refs: Vec::new(), time_budget: None, lexmin_chain_above: None, stepwise_divisions: false, split_by_array_above: Some(SPLIT_BY_ARRAY_ABOVE), split_by_source: true, race: Vec::new(), jobs: 0 }
     }
 }
 
@@ -738,31 +745,17 @@ fn reference_sets(ctx: &Ctx, k: &Kernel, (r, name): (usize, &str), access_text: 
     // distinct-line count is a sum over groups: each group's chain stays small (gemm 8-way,
     // B[k][j]: one chain over all lines grew to 131 000 characters at E_8).
     let groups = line_groups(&b, k, access_text, name)?;
-    // Not combined with the lexmin chain: the chain already keeps E_k small there, and
-    // with both on `lexmin_chain_slow_pairs` took 247 s instead of 141 s (release).
-    let give_up = opts.split_by_array_above.filter(|_| groups.len() > 1 && opts.lexmin_chain_above.is_none());
+    let by_source = if opts.split_by_source { accesses_by_source(&b, &hit_source, access_text, name)? } else { vec![with_source.clone()] };
+    let mut conflict_parts = Vec::new();
     let mut distinct = vec![String::new(); opts.cache.assoc as usize];
-    let mut levels = Vec::new();
-    if let Some(chain) = distinct_line_chain(&b, &lines, opts, name, deadline, give_up)? {
-        for (i, e) in chain.iter().enumerate().filter(|_| opts.explain) {
-            distinct[i] = e.to_string();
-        }
-        levels.push(chain);
-    } else {
-        trace(name, &format!("split by array: {} groups", groups.len()), Instant::now(), || 0);
-        for (label, group_lines) in &groups {
-            let lines_g = m(m(lines.clone().map_intersect_range(group_lines.clone()), "lines of a group", name)?.map_coalesce(), "lines of a group", name)?;
-            let chain = distinct_line_chain(&b, &lines_g, opts, name, deadline, None)?.expect("no size limit");
-            for (i, e) in chain.iter().enumerate().filter(|_| opts.explain) {
-                let sep = if distinct[i].is_empty() { "" } else { "; " };
-                distinct[i] += &format!("{sep}[{label}] {e}");
-            }
-            levels.push(chain);
+    for part in &by_source {
+        let lines = if by_source.len() == 1 { lines.clone() } else { m(m(lines.clone().map_intersect_domain(part.clone()), "lines between", name)?.map_coalesce(), "lines between", name)? };
+        let (parts, texts) = conflict_set(&b, &lines, part, &groups, opts, name, deadline)?;
+        conflict_parts.extend(parts);
+        for (d, t) in distinct.iter_mut().zip(texts) {
+            *d = if d.is_empty() { t } else if t.is_empty() { d.clone() } else { format!("{d}; {t}") };
         }
     }
-    let t = Instant::now();
-    let conflict_parts = at_least_lines(&levels, &with_source, opts.cache.assoc as usize, name)?;
-    trace(name, &format!("conflict set ({} parts)", conflict_parts.len()), t, || conflict_parts.iter().map(|p| p.to_string().len()).sum());
     let distinct: Vec<String> = distinct.into_iter().map(|d| if d.is_empty() { "{ }".to_string() } else { d }).collect();
 
     let names = k.params.clone();
@@ -807,6 +800,58 @@ fn reference_sets(ctx: &Ctx, k: &Kernel, (r, name): (usize, &str), access_text: 
         None
     };
     Ok((accesses, compulsory, conflict, explain))
+}
+
+/// The accesses with a hit source, by the reference of their hit source (disjoint: each
+/// access has one), the empty ones left out. Split further by the loop level that carries
+/// the reuse (short windows apart from long ones), heat-3d 4-way took 130 s instead of 105.
+fn accesses_by_source<'c>(b: &Builder<'c>, hit_source: &Map<'c>, access_text: &[String], name: &str) -> Result<Vec<Set<'c>>> {
+    let t = Instant::now();
+    let mut out = Vec::new();
+    for text in access_text {
+        let times = m(b.map(text)?.map_domain(), "hit source by reference", name)?;
+        let part = m(m(hit_source.clone().map_intersect_range(times), "hit source by reference", name)?.map_domain(), "hit source by reference", name)?;
+        let part = m(part.set_coalesce(), "hit source by reference", name)?;
+        if !is_empty(&part, "hit source by reference", name)? {
+            out.push(part);
+        }
+    }
+    trace(name, &format!("split by source: {} references", out.len()), t, || 0);
+    Ok(out)
+}
+
+/// The accesses with at least A distinct lines of their set between the hit source and
+/// themselves, as disjoint parts, from `lines` (per access with a hit source in
+/// `with_source`, the lines of its set in between), and with `--explain` each `E_k` as
+/// text.
+#[allow(clippy::too_many_arguments)]
+fn conflict_set<'c>(b: &Builder<'c>, lines: &Map<'c>, with_source: &Set<'c>, groups: &[(String, Set<'c>)], opts: &SetModelOptions, name: &str, deadline: Option<Instant>) -> Result<(Vec<Set<'c>>, Vec<String>)> {
+    // Not combined with the lexmin chain: the chain already keeps E_k small there, and
+    // with both on `lexmin_chain_slow_pairs` took 247 s instead of 141 s (release).
+    let give_up = opts.split_by_array_above.filter(|_| groups.len() > 1 && opts.lexmin_chain_above.is_none());
+    let mut distinct = vec![String::new(); opts.cache.assoc as usize];
+    let mut levels = Vec::new();
+    if let Some(chain) = distinct_line_chain(b, lines, opts, name, deadline, give_up)? {
+        for (i, e) in chain.iter().enumerate().filter(|_| opts.explain) {
+            distinct[i] = e.to_string();
+        }
+        levels.push(chain);
+    } else {
+        trace(name, &format!("split by array: {} groups", groups.len()), Instant::now(), || 0);
+        for (label, group_lines) in groups {
+            let lines_g = m(m(lines.clone().map_intersect_range(group_lines.clone()), "lines of a group", name)?.map_coalesce(), "lines of a group", name)?;
+            let chain = distinct_line_chain(b, &lines_g, opts, name, deadline, None)?.expect("no size limit");
+            for (i, e) in chain.iter().enumerate().filter(|_| opts.explain) {
+                let sep = if distinct[i].is_empty() { "" } else { "; " };
+                distinct[i] += &format!("{sep}[{label}] {e}");
+            }
+            levels.push(chain);
+        }
+    }
+    let t = Instant::now();
+    let conflict_parts = at_least_lines(&levels, with_source, opts.cache.assoc as usize, name)?;
+    trace(name, &format!("conflict set ({} parts)", conflict_parts.len()), t, || conflict_parts.iter().map(|p| p.to_string().len()).sum());
+    Ok((conflict_parts, distinct))
 }
 
 /// `E_1 …`: `E_k` = the lines (per access) with at least k-1 distinct smaller lines of
