@@ -96,8 +96,10 @@ pub struct SetModelOptions {
     /// reference and add the counts (each access has one hit source, so the parts are
     /// disjoint). A reference reused from a few others mixes short windows (a line reused
     /// in the next iteration) with windows across whole loop nests, and one chain over
-    /// both grows with the product: heat-3d 8-way's P0 (extents 16, lexmin chain) did not
-    /// finish in 500 s, per source it builds in 122 s; heat-3d 4-way 218 → 105 s in all.
+    /// both can grow with the product: heat-3d 8-way's P0 (extents 16, lexmin chain) did
+    /// not finish in 500 s, per source it builds in 122 s; heat-3d 4-way 218 → 105 s in
+    /// all; adi 4-way 52 → 44 s, correlation 4-way 26 → 11 s. But correlation 8-way went
+    /// 63 → 114 s (each without the race), so off by default (CLI `--by-source`).
     pub split_by_source: bool,
     /// Other constructions of the same sets raced beside the one these options name, in
     /// this order (empty: none; an alternative the options already use is skipped).
@@ -140,7 +142,7 @@ impl Alternative {
 
 impl SetModelOptions {
     pub fn new(layout: LayoutSpec, cache: CacheConfig) -> Self {
-        SetModelOptions { layout, cache, extents: ParamValues::new(), param_min: 1, param_max: ParamValues::new(), at: ParamValues::new(), explain: false, max_operations: 0, refs: Vec::new(), time_budget: None, lexmin_chain_above: None, stepwise_divisions: false, split_by_array_above: Some(SPLIT_BY_ARRAY_ABOVE), split_by_source: true, race: Vec::new(), jobs: 0 }
+        SetModelOptions { layout, cache, extents: ParamValues::new(), param_min: 1, param_max: ParamValues::new(), at: ParamValues::new(), explain: false, max_operations: 0, refs: Vec::new(), time_budget: None, lexmin_chain_above: None, stepwise_divisions: false, split_by_array_above: Some(SPLIT_BY_ARRAY_ABOVE), split_by_source: false, race: Vec::new(), jobs: 0 }
     }
 }
 
@@ -745,15 +747,18 @@ fn reference_sets(ctx: &Ctx, k: &Kernel, (r, name): (usize, &str), access_text: 
     // distinct-line count is a sum over groups: each group's chain stays small (gemm 8-way,
     // B[k][j]: one chain over all lines grew to 131 000 characters at E_8).
     let groups = line_groups(&b, k, access_text, name)?;
-    let by_source = if opts.split_by_source { accesses_by_source(&b, &hit_source, access_text, name)? } else { vec![with_source.clone()] };
+    // Each access has one hit source, so the conflict set is a disjoint union over the
+    // source references, and each part's windows are alike (`split_by_source`).
+    let by_source = if opts.split_by_source { accesses_by_source(&b, &hit_source, access_text, name)? } else { vec![(String::new(), with_source.clone())] };
     let mut conflict_parts = Vec::new();
     let mut distinct = vec![String::new(); opts.cache.assoc as usize];
-    for part in &by_source {
+    for (source, part) in &by_source {
         let lines = if by_source.len() == 1 { lines.clone() } else { m(m(lines.clone().map_intersect_domain(part.clone()), "lines between", name)?.map_coalesce(), "lines between", name)? };
         let (parts, texts) = conflict_set(&b, &lines, part, &groups, opts, name, deadline)?;
         conflict_parts.extend(parts);
-        for (d, t) in distinct.iter_mut().zip(texts) {
-            *d = if d.is_empty() { t } else if t.is_empty() { d.clone() } else { format!("{d}; {t}") };
+        for (d, t) in distinct.iter_mut().zip(texts).filter(|(_, t)| !t.is_empty()) {
+            let t = if by_source.len() == 1 { t } else { format!("[hit source {source}] {t}") };
+            *d = if d.is_empty() { t } else { format!("{d}; {t}") };
         }
     }
     let distinct: Vec<String> = distinct.into_iter().map(|d| if d.is_empty() { "{ }".to_string() } else { d }).collect();
@@ -803,17 +808,18 @@ fn reference_sets(ctx: &Ctx, k: &Kernel, (r, name): (usize, &str), access_text: 
 }
 
 /// The accesses with a hit source, by the reference of their hit source (disjoint: each
-/// access has one), the empty ones left out. Split further by the loop level that carries
-/// the reuse (short windows apart from long ones), heat-3d 4-way took 130 s instead of 105.
-fn accesses_by_source<'c>(b: &Builder<'c>, hit_source: &Map<'c>, access_text: &[String], name: &str) -> Result<Vec<Set<'c>>> {
+/// access has one), the empty ones left out, each with that reference's name. Split
+/// further by the loop level that carries the reuse (short windows apart from long ones),
+/// heat-3d 4-way took 130 s instead of 105: not done.
+fn accesses_by_source<'c>(b: &Builder<'c>, hit_source: &Map<'c>, access_text: &[String], name: &str) -> Result<Vec<(String, Set<'c>)>> {
     let t = Instant::now();
     let mut out = Vec::new();
-    for text in access_text {
+    for (q, text) in access_text.iter().enumerate() {
         let times = m(b.map(text)?.map_domain(), "hit source by reference", name)?;
         let part = m(m(hit_source.clone().map_intersect_range(times), "hit source by reference", name)?.map_domain(), "hit source by reference", name)?;
         let part = m(part.set_coalesce(), "hit source by reference", name)?;
         if !is_empty(&part, "hit source by reference", name)? {
-            out.push(part);
+            out.push((format!("P{q}"), part));
         }
     }
     trace(name, &format!("split by source: {} references", out.len()), t, || 0);

@@ -120,7 +120,7 @@ fn lexmin_chain_slow_pairs() {
     check_with("mvt", CACHES[3], "N=20", 4, 20, Some(4000));
 }
 
-/// Distinct lines counted per hit-source reference (`split_by_source`, the default) and
+/// Distinct lines counted per hit-source reference (`split_by_source`, CLI `--by-source`) and
 /// over all accesses at once give the same counts: jacobi-2d 2-way (extents 16; its reads
 /// are reused from several references, some in the next iteration, some a sweep later) at
 /// every (T, N) with T in 1..=4, and both equal to the simulator at 20 of them.
@@ -132,10 +132,9 @@ fn counting_per_hit_source_counts_the_same() {
     let mut opts = SetModelOptions::new(LayoutSpec::default(), CacheConfig::parse(CACHES[1]).unwrap());
     opts.extents = ext;
     opts.param_max = parse_params("T=4").unwrap();
-    assert!(opts.split_by_source);
-    let split = build_set_model(&k, &opts).unwrap();
-    opts.split_by_source = false;
     let whole = build_set_model(&k, &opts).unwrap();
+    opts.split_by_source = true;
+    let split = build_set_model(&k, &opts).unwrap();
     for t in 1..=4 {
         for n in 1..=16 {
             let p: ParamValues = [("N".to_string(), n), ("T".to_string(), t)].into();

@@ -167,6 +167,11 @@ pub struct ModelArgs {
     /// (to time or trace one construction).
     #[arg(long)]
     pub no_race: bool,
+    /// Set method: build the distinct-line sets apart for the accesses of each hit-source
+    /// reference and add the counts (same counts; heat-3d, adi and correlation 4-way at
+    /// extents 16 faster, correlation 8-way slower: docs/BENCHMARKS.md, seed 004).
+    #[arg(long)]
+    pub by_source: bool,
     /// Set method: references built at once, one per thread (default: one per core; one
     /// thread more races slow references with the other constructions).
     #[arg(long, short = 'j', default_value_t = 0, hide_default_value = true)]
@@ -582,6 +587,7 @@ fn sets_model(a: &ModelArgs, at: Option<&ParamValues>) -> Result<()> {
     opts.time_budget = Some(std::time::Duration::from_secs_f64(a.budget.max(0.0)));
     opts.lexmin_chain_above = a.lexmin_chain;
     opts.stepwise_divisions = a.divisions == Divisions::Stepwise;
+    opts.split_by_source = a.by_source;
     // No construction is faster everywhere (docs/rooms/seed004-cache.md): stepwise
     // divisions win on 2mm, syr2k and symm 8-way, divisions at the count on gemm 4-way,
     // the lexmin chain on the 2-D stencils, nussinov and ludcmp; idle threads race the
