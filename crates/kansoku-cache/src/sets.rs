@@ -96,10 +96,11 @@ pub struct SetModelOptions {
     /// reference and add the counts (each access has one hit source, so the parts are
     /// disjoint). A reference reused from a few others mixes short windows (a line reused
     /// in the next iteration) with windows across whole loop nests, and one chain over
-    /// both can grow with the product: heat-3d 8-way's P0 (extents 16, lexmin chain) did
-    /// not finish in 500 s, per source it builds in 122 s; heat-3d 4-way 218 → 105 s in
-    /// all; adi 4-way 52 → 44 s, correlation 4-way 26 → 11 s. But correlation 8-way went
-    /// 63 → 114 s (each without the race), so off by default (CLI `--by-source`).
+    /// both can grow with the product: heat-3d 8-way's P0 (extents 16, lexmin chain) had
+    /// not reached E_7 after 200 s, each step taking twice the last; per source it builds
+    /// in 122 s; heat-3d 4-way 218 → 105 s in all; adi 4-way 52 → 44 s, correlation 4-way
+    /// 26 → 11 s. But correlation 8-way went 63 → 114 s (each without the race), so off by
+    /// default (CLI `--by-source`).
     pub split_by_source: bool,
     /// Other constructions of the same sets raced beside the one these options name, in
     /// this order (empty: none; an alternative the options already use is skipped).
