@@ -204,7 +204,10 @@ fn polybench_c_equals_the_kernel_language() {
 
 /// A realistic L1 at concrete sizes: the set method's misses equal one simulation's at
 /// gemm MINI; at SMALL, `auto` gives up on the set method within its budget (twice: the
-/// default construction, then the lexmin chain) and answers by simulation, saying so.
+/// first construction's, then the others') and answers by simulation, saying so. The
+/// budget is 0.2 s: P4 alone takes 3.1 s (divisions at the count) to 4.4 s (stepwise) on
+/// this VM, but at 1 s a clean-clone CI (2026-11-26) once built all six references within
+/// the 2 s the race's other constructions get, and found nothing to fall back from.
 #[test]
 fn realistic_l1_by_the_set_method_or_by_simulation() {
     let gemm = format!("{}/../kansoku-cache/polybench/gemm.c", env!("CARGO_MANIFEST_DIR"));
@@ -219,7 +222,7 @@ fn realistic_l1_by_the_set_method_or_by_simulation() {
     assert!(method.iter().sum::<u64>() > 0);
 
     let t = std::time::Instant::now();
-    let o = kansoku(&["cache", "model", &gemm, "--size", "SMALL", "--cache", l1, "--budget", "1", "--json"]);
+    let o = kansoku(&["cache", "model", &gemm, "--size", "SMALL", "--cache", l1, "--budget", "0.2", "--json"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(t.elapsed() < std::time::Duration::from_secs(30), "took {:?}", t.elapsed());
     let err = String::from_utf8_lossy(&o.stderr);
