@@ -14,12 +14,14 @@ use crate::config::{CacheConfig, LayoutSpec, ParamValues};
 use crate::error::{CacheError, Result};
 use crate::kernel::Kernel;
 use crate::sets::{build_set_model, Alternative, RefSetFormulas, SetFormulas, SetModelOptions};
-use crate::sim::Program;
+use crate::sim::{Inclusion, Program, RefStats};
 
 /// A reference whose formula counts differ from the simulator's at one parameter point.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Disagreement {
     pub reference: String,
+    /// The level (1: L1) when the formulas are a hierarchy's; `None`: one cache.
+    pub level: Option<usize>,
     pub at: ParamValues,
     /// Accesses, compulsory and conflict misses by the formulas.
     pub formulas: [i128; 3],
@@ -31,6 +33,9 @@ impl std::fmt::Display for Disagreement {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let [a, c, x] = self.formulas;
         let [sa, sc, sx] = self.simulator;
+        if let Some(l) = self.level {
+            write!(f, "L{l} ")?;
+        }
         write!(f, "{} at {}: formulas {a}/{c}/{x}, simulator {sa}/{sc}/{sx} (accesses/compulsory/conflict)", self.reference, show(&self.at))
     }
 }
@@ -94,19 +99,28 @@ fn next(state: &mut u64) -> u64 {
     *state >> 33
 }
 
-/// All references' accesses at `p` by the formulas (`None` if they do not evaluate).
+/// All references' accesses at `p` by the formulas (`None` if they do not evaluate); of
+/// the first level, for a hierarchy's.
 fn accesses(f: &SetFormulas, p: &ParamValues) -> Option<i64> {
-    f.eval(p).ok()?.iter().try_fold(0i64, |sum, e| sum.checked_add(e.accesses))
+    f.levels()[0].eval(p).ok()?.iter().try_fold(0i64, |sum, e| sum.checked_add(e.accesses))
 }
 
 /// Every reference of `f` whose counts differ from a fresh simulation of `k` (the kernel
-/// the formulas were built from, with the same fixed extents) at `points`.
+/// the formulas were built from, with the same fixed extents) at `points`; for a
+/// non-inclusive hierarchy's formulas (`SetFormulas::above`), every level's against one
+/// simulation of the hierarchy.
 pub fn disagreements(k: &Kernel, f: &SetFormulas, points: &[ParamValues]) -> Result<Vec<Disagreement>> {
+    let levels = f.levels();
+    let caches: Vec<CacheConfig> = levels.iter().map(|l| l.cache).collect();
     let mut out = Vec::new();
     for p in points {
-        let evaluation = f.eval(p)?;
-        let counts = evaluation.iter().map(|e| (e.reference.as_str(), [e.accesses, e.compulsory, e.conflict].map(i128::from)));
-        out.extend(compare_with_simulation(k, p, &f.layout, f.cache, counts)?);
+        let prog = Program::new(k, p, &f.layout)?;
+        let sim = if caches.len() == 1 { prog.simulate(&caches) } else { prog.simulate_hierarchy(&caches, Inclusion::NonInclusive)? };
+        for (i, (level, sim)) in levels.iter().zip(&sim).enumerate() {
+            let evaluation = level.eval(p)?;
+            let counts = evaluation.iter().map(|e| (e.reference.as_str(), [e.accesses, e.compulsory, e.conflict].map(i128::from)));
+            out.extend(compare(k, p, sim, (levels.len() > 1).then_some(i + 1), counts)?);
+        }
     }
     Ok(out)
 }
@@ -115,13 +129,18 @@ pub fn disagreements(k: &Kernel, f: &SetFormulas, points: &[ParamValues]) -> Res
 /// any kind of formulas) whose counts differ from one simulation of `k` at `p`.
 pub fn compare_with_simulation<'a>(k: &Kernel, p: &ParamValues, layout: &LayoutSpec, cache: CacheConfig, counts: impl IntoIterator<Item = (&'a str, [i128; 3])>) -> Result<Vec<Disagreement>> {
     let sim = Program::new(k, p, layout)?.simulate(&[cache]).pop().unwrap_or_default();
+    compare(k, p, &sim, None, counts)
+}
+
+/// The references among `counts` whose counts differ from `sim`'s (one level's).
+fn compare<'a>(k: &Kernel, p: &ParamValues, sim: &[RefStats], level: Option<usize>, counts: impl IntoIterator<Item = (&'a str, [i128; 3])>) -> Result<Vec<Disagreement>> {
     let mut out = Vec::new();
     for (reference, formulas) in counts {
         let r = k.find_ref(reference).ok_or_else(|| CacheError::Formulas(format!("the kernel has no reference {reference}")))?;
         let s = sim.get(r).ok_or_else(|| CacheError::Formulas(format!("the simulator gave no counts for {reference}")))?;
         let simulator = [s.accesses, s.compulsory, s.other];
         if formulas != simulator.map(i128::from) {
-            out.push(Disagreement { reference: reference.to_string(), at: p.clone(), formulas, simulator });
+            out.push(Disagreement { reference: reference.to_string(), level, at: p.clone(), formulas, simulator });
         }
     }
     Ok(out)
@@ -143,6 +162,11 @@ pub struct Checked {
 pub fn check_and_rebuild(k: &Kernel, f: &mut SetFormulas, points: Vec<ParamValues>, opts: &SetModelOptions) -> Result<Checked> {
     let mut out = Checked::default();
     let mut bad = disagreements(k, f, &points)?;
+    if f.above.is_some() && !bad.is_empty() {
+        // A level below depends on the sets of the level above: not rebuilt one by one.
+        out.unmended = bad;
+        return Ok(out);
+    }
     while let Some(first) = bad.first().cloned() {
         let Some((built, alternative)) = rebuild_agreeing(k, &first.reference, &points, opts)? else {
             out.unmended = bad;
@@ -152,6 +176,9 @@ pub fn check_and_rebuild(k: &Kernel, f: &mut SetFormulas, points: Vec<ParamValue
         *slot = built;
         bad.retain(|d| d.reference != first.reference);
         out.rebuilt.push((first, alternative));
+    }
+    if let Some(above) = &mut f.above {
+        above.checked_at = points.clone();
     }
     f.checked_at = points;
     Ok(out)

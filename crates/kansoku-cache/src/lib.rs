@@ -47,7 +47,7 @@ pub use info::kernel_info;
 pub use kernel::Kernel;
 pub use parse::parse_kernel;
 pub use polybench::{parse_c_kernel, CInput, Lowered};
-pub use sim::{simulate, HierarchySim, Program, RefStats, Work};
+pub use sim::{simulate, HierarchySim, Inclusion, Program, RefStats, Work};
 
 /// Reads and parses a kernel file.
 pub fn load_kernel(path: &std::path::Path) -> Result<Kernel> {

@@ -116,6 +116,14 @@ pub struct SetModelOptions {
     /// References built at once, each on its own thread with its own isl context (they
     /// are independent); 0: one per available core.
     pub jobs: usize,
+    /// Per reference (all of them, in order), the accesses that reach this cache, as an
+    /// isl set of the access times (`Ti[…]`, in the kernel's parameters): the misses of
+    /// the level above in a non-inclusive hierarchy (`build_hierarchy_model`). Empty:
+    /// every access reaches it.
+    pub reaching: Vec<String>,
+    /// Keep each reference's misses (compulsory and conflict) as isl text
+    /// (`RefSetFormulas::misses`), for the level below.
+    pub keep_misses: bool,
 }
 
 /// A construction raced beside the one `SetModelOptions` names (`SetModelOptions::race`).
@@ -143,7 +151,7 @@ impl Alternative {
 
 impl SetModelOptions {
     pub fn new(layout: LayoutSpec, cache: CacheConfig) -> Self {
-        SetModelOptions { layout, cache, extents: ParamValues::new(), param_min: 1, param_max: ParamValues::new(), at: ParamValues::new(), explain: false, max_operations: 0, refs: Vec::new(), time_budget: None, lexmin_chain_above: None, stepwise_divisions: false, split_by_array_above: Some(SPLIT_BY_ARRAY_ABOVE), split_by_source: false, race: Vec::new(), jobs: 0 }
+        SetModelOptions { layout, cache, extents: ParamValues::new(), param_min: 1, param_max: ParamValues::new(), at: ParamValues::new(), explain: false, max_operations: 0, refs: Vec::new(), time_budget: None, lexmin_chain_above: None, stepwise_divisions: false, split_by_array_above: Some(SPLIT_BY_ARRAY_ABOVE), split_by_source: false, race: Vec::new(), jobs: 0, reaching: Vec::new(), keep_misses: false }
     }
 }
 
@@ -194,6 +202,9 @@ pub struct RefSetFormulas {
     /// have it off, and the other way round) raced beside the options' construction.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub other_divisions: bool,
+    /// The accesses that miss, as isl text (`SetModelOptions::keep_misses`; not written).
+    #[serde(skip)]
+    pub misses: Option<String>,
 }
 
 /// All formulas of a kernel for one cache and layout (JSON `kansoku-cache-set-formulas/1`).
@@ -213,6 +224,10 @@ pub struct SetFormulas {
     /// (`check::check_points`; empty: not checked).
     #[serde(default)]
     pub checked_at: Vec<ParamValues>,
+    /// The level above this one in a non-inclusive hierarchy, whose misses are the
+    /// accesses these formulas count (`build_hierarchy_model`); `None`: a cache alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub above: Option<Box<SetFormulas>>,
 }
 
 /// Counts of one reference at a parameter point.
@@ -242,6 +257,17 @@ impl SetFormulas {
                 Ok(RefSetEvaluation { reference: r.reference.clone(), accesses: a, compulsory: c, conflict: x, hits })
             })
             .collect()
+    }
+
+    /// The levels of a hierarchy's formulas, the first level first (this one alone for a
+    /// cache alone).
+    pub fn levels(&self) -> Vec<&SetFormulas> {
+        let mut out = match &self.above {
+            Some(above) => above.levels(),
+            None => Vec::new(),
+        };
+        out.push(self);
+        out
     }
 
     fn point(&self, values: &ParamValues) -> Result<Vec<i64>> {
@@ -440,6 +466,9 @@ pub fn build_set_model(k: &Kernel, opts: &SetModelOptions) -> Result<SetFormulas
         let cons: Vec<String> = sp.constraints.iter().chain(&context_text).cloned().collect();
         access_text.push(format!("{TIME}[{}] -> {LINE}[floor(({addr})/{})] : {}", sp.tuple.join(","), opts.cache.line, cons.join(" and ")));
     }
+    if !opts.reaching.is_empty() {
+        access_text = reaching_accesses(k, &access_text, &opts.reaching)?;
+    }
     let deadline = opts.time_budget.map(|b| t0 + b);
     let selected: Vec<usize> = if opts.refs.is_empty() { (0..k.refs.len()).collect() } else { opts.refs.clone() };
     // The alternatives may run until twice the budget: the budget of its own a retry
@@ -453,7 +482,7 @@ pub fn build_set_model(k: &Kernel, opts: &SetModelOptions) -> Result<SetFormulas
     for (r, Built { result, seconds, by }) in selected.into_iter().zip(built) {
         let by = by.map(|a| alternatives[a].0);
         // Say how far the build got.
-        let (accesses, compulsory, conflict, explain) = result.map_err(|e| match e {
+        let (accesses, compulsory, conflict, explain, misses) = result.map_err(|e| match e {
             CacheError::Model(m) if done > 0 => CacheError::Model(format!("{m}; {done} of {total} references were built, in {:.1} s", t0.elapsed().as_secs_f64())),
             e => e,
         })?;
@@ -471,6 +500,7 @@ pub fn build_set_model(k: &Kernel, opts: &SetModelOptions) -> Result<SetFormulas
             build_seconds: seconds,
             lexmin_chain: matches!(by, Some(Alternative::LexminChain(_))),
             other_divisions: matches!(by, Some(Alternative::StepwiseDivisions | Alternative::DivisionsAtCount)),
+            misses,
         });
     }
     Ok(SetFormulas {
@@ -484,7 +514,55 @@ pub fn build_set_model(k: &Kernel, opts: &SetModelOptions) -> Result<SetFormulas
         refs,
         build_seconds: t0.elapsed().as_secs_f64(),
         checked_at: Vec::new(),
+        above: None,
     })
+}
+
+/// Formulas for the second level of a non-inclusive (NINE) hierarchy: `l1` (with the
+/// options' cache) is built first, keeping each reference's misses as a set; `l2` then
+/// sees exactly those accesses, in their order, and its LRU state is that of a cache
+/// alone on that stream (a NINE level's evictions leave the level above alone, see
+/// `sim::Inclusion`). So the set method applies unchanged to the accesses that reach it,
+/// and L2's counts are as exact as L1's. The result is L2's formulas, with L1's in
+/// `above`. An inclusive L2 is not modelled: its evictions change L1's misses, which
+/// change what reaches L2.
+pub fn build_hierarchy_model(k: &Kernel, opts: &SetModelOptions, l2: CacheConfig) -> Result<SetFormulas> {
+    if l2.line != opts.cache.line {
+        return Err(CacheError::CacheConfig { spec: format!("{l2:?}"), msg: format!("the second level needs the first level's line size ({} B)", opts.cache.line) });
+    }
+    let mut l1 = build_set_model(k, &SetModelOptions { keep_misses: true, ..opts.clone() })?;
+    let reaching = l1.refs.iter_mut().map(|r| r.misses.take().expect("kept")).collect();
+    let l2_opts = SetModelOptions { cache: l2, reaching, keep_misses: false, refs: Vec::new(), ..opts.clone() };
+    let mut f = build_set_model(k, &l2_opts)?;
+    f.build_seconds += l1.build_seconds;
+    f.above = Some(Box::new(l1));
+    Ok(f)
+}
+
+/// Each access map of `access_text` restricted to the access times in `reaching` (same
+/// order), as isl text again.
+fn reaching_accesses(k: &Kernel, access_text: &[String], reaching: &[String]) -> Result<Vec<String>> {
+    if reaching.len() != access_text.len() {
+        return Err(CacheError::Model(format!("{} sets of reaching accesses for {} references", reaching.len(), access_text.len())));
+    }
+    let ctx = Ctx::new();
+    let b = Builder { ctx: &ctx, params: format!("[{}]", k.params.join(",")), dim: 2 * k.max_depth() + 2 };
+    let mut out = Vec::new();
+    for (r, (text, set)) in access_text.iter().zip(reaching).enumerate() {
+        let name = format!("P{r}");
+        let times = ctx.set(set).map_err(|e| CacheError::Model(format!("{name}: reaching accesses: {e}")))?;
+        let restricted = m(b.map(text)?.map_intersect_domain(times), "reaching accesses", &name)?;
+        if m(restricted.map_is_empty(), "reaching accesses", &name)? {
+            // No access of this reference reaches the level (isl prints no map then).
+            out.push(format!("{text} and 0 = 1"));
+            continue;
+        }
+        // The text without the parameter prefix and braces, as `Builder::map` wants it.
+        let full = restricted.to_string();
+        let body = full.find('{').zip(full.rfind('}')).map(|(a, z)| &full[a + 1..z]).ok_or_else(|| CacheError::Model(format!("{name}: unexpected isl text {full}")))?;
+        out.push(body.trim().to_string());
+    }
+    Ok(out)
 }
 
 impl SetModelOptions {
@@ -499,7 +577,9 @@ impl SetModelOptions {
     }
 }
 
-type RefResult = (PwQp, PwQp, PwQp, Option<Explanation>);
+/// Accesses, compulsory and conflict misses, the sets as text (`explain`), the misses as
+/// text (`keep_misses`).
+type RefResult = (PwQp, PwQp, PwQp, Option<Explanation>, Option<String>);
 
 /// One reference's result, its build time in seconds (from the start of its first
 /// construction), and the alternative that built it (`None`: the options' construction,
@@ -805,7 +885,17 @@ fn reference_sets(ctx: &Ctx, k: &Kernel, (r, name): (usize, &str), access_text: 
     } else {
         None
     };
-    Ok((accesses, compulsory, conflict, explain))
+    let misses = if opts.keep_misses { Some(miss_set(compulsory_set, &conflict_parts, name)?.to_string()) } else { None };
+    Ok((accesses, compulsory, conflict, explain, misses))
+}
+
+/// The accesses that miss: compulsory, or with a conflict part.
+fn miss_set<'c>(compulsory: Set<'c>, conflict_parts: &[Set<'c>], name: &str) -> Result<Set<'c>> {
+    let mut all = compulsory;
+    for part in conflict_parts {
+        all = m(all.set_union(part.clone()), "misses", name)?;
+    }
+    m(all.set_coalesce(), "misses", name)
 }
 
 /// The accesses with a hit source, by the reference of their hit source (disjoint: each
@@ -1185,7 +1275,7 @@ mod tests {
     use super::*;
 
     fn ok() -> Result<RefResult> {
-        Ok((PwQp::default(), PwQp::default(), PwQp::default(), None))
+        Ok((PwQp::default(), PwQp::default(), PwQp::default(), None, None))
     }
 
     fn late(r: &str) -> Result<RefResult> {

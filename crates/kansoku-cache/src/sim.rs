@@ -502,24 +502,38 @@ impl CacheSim {
     }
 }
 
-/// An inclusive cache hierarchy (L1, L2, …) with LRU in every level: an access that misses
-/// a level goes to the next one; a hit updates only the level that hit (the levels below
-/// do not see it, as in hardware); a line a level evicts is invalidated in every level
-/// above it (back-invalidation keeps inclusion). Per level and reference it counts the
-/// accesses that reached the level, hits, compulsory misses (first touch of the line) and
-/// other misses. All levels must share one line size.
+/// Whether a level's evictions leave the levels above it (`HierarchySim`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Inclusion {
+    /// A line a level evicts is invalidated in every level above (back-invalidation).
+    #[default]
+    Inclusive,
+    /// Non-inclusive, non-exclusive (NINE): a level's evictions leave the levels above
+    /// alone, so each level sees exactly the misses of the one above, as it would alone
+    /// on that stream — which is what lets the set method model it (`sets::build_hierarchy_model`).
+    NonInclusive,
+}
+
+/// A cache hierarchy (L1, L2, …) with LRU in every level: an access that misses a level
+/// goes to the next one; a hit updates only the level that hit (the levels below do not
+/// see it, as in hardware); with [`Inclusion::Inclusive`] a line a level evicts is
+/// invalidated in every level above it (back-invalidation keeps inclusion). Per level and
+/// reference it counts the accesses that reached the level, hits, compulsory misses (first
+/// touch of the line at that level) and other misses. All levels must share one line size.
 pub struct HierarchySim {
     levels: Vec<CacheSim>,
     line: i64,
+    inclusion: Inclusion,
 }
 
 impl HierarchySim {
-    pub fn new(levels: &[CacheConfig], nrefs: usize) -> Result<HierarchySim> {
+    pub fn new(levels: &[CacheConfig], nrefs: usize, inclusion: Inclusion) -> Result<HierarchySim> {
         let line = levels.first().ok_or_else(|| CacheError::Model("a hierarchy needs at least one level".into()))?.line;
         if let Some(c) = levels.iter().find(|c| c.line != line) {
-            return Err(CacheError::Model(format!("every level of an inclusive hierarchy needs the same line size ({line} B and {} B given)", c.line)));
+            return Err(CacheError::Model(format!("every level of a hierarchy needs the same line size ({line} B and {} B given)", c.line)));
         }
-        Ok(HierarchySim { levels: levels.iter().map(|c| CacheSim::new(*c, nrefs, 0, 0)).collect(), line: line as i64 })
+        Ok(HierarchySim { levels: levels.iter().map(|c| CacheSim::new(*c, nrefs, 0, 0)).collect(), line: line as i64, inclusion })
     }
 
     /// One access by reference `r` to byte address `addr`.
@@ -536,7 +550,7 @@ impl HierarchySim {
                 (false, true) => st.compulsory += 1,
                 (false, false) => st.other += 1,
             }
-            if let Some(v) = evicted.filter(|_| l > 0) {
+            if let Some(v) = evicted.filter(|_| l > 0 && self.inclusion == Inclusion::Inclusive) {
                 for above in &mut self.levels[..l] {
                     above.invalidate(v);
                 }
@@ -554,14 +568,14 @@ impl HierarchySim {
 }
 
 impl Program {
-    /// Simulates an inclusive hierarchy (see [`HierarchySim`]) on this program's accesses.
-    pub fn simulate_hierarchy(&self, levels: &[CacheConfig]) -> Result<Vec<Vec<RefStats>>> {
-        self.simulate_hierarchy_reporting(levels, |_| {})
+    /// Simulates a hierarchy (see [`HierarchySim`]) on this program's accesses.
+    pub fn simulate_hierarchy(&self, levels: &[CacheConfig], inclusion: Inclusion) -> Result<Vec<Vec<RefStats>>> {
+        self.simulate_hierarchy_reporting(levels, inclusion, |_| {})
     }
 
     /// [`Program::simulate_hierarchy`], calling `progress(accesses so far)` every 2^24 accesses.
-    pub fn simulate_hierarchy_reporting(&self, levels: &[CacheConfig], mut progress: impl FnMut(u64)) -> Result<Vec<Vec<RefStats>>> {
-        let mut h = HierarchySim::new(levels, self.nrefs)?;
+    pub fn simulate_hierarchy_reporting(&self, levels: &[CacheConfig], inclusion: Inclusion, mut progress: impl FnMut(u64)) -> Result<Vec<Vec<RefStats>>> {
+        let mut h = HierarchySim::new(levels, self.nrefs, inclusion)?;
         let mut n = 0u64;
         self.for_each_access(|r, a| {
             h.access(r, a);

@@ -120,9 +120,9 @@ proptest! {
     }
 }
 
-/// Naive inclusive two-level LRU, written from the rule and not from the simulator: per
-/// level per set a list of (line, last use); an L1 miss looks in L2; L2's victim leaves L1.
-fn naive_inclusive(prog: &Program, nrefs: usize, l1: CacheConfig, l2: CacheConfig) -> [Vec<(u64, u64, u64, u64)>; 2] {
+/// Naive two-level LRU, written from the rule and not from the simulator: per level per
+/// set a list of (line, last use); an L1 miss looks in L2; inclusive, L2's victim leaves L1.
+fn naive_two_levels(prog: &Program, nrefs: usize, l1: CacheConfig, l2: CacheConfig, inclusion: Inclusion) -> [Vec<(u64, u64, u64, u64)>; 2] {
     type Level = HashMap<i64, Vec<(i64, u64)>>;
     fn lookup(level: &mut Level, c: CacheConfig, line: i64, time: u64) -> (bool, Option<i64>) {
         let set = level.entry(line.rem_euclid(c.sets as i64)).or_default();
@@ -160,7 +160,7 @@ fn naive_inclusive(prog: &Program, nrefs: usize, l1: CacheConfig, l2: CacheConfi
         } else {
             out[1][r].3 += 1
         }
-        if let Some(v) = victim {
+        if let Some(v) = victim.filter(|_| inclusion == Inclusion::Inclusive) {
             let set = a.entry(v.rem_euclid(l1.sets as i64)).or_default();
             set.retain(|e| e.0 != v);
         }
@@ -172,23 +172,28 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 48, .. ProptestConfig::default() })]
 
     #[test]
-    fn inclusive_hierarchy_equals_naive(
+    fn hierarchy_equals_naive(
         kname in prop::sample::select(vec!["seed", "atax", "mvt", "jacobi2d", "gemm"]),
         n in 1i64..20,
         (a1, s1, a2, s2) in (1u32..=4, 1u32..=8, 1u32..=8, 1u32..=16),
         lshift in 0u32..=3,
+        inclusion in prop::sample::select(vec![Inclusion::Inclusive, Inclusion::NonInclusive]),
     ) {
         let k = kernel(kname);
         let params: ParamValues = k.params.iter().map(|p| (p.clone(), if p == "T" { 2 } else { n })).collect();
         let layout = if kname == "seed" { LayoutSpec::parse_bases("A=0,B=800,C=1600").unwrap() } else { LayoutSpec::default() };
         let prog = Program::new(&k, &params, &layout).unwrap();
         let (l1, l2) = (CacheConfig { assoc: a1, line: 8 << lshift, sets: s1 }, CacheConfig { assoc: a2, line: 8 << lshift, sets: s2 });
-        let fast = prog.simulate_hierarchy(&[l1, l2]).unwrap();
-        let slow = naive_inclusive(&prog, k.refs.len(), l1, l2);
+        let fast = prog.simulate_hierarchy(&[l1, l2], inclusion).unwrap();
+        let slow = naive_two_levels(&prog, k.refs.len(), l1, l2, inclusion);
         for level in 0..2 {
             for (r, (f, s)) in fast[level].iter().zip(&slow[level]).enumerate() {
                 prop_assert_eq!((f.accesses, f.hits, f.compulsory, f.other), *s, "L{} P{}", level + 1, r);
             }
+        }
+        // Non-inclusive, L1 is L1 alone: nothing below reaches into it.
+        if inclusion == Inclusion::NonInclusive {
+            prop_assert_eq!(&fast[0], &prog.simulate(&[l1]).pop().unwrap());
         }
     }
 }
@@ -202,7 +207,7 @@ fn large_second_level_leaves_l1_alone() {
     let prog = Program::new(&k, &params, &LayoutSpec::default()).unwrap();
     let l1 = CacheConfig { assoc: 2, line: 32, sets: 8 };
     let l2 = CacheConfig { assoc: 64, line: 32, sets: 64 };
-    let h = prog.simulate_hierarchy(&[l1, l2]).unwrap();
+    let h = prog.simulate_hierarchy(&[l1, l2], Inclusion::Inclusive).unwrap();
     let alone = prog.simulate(&[l1]).pop().unwrap();
     assert_eq!(h[0], alone);
     for (r, s) in h[1].iter().enumerate() {
@@ -211,6 +216,6 @@ fn large_second_level_leaves_l1_alone() {
         assert_eq!(s.compulsory, alone[r].compulsory, "P{r}");
     }
     // Unequal line sizes are refused with a reason.
-    let e = prog.simulate_hierarchy(&[l1, CacheConfig { line: 64, ..l2 }]).unwrap_err();
+    let e = prog.simulate_hierarchy(&[l1, CacheConfig { line: 64, ..l2 }], Inclusion::Inclusive).unwrap_err();
     assert!(e.to_string().contains("same line size"), "{e}");
 }

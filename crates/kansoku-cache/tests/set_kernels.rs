@@ -145,3 +145,41 @@ fn counting_per_hit_source_counts_the_same() {
     assert_eq!(points.len(), 20);
     assert_eq!(kansoku_cache::check::disagreements(&k, &split, &points).unwrap(), vec![]);
 }
+
+/// The second level of a non-inclusive hierarchy by the set method (`build_hierarchy_model`:
+/// L2 sees exactly L1's misses, which the set method gives as sets): every level's counts
+/// equal one simulation of the hierarchy (`Inclusion::NonInclusive`) at every point — atax
+/// at all N = 1..=8, gemm at all N = 1..=4, jacobi-1d at every (T, N) with T ≤ 4, N ≤ 8 —,
+/// L1's are those of L1 alone, and L2 has hits and conflict misses of its own.
+#[test]
+fn a_non_inclusive_second_level_counts_what_the_simulator_counts() {
+    let (mut hits, mut conflicts) = (0, 0);
+    for (kernel, extents, max) in [("atax", "N=8", ""), ("gemm", "N=4", ""), ("jacobi1d", "N=8", "T=4")] {
+        let src = BUNDLED_KERNELS.iter().find(|(n, _)| *n == kernel).unwrap().1;
+        let ext = parse_params(extents).unwrap();
+        let k = parse_kernel(kernel, src).unwrap().with_fixed_extents(&ext).unwrap();
+        let mut opts = SetModelOptions::new(LayoutSpec::default(), CacheConfig::parse(CACHES[1]).unwrap());
+        opts.extents = ext;
+        opts.param_max = parse_params(max).unwrap();
+        // Twice L1's size, direct-mapped: L1's misses conflict there too.
+        let l2 = CacheConfig::parse("assoc=1,line=32,sets=16").unwrap();
+        let f = build_hierarchy_model(&k, &opts, l2).unwrap_or_else(|e| panic!("{kernel}: {e}"));
+        assert_eq!(f.levels().len(), 2);
+        assert_eq!(f.levels()[0].cache, opts.cache);
+        let alone = build_set_model(&k, &opts).unwrap();
+        let points = kansoku_cache::check::check_points(&f, 100);
+        assert!(points.len() >= 4, "{kernel}: {} points", points.len());
+        assert_eq!(kansoku_cache::check::disagreements(&k, &f, &points).unwrap(), vec![], "{kernel}");
+        for p in &points {
+            let (l1, l2) = (f.levels()[0].eval(p).unwrap(), f.eval(p).unwrap());
+            assert_eq!(l1, alone.eval(p).unwrap(), "{kernel} L1 at {p:?}");
+            for (a, b) in l1.iter().zip(&l2) {
+                assert_eq!(b.accesses, a.compulsory + a.conflict, "{kernel} {}: L2 sees L1's misses at {p:?}", a.reference);
+            }
+            hits += l2.iter().map(|e| e.hits).sum::<i64>();
+            conflicts += l2.iter().map(|e| e.conflict).sum::<i64>();
+        }
+    }
+    // Not a trivial second level.
+    assert!(hits > 0 && conflicts > 0, "L2: {hits} hits, {conflicts} conflict misses in all");
+}

@@ -249,5 +249,34 @@ fn inclusive_l2_sees_the_l1_misses() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("same line size"));
     let o = kansoku(&["cache", "model", &format!("{}/../kansoku-cache/kernels/seed.k", env!("CARGO_MANIFEST_DIR")), "--l2", "16KiB,8-way,64B"]);
     assert!(!o.status.success());
-    assert!(String::from_utf8_lossy(&o.stderr).contains("one cache level"), "{}", String::from_utf8_lossy(&o.stderr));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("inclusive hierarchy are not derived") && e.contains("--non-inclusive"), "{e}");
+}
+
+/// `--l2 … --non-inclusive`: the second level's formulas by the set method, written with the
+/// first level's in one file; `cache eval --verify` checks both levels against one
+/// simulation of the hierarchy, and they equal `cache simulate`'s non-inclusive L2 (at N = 8,
+/// the extent: there the simulated arrays are the formulas').
+#[test]
+fn non_inclusive_l2_formulas_by_the_set_method() {
+    let atax = format!("{}/../kansoku-cache/kernels/atax.k", env!("CARGO_MANIFEST_DIR"));
+    let file = scratch("nine", "atax-l2.json");
+    let caches = ["--cache", "assoc=2,line=32,sets=4", "--l2", "assoc=1,line=32,sets=16", "--non-inclusive"];
+    let out = ok(&[&["cache", "model", &atax, "--method", "sets", "--extent", "N=8", "-o", file.to_str().unwrap()][..], &caches[..]].concat());
+    assert!(out.contains("L2 (non-inclusive") && out.contains("both levels built in"), "{out}");
+    let v: serde_json::Value = serde_json::from_str(&ok(&["cache", "eval", file.to_str().unwrap(), "--param", "N=8", "--verify", "--json"])).unwrap();
+    assert_eq!(v["verify_mismatches"].as_array().map(Vec::len), Some(0), "{v}");
+    let levels = v["levels"].as_array().unwrap();
+    assert_eq!(levels.len(), 2);
+    let sim: serde_json::Value = serde_json::from_str(&ok(&[&["cache", "simulate", &atax, "--param", "N=8", "--json"][..], &caches[..]].concat())).unwrap();
+    let (l1, l2) = (&sim["refs"], &sim["lower_levels"][0]["refs"]);
+    for (level, simulated) in [(&levels[0], l1), (&levels[1], l2)] {
+        for (e, s) in level["evaluation"].as_array().unwrap().iter().zip(simulated.as_array().unwrap()) {
+            assert_eq!((&e["reference"], &e["accesses"], &e["compulsory"], &e["conflict"]), (&s["reference"], &s["accesses"], &s["compulsory"], &s["other"]), "{}", level["cache"]);
+        }
+    }
+    assert!(String::from_utf8_lossy(&kansoku(&["cache", "simulate", &atax, "--param", "N=8", "--json"][..].iter().chain(&caches).copied().collect::<Vec<_>>()).stdout).contains("non-inclusive"));
+    // --ref would leave L2 without the other references' misses: refused.
+    let o = kansoku(&[&["cache", "model", &atax, "--extent", "N=8", "--ref", "P3"][..], &caches[..]].concat());
+    assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("without --ref"), "{}", String::from_utf8_lossy(&o.stderr));
 }

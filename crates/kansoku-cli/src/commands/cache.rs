@@ -2,7 +2,7 @@
 
 use anyhow::{bail, Context, Result};
 use kansoku_cache::model::{build_model, Family, KernelFormulas, ModelOptions};
-use kansoku_cache::{kernel_info, parse_params, CacheConfig, Kernel, LayoutSpec, ParamValues, Program, RefStats};
+use kansoku_cache::{kernel_info, parse_params, CacheConfig, Inclusion, Kernel, LayoutSpec, ParamValues, Program, RefStats};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -27,11 +27,15 @@ pub struct CacheArgs {
     /// Cache: `assoc=2,line=32,sets=4` or `32KiB,8-way,64B` (line size must be a power of two; ways and sets may be any positive number).
     #[arg(long, default_value = DEFAULT_CACHE)]
     pub cache: String,
-    /// A second, inclusive level below `--cache` (same line size), e.g. `256KiB,4-way,64B`:
-    /// simulated as a hierarchy (L1 misses go to L2; L2's evictions leave L1). The set method
-    /// models one level; with `--l2` its answers come from the simulator.
+    /// A second level below `--cache` (same line size), e.g. `256KiB,4-way,64B`: L1's misses
+    /// go to L2. Inclusive by default (L2's evictions leave L1: simulated, and `cache model`
+    /// answers from the simulator at concrete sizes); see `--non-inclusive`.
     #[arg(long)]
     pub l2: Option<String>,
+    /// The `--l2` level is non-inclusive (NINE): its evictions leave L1 alone, so it sees
+    /// exactly L1's misses, and `cache model` derives its formulas by the set method too.
+    #[arg(long, requires = "l2")]
+    pub non_inclusive: bool,
     /// Base addresses of every array, e.g. `A=0,B=800,C=1600` (otherwise arrays are placed one after the other).
     #[arg(long)]
     pub base: Option<String>,
@@ -54,6 +58,13 @@ impl CacheArgs {
             v.push(CacheConfig::parse(l2)?);
         }
         Ok(v)
+    }
+    fn inclusion(&self) -> Inclusion {
+        if self.non_inclusive {
+            Inclusion::NonInclusive
+        } else {
+            Inclusion::Inclusive
+        }
     }
     fn layout(&self) -> Result<LayoutSpec> {
         match &self.base {
@@ -373,6 +384,7 @@ struct SimReport {
 #[derive(Serialize)]
 struct SimLevel {
     cache: CacheConfig,
+    inclusion: Inclusion,
     refs: Vec<SimRow>,
     total_accesses: u64,
     total_misses: u64,
@@ -385,7 +397,7 @@ const HIERARCHY_ACCESSES_PER_SECOND: f64 = 4.6e7;
 
 /// Simulates `levels` on `k` at `p`, after counting the accesses: refused above `limit`,
 /// with a progress bar when it takes more than about a second.
-fn sim_report(k: &Kernel, p: &ParamValues, layout: &LayoutSpec, levels: &[CacheConfig], limit: SimLimit) -> Result<SimReport> {
+fn sim_report(k: &Kernel, p: &ParamValues, layout: &LayoutSpec, levels: &[CacheConfig], inclusion: Inclusion, limit: SimLimit) -> Result<SimReport> {
     let prog = Program::new(k, p, layout)?;
     let work = prog.work(limit.max_accesses);
     let speed = if levels.len() == 1 { SIM_ACCESSES_PER_SECOND } else { HIERARCHY_ACCESSES_PER_SECOND };
@@ -404,7 +416,7 @@ fn sim_report(k: &Kernel, p: &ParamValues, layout: &LayoutSpec, levels: &[CacheC
     let bar = if work.steps() as f64 > speed { crate::output::bar("simulating", work.accesses) } else { indicatif::ProgressBar::hidden() };
     let t = Instant::now();
     let progress = |n| bar.set_position(n);
-    let mut stats = if levels.len() == 1 { prog.simulate_reporting(levels, progress) } else { prog.simulate_hierarchy_reporting(levels, progress)? };
+    let mut stats = if levels.len() == 1 { prog.simulate_reporting(levels, progress) } else { prog.simulate_hierarchy_reporting(levels, inclusion, progress)? };
     bar.finish_and_clear();
     let secs = t.elapsed().as_secs_f64();
     let rows = |stats: &[RefStats]| -> Vec<SimRow> {
@@ -427,7 +439,7 @@ fn sim_report(k: &Kernel, p: &ParamValues, layout: &LayoutSpec, levels: &[CacheC
     let lower_levels = stats
         .drain(1..)
         .zip(&levels[1..])
-        .map(|(st, c)| SimLevel { cache: *c, refs: rows(&st), total_accesses: st.iter().map(|s| s.accesses).sum(), total_misses: st.iter().map(|s| s.misses()).sum() })
+        .map(|(st, c)| SimLevel { cache: *c, inclusion, refs: rows(&st), total_accesses: st.iter().map(|s| s.accesses).sum(), total_misses: st.iter().map(|s| s.misses()).sum() })
         .collect();
     let stats = &stats[0];
     let total: u64 = stats.iter().map(|s| s.accesses).sum();
@@ -448,7 +460,7 @@ fn sim_report(k: &Kernel, p: &ParamValues, layout: &LayoutSpec, levels: &[CacheC
 fn simulate(a: SimulateArgs) -> Result<()> {
     let (k, sizes) = load(&a.kernel, &a.c)?;
     let p = params_over(a.param.as_deref(), &sizes)?.with_context(|| format!("{}: give the sizes with --param (or -D/--size for a C file)", a.kernel.display()))?;
-    let rep = sim_report(&k, &p, &a.cache.layout()?, &a.cache.levels()?, a.limit)?;
+    let rep = sim_report(&k, &p, &a.cache.layout()?, &a.cache.levels()?, a.cache.inclusion(), a.limit)?;
     print_simulation(&rep, a.json)
 }
 
@@ -462,7 +474,8 @@ fn print_simulation(rep: &SimReport, json: bool) -> Result<()> {
     print_sim_rows(&rep.refs);
     println!("  {} accesses, {} misses, {:.3} s ({:.1} M accesses/s)", rep.total_accesses, rep.total_misses, rep.seconds, rep.accesses_per_second / 1e6);
     for (i, l) in rep.lower_levels.iter().enumerate() {
-        println!("L{} cache {} (inclusive; sees the L{} misses)", i + 2, l.cache, i + 1);
+        let inclusion = if l.inclusion == Inclusion::Inclusive { "inclusive" } else { "non-inclusive" };
+        println!("L{} cache {} ({inclusion}; sees the L{} misses)", i + 2, l.cache, i + 1);
         print_sim_rows(&l.refs);
         println!("  {} accesses, {} misses", l.total_accesses, l.total_misses);
     }
@@ -517,15 +530,16 @@ fn model(mut a: ModelArgs) -> Result<()> {
             concrete = Some(sizes);
         }
     }
-    if a.cache.l2.is_some() {
-        // LRU state of an inclusive L2 depends on what L1 filters out, so a level's
-        // formulas alone do not give it (docs/rooms/seed004-cache.md, "Two levels").
+    if a.cache.l2.is_some() && !(a.cache.non_inclusive && a.method != Method::Interpolate) {
+        // LRU state of an inclusive L2 depends on what L1 filters out, and L1's on L2's
+        // evictions, so a level's formulas alone do not give it (docs/rooms/seed004-cache.md,
+        // "Two levels"); a non-inclusive L2 is modelled by the set method.
         let Some(sizes) = concrete else {
-            bail!("--l2: the formulas model one cache level; give concrete sizes (-D/--size) to simulate the inclusive hierarchy, or model each level with --cache alone");
+            bail!("--l2: the formulas of an inclusive hierarchy are not derived; give concrete sizes (-D/--size) to simulate it, or --non-inclusive for a NINE L2's formulas by the set method");
         };
         eprintln!("note: --l2: the inclusive hierarchy is answered by the simulator at {}", fmt_params(&sizes));
         let (k, _) = load(&a.kernel, &a.c)?;
-        return print_simulation(&sim_report(&k, &sizes, &a.cache.layout()?, &a.cache.levels()?, a.limit)?, a.json);
+        return print_simulation(&sim_report(&k, &sizes, &a.cache.layout()?, &a.cache.levels()?, a.cache.inclusion(), a.limit)?, a.json);
     }
     let interpolation_args = !a.vary.is_empty() || a.fix.is_some() || a.from != 1;
     let started = Instant::now();
@@ -545,7 +559,7 @@ fn model(mut a: ModelArgs) -> Result<()> {
                     fmt_params(&sizes)
                 );
                 let (k, _) = load(&a.kernel, &a.c)?;
-                let rep = sim_report(&k, &sizes, &a.cache.layout()?, &a.cache.levels()?, a.limit)?;
+                let rep = sim_report(&k, &sizes, &a.cache.layout()?, &a.cache.levels()?, a.cache.inclusion(), a.limit)?;
                 print_simulation(&rep, a.json)
             }
             Err(e) if e.downcast_ref::<SetsUnavailable>().is_some() => {
@@ -573,7 +587,7 @@ const CHAIN_RACE_CHARS: usize = 4000;
 
 /// `at`: derive the formulas for these sizes only (see `SetModelOptions::at`).
 fn sets_model(a: &ModelArgs, at: Option<&ParamValues>) -> Result<()> {
-    use kansoku_cache::sets::{build_set_model, Alternative, RefSetFormulas, SetModelOptions};
+    use kansoku_cache::sets::{build_hierarchy_model, build_set_model, Alternative, RefSetFormulas, SetModelOptions};
     let (k, _) = load(&a.kernel, &a.c)?;
     let extents = a.extent.as_deref().map(params).transpose()?.unwrap_or_default();
     let k = k.with_fixed_extents(&extents).map_err(|e| SetsUnavailable(format!("{e} (--extent)")))?;
@@ -596,14 +610,21 @@ fn sets_model(a: &ModelArgs, at: Option<&ParamValues>) -> Result<()> {
         opts.race = vec![Alternative::LexminChain(CHAIN_RACE_CHARS), Alternative::StepwiseDivisions, Alternative::DivisionsAtCount];
     }
     opts.jobs = a.jobs;
+    let l2 = a.cache.l2.as_deref().map(CacheConfig::parse).transpose()?;
     if let Some(sel) = &a.reference {
+        if l2.is_some() {
+            bail!("--ref: the second level sees the misses of every reference of the first; model the hierarchy without --ref");
+        }
         opts.refs = vec![find_ref(&k, sel)?];
     }
     let bar = crate::output::spinner("building sets and counting", "");
-    let built = build_set_model(&k, &opts);
+    let built = match l2 {
+        Some(l2) => build_hierarchy_model(&k, &opts, l2),
+        None => build_set_model(&k, &opts),
+    };
     bar.finish_and_clear();
     if let Ok(f) = &built {
-        let built_by = |pick: fn(&RefSetFormulas) -> bool| f.refs.iter().filter(|r| pick(r)).map(|r| r.reference.as_str()).collect::<Vec<_>>();
+        let built_by = |pick: fn(&RefSetFormulas) -> bool| f.levels().iter().flat_map(|l| &l.refs).filter(|r| pick(r)).map(|r| r.reference.as_str()).collect::<std::collections::BTreeSet<_>>().into_iter().collect::<Vec<_>>();
         let other_divisions = format!("--divisions {}", if opts.stepwise_divisions { "at-count" } else { "stepwise" });
         for (construction, refs) in [(format!("the lexmin chain (--lexmin-chain {CHAIN_RACE_CHARS})"), built_by(|r| r.lexmin_chain)), (other_divisions, built_by(|r| r.other_divisions))] {
             if !refs.is_empty() {
@@ -667,6 +688,19 @@ fn check_against_simulation(k: &Kernel, f: &mut kansoku_cache::sets::SetFormulas
 }
 
 fn print_set_formulas(f: &kansoku_cache::sets::SetFormulas, explain: bool) {
+    let levels = f.levels();
+    for (i, level) in levels.iter().enumerate() {
+        if levels.len() > 1 {
+            println!("{}L{} ({}):", if i == 0 { "" } else { "\n" }, i + 1, if i == 0 { "first level" } else { "non-inclusive; counts the accesses that miss the level above" });
+        }
+        print_level_formulas(level, explain);
+    }
+    if levels.len() > 1 {
+        println!("\nboth levels built in {:.3} s", f.build_seconds);
+    }
+}
+
+fn print_level_formulas(f: &kansoku_cache::sets::SetFormulas, explain: bool) {
     println!("{}  cache {}  set method (isl + parametric counting); parameters {} with {}", f.kernel, f.cache, f.params.join(", "), f.context.show(&f.params));
     if !f.extents.is_empty() {
         println!("  array extents fixed at {}", fmt_params(&f.extents));
@@ -902,30 +936,45 @@ fn eval_sets(a: &EvalArgs, text: &str) -> Result<()> {
     let f: kansoku_cache::sets::SetFormulas = serde_json::from_str(text).with_context(|| format!("{} is not a set-method formulas file", a.formulas.display()))?;
     let p = params(&a.param)?;
     let t = Instant::now();
-    let ev = f.eval(&p).with_context(|| format!("evaluating {}", a.formulas.display()))?;
+    // A hierarchy's file holds every level (the first in `above`).
+    let levels = f.levels();
+    let evaluations = levels.iter().map(|l| l.eval(&p)).collect::<Result<Vec<_>, _>>().with_context(|| format!("evaluating {}", a.formulas.display()))?;
     let micros = t.elapsed().as_secs_f64() * 1e6;
     let verified = match &a.verify {
         None => None,
         Some(path) => {
             let k = verify_kernel(path, &f.kernel)?.with_fixed_extents(&f.extents).map_err(anyhow::Error::msg)?;
-            let counts = ev.iter().map(|e| (e.reference.as_str(), [e.accesses, e.compulsory, e.conflict].map(i128::from)));
-            Some(mismatches_with_simulator(&k, &p, &f.layout, f.cache, counts)?)
+            let found = kansoku_cache::check::disagreements(&k, &f, std::slice::from_ref(&p))?;
+            Some(found.iter().map(|d| d.to_string()).collect::<Vec<_>>())
         }
     };
     if a.json {
         #[derive(Serialize)]
+        struct Level<'a> {
+            cache: CacheConfig,
+            evaluation: &'a [kansoku_cache::sets::RefSetEvaluation],
+        }
+        #[derive(Serialize)]
         struct Out<'a> {
             evaluation: &'a [kansoku_cache::sets::RefSetEvaluation],
+            /// Every level, the first first, for a hierarchy's formulas.
+            #[serde(skip_serializing_if = "Vec::is_empty")]
+            levels: Vec<Level<'a>>,
             microseconds: f64,
             #[serde(skip_serializing_if = "Option::is_none")]
             verify_mismatches: Option<Vec<String>>,
         }
-        crate::output::print_json(&Out { evaluation: &ev, microseconds: micros, verify_mismatches: verified.clone() })?;
+        let all: Vec<Level> = if levels.len() > 1 { levels.iter().zip(&evaluations).map(|(l, e)| Level { cache: l.cache, evaluation: e }).collect() } else { Vec::new() };
+        let own = evaluations.last().expect("at least one level");
+        crate::output::print_json(&Out { evaluation: own, levels: all, microseconds: micros, verify_mismatches: verified.clone() })?;
     } else {
-        print_set_eval(&ev, &a.param);
+        for (i, (l, e)) in levels.iter().zip(&evaluations).enumerate() {
+            let label = if levels.len() > 1 { format!("{} (L{}, cache {})", a.param, i + 1, l.cache) } else { a.param.clone() };
+            print_set_eval(e, &label);
+        }
         println!("  evaluated in {micros:.1} µs");
         if verified.as_ref().is_some_and(|m| m.is_empty()) {
-            println!("  verified: the simulator gives the same counts for every reference");
+            println!("  verified: the simulator gives the same counts for every reference{}", if levels.len() > 1 { " at every level (non-inclusive hierarchy)" } else { "" });
         }
     }
     if let Some(m) = verified {
@@ -950,7 +999,7 @@ pub fn demo_stage(dir: &Path) -> Result<String> {
     let f = build_model(&k, &ModelOptions::new(family.clone(), layout.clone(), vec![cache]))?.pop().unwrap();
     std::fs::write(dir.join("seed-formulas.json"), serde_json::to_string_pretty(&f)?)?;
     let p = parse_params("X=10,Y=10,Z=10")?;
-    let rep = sim_report(&k, &p, &layout, &[cache], SimLimit { max_accesses: u64::MAX })?;
+    let rep = sim_report(&k, &p, &layout, &[cache], Inclusion::Inclusive, SimLimit { max_accesses: u64::MAX })?;
     std::fs::write(dir.join("seed-simulation.json"), serde_json::to_string_pretty(&rep)?)?;
     let r = find_ref(&k, ex::REFERENCE)?;
     let ev = f.eval(&p)?;
