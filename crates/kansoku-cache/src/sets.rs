@@ -551,6 +551,9 @@ fn reaching_accesses(k: &Kernel, access_text: &[String], reaching: &[String]) ->
     for (r, (text, set)) in access_text.iter().zip(reaching).enumerate() {
         let name = format!("P{r}");
         let times = ctx.set(set).map_err(|e| CacheError::Model(format!("{name}: reaching accesses: {e}")))?;
+        // Explicit divisions: with L1's existentials left in, isl 0.25's lexmax of L2's
+        // hit condition failed an internal assertion (cholesky, P2, extents 8).
+        let times = m(m(times.set_compute_divs(), "reaching accesses", &name)?.set_coalesce(), "reaching accesses", &name)?;
         let restricted = m(b.map(text)?.map_intersect_domain(times), "reaching accesses", &name)?;
         if m(restricted.map_is_empty(), "reaching accesses", &name)? {
             // No access of this reference reaches the level (isl prints no map then).
