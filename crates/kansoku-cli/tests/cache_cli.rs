@@ -279,4 +279,7 @@ fn non_inclusive_l2_formulas_by_the_set_method() {
     // --ref would leave L2 without the other references' misses: refused.
     let o = kansoku(&[&["cache", "model", &atax, "--extent", "N=8", "--ref", "P3"][..], &caches[..]].concat());
     assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("without --ref"), "{}", String::from_utf8_lossy(&o.stderr));
+    // Interpolation models one level: refused rather than answering for L1 alone.
+    let o = kansoku(&[&["cache", "model", &atax, "--vary", "N"][..], &caches[..]].concat());
+    assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("interpolation models one level"), "{}", String::from_utf8_lossy(&o.stderr));
 }

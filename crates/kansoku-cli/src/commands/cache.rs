@@ -33,7 +33,8 @@ pub struct CacheArgs {
     #[arg(long)]
     pub l2: Option<String>,
     /// The `--l2` level is non-inclusive (NINE): its evictions leave L1 alone, so it sees
-    /// exactly L1's misses, and `cache model` derives its formulas by the set method too.
+    /// exactly L1's misses, and `cache model` derives its formulas by the set method too
+    /// (L1's first, then L2's from L1's miss sets, each level with its own --budget).
     #[arg(long, requires = "l2")]
     pub non_inclusive: bool,
     /// Base addresses of every array, e.g. `A=0,B=800,C=1600` (otherwise arrays are placed one after the other).
@@ -542,6 +543,11 @@ fn model(mut a: ModelArgs) -> Result<()> {
         return print_simulation(&sim_report(&k, &sizes, &a.cache.layout()?, &a.cache.levels()?, a.cache.inclusion(), a.limit)?, a.json);
     }
     let interpolation_args = !a.vary.is_empty() || a.fix.is_some() || a.from != 1;
+    // Interpolation models one level: never a silent answer for L1 alone to an --l2 question.
+    let one_level_only = |why: &str| anyhow::anyhow!("--l2 --non-inclusive: {why}; interpolation models one level (the set method models the hierarchy; concrete sizes, -D/--size, are simulated)");
+    if a.cache.l2.is_some() && interpolation_args {
+        return Err(one_level_only("--vary, --fix and --from are interpolation's"));
+    }
     let started = Instant::now();
     match a.method {
         Method::Interpolate => interpolate_model(a),
@@ -562,6 +568,7 @@ fn model(mut a: ModelArgs) -> Result<()> {
                 let rep = sim_report(&k, &sizes, &a.cache.layout()?, &a.cache.levels()?, a.cache.inclusion(), a.limit)?;
                 print_simulation(&rep, a.json)
             }
+            Err(e) if e.downcast_ref::<SetsUnavailable>().is_some() && a.cache.l2.is_some() => Err(one_level_only(&format!("the set method did not get there ({e:#})"))),
             Err(e) if e.downcast_ref::<SetsUnavailable>().is_some() => {
                 eprintln!("note: the set method cannot be used here ({e:#}); using interpolation in one size variable (--method interpolate)");
                 interpolate_model(a)
