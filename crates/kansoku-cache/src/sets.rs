@@ -530,10 +530,15 @@ pub fn build_hierarchy_model(k: &Kernel, opts: &SetModelOptions, l2: CacheConfig
     if l2.line != opts.cache.line {
         return Err(CacheError::CacheConfig { spec: format!("{l2:?}"), msg: format!("the second level needs the first level's line size ({} B)", opts.cache.line) });
     }
-    let mut l1 = build_set_model(k, &SetModelOptions { keep_misses: true, ..opts.clone() })?;
+    // Which level did not get there, when one did not.
+    let at_level = |level: &'static str| move |e: CacheError| match e {
+        CacheError::Model(m) => CacheError::Model(format!("{level}: {m}")),
+        e => e,
+    };
+    let mut l1 = build_set_model(k, &SetModelOptions { keep_misses: true, ..opts.clone() }).map_err(at_level("L1"))?;
     let reaching = l1.refs.iter_mut().map(|r| r.misses.take().expect("kept")).collect();
     let l2_opts = SetModelOptions { cache: l2, reaching, keep_misses: false, refs: Vec::new(), ..opts.clone() };
-    let mut f = build_set_model(k, &l2_opts)?;
+    let mut f = build_set_model(k, &l2_opts).map_err(at_level("L2"))?;
     f.build_seconds += l1.build_seconds;
     f.above = Some(Box::new(l1));
     Ok(f)
