@@ -11,9 +11,12 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     if let Ok(f) = serde_json::from_slice::<SetFormulas>(data) {
-        for v in [1, 7, 1000] {
-            let values = f.params.iter().map(|p| (p.clone(), v)).collect();
-            let _ = f.eval(&values);
+        // Every level of a hierarchy's file, as `cache eval` evaluates them.
+        for level in f.levels() {
+            for v in [1, 7, 1000] {
+                let values = level.params.iter().map(|p| (p.clone(), v)).collect();
+                let _ = level.eval(&values);
+            }
         }
     }
 });
