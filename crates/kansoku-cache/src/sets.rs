@@ -518,30 +518,39 @@ pub fn build_set_model(k: &Kernel, opts: &SetModelOptions) -> Result<SetFormulas
     })
 }
 
-/// Formulas for the second level of a non-inclusive (NINE) hierarchy: `l1` (with the
-/// options' cache) is built first, keeping each reference's misses as a set; `l2` then
-/// sees exactly those accesses, in their order, and its LRU state is that of a cache
-/// alone on that stream (a NINE level's evictions leave the level above alone, see
-/// `sim::Inclusion`). So the set method applies unchanged to the accesses that reach it,
-/// and L2's counts are as exact as L1's. The result is L2's formulas, with L1's in
-/// `above`. An inclusive L2 is not modelled: its evictions change L1's misses, which
-/// change what reaches L2.
-pub fn build_hierarchy_model(k: &Kernel, opts: &SetModelOptions, l2: CacheConfig) -> Result<SetFormulas> {
-    if l2.line != opts.cache.line {
-        return Err(CacheError::CacheConfig { spec: format!("{l2:?}"), msg: format!("the second level needs the first level's line size ({} B)", opts.cache.line) });
+/// Formulas for the lower levels of a non-inclusive (NINE) hierarchy: the first level
+/// (the options' cache) is built first, keeping each reference's misses as a set; the
+/// next level (`lower[0]`) then sees exactly those accesses, in their order, and its LRU
+/// state is that of a cache alone on that stream (a NINE level's evictions leave the
+/// levels above alone, see `sim::Inclusion`); and so on down. So the set method applies
+/// unchanged to the accesses that reach each level, and every level's counts are as
+/// exact as L1's. The result is the last level's formulas, the one above it in `above`,
+/// and so on up. An inclusive level is not modelled: its evictions change the misses of
+/// the levels above, which change what reaches it.
+pub fn build_hierarchy_model(k: &Kernel, opts: &SetModelOptions, lower: &[CacheConfig]) -> Result<SetFormulas> {
+    if let Some(c) = lower.iter().find(|c| c.line != opts.cache.line) {
+        return Err(CacheError::CacheConfig { spec: format!("{c:?}"), msg: format!("every level needs the first level's line size ({} B)", opts.cache.line) });
     }
-    // Which level did not get there, when one did not.
-    let at_level = |level: &'static str| move |e: CacheError| match e {
-        CacheError::Model(m) => CacheError::Model(format!("{level}: {m}")),
-        e => e,
-    };
-    let mut l1 = build_set_model(k, &SetModelOptions { keep_misses: true, ..opts.clone() }).map_err(at_level("L1"))?;
-    let reaching = l1.refs.iter_mut().map(|r| r.misses.take().expect("kept")).collect();
-    let l2_opts = SetModelOptions { cache: l2, reaching, keep_misses: false, refs: Vec::new(), ..opts.clone() };
-    let mut f = build_set_model(k, &l2_opts).map_err(at_level("L2"))?;
-    f.build_seconds += l1.build_seconds;
-    f.above = Some(Box::new(l1));
-    Ok(f)
+    let levels: Vec<CacheConfig> = std::iter::once(opts.cache).chain(lower.iter().copied()).collect();
+    let mut above: Option<SetFormulas> = None;
+    let mut reaching = Vec::new();
+    for (i, &cache) in levels.iter().enumerate() {
+        let last = i + 1 == levels.len();
+        // With a level below, every reference is needed: that level sees all their misses.
+        let refs = if levels.len() == 1 { opts.refs.clone() } else { Vec::new() };
+        let level_opts = SetModelOptions { cache, reaching: std::mem::take(&mut reaching), keep_misses: !last, refs, ..opts.clone() };
+        // Which level did not get there, when one did not.
+        let mut f = build_set_model(k, &level_opts).map_err(|e| match e {
+            CacheError::Model(m) => CacheError::Model(format!("L{}: {m}", i + 1)),
+            e => e,
+        })?;
+        if !last {
+            reaching = f.refs.iter_mut().map(|r| r.misses.take().expect("kept")).collect();
+        }
+        f.above = above.take().map(Box::new);
+        above = Some(f);
+    }
+    Ok(above.expect("at least the first level"))
 }
 
 /// Each access map of `access_text` restricted to the access times in `reaching` (same

@@ -163,7 +163,7 @@ fn a_non_inclusive_second_level_counts_what_the_simulator_counts() {
         opts.param_max = parse_params(max).unwrap();
         // Twice L1's size, direct-mapped: L1's misses conflict there too.
         let l2 = CacheConfig::parse("assoc=1,line=32,sets=16").unwrap();
-        let f = build_hierarchy_model(&k, &opts, l2).unwrap_or_else(|e| panic!("{kernel}: {e}"));
+        let f = build_hierarchy_model(&k, &opts, &[l2]).unwrap_or_else(|e| panic!("{kernel}: {e}"));
         assert_eq!(f.levels().len(), 2);
         assert_eq!(f.levels()[0].cache, opts.cache);
         let alone = build_set_model(&k, &opts).unwrap();
@@ -182,4 +182,35 @@ fn a_non_inclusive_second_level_counts_what_the_simulator_counts() {
     }
     // Not a trivial second level.
     assert!(hits > 0 && conflicts > 0, "L2: {hits} hits, {conflicts} conflict misses in all");
+}
+
+/// Three non-inclusive levels: the third sees exactly the second's misses, and every level
+/// equals one simulation of the hierarchy at every point (atax at all N ≤ 8, jacobi-1d at
+/// every (T ≤ 4, N ≤ 8)).
+#[test]
+fn a_third_non_inclusive_level_counts_what_the_simulator_counts() {
+    let mut l3_hits = 0;
+    for (kernel, extents, max) in [("atax", "N=8", ""), ("jacobi1d", "N=8", "T=4")] {
+        let src = BUNDLED_KERNELS.iter().find(|(n, _)| *n == kernel).unwrap().1;
+        let ext = parse_params(extents).unwrap();
+        let k = parse_kernel(kernel, src).unwrap().with_fixed_extents(&ext).unwrap();
+        let mut opts = SetModelOptions::new(LayoutSpec::default(), CacheConfig::parse("assoc=1,line=32,sets=4").unwrap());
+        opts.extents = ext;
+        opts.param_max = parse_params(max).unwrap();
+        let lower = [CacheConfig::parse("assoc=1,line=32,sets=8").unwrap(), CacheConfig::parse("assoc=2,line=32,sets=16").unwrap()];
+        let f = build_hierarchy_model(&k, &opts, &lower).unwrap_or_else(|e| panic!("{kernel}: {e}"));
+        let levels = f.levels();
+        assert_eq!(levels.iter().map(|l| l.cache).collect::<Vec<_>>(), [opts.cache, lower[0], lower[1]]);
+        let points = kansoku_cache::check::check_points(&f, 100);
+        assert!(points.len() >= 8, "{kernel}: {} points", points.len());
+        assert_eq!(kansoku_cache::check::disagreements(&k, &f, &points).unwrap(), vec![], "{kernel}");
+        for p in &points {
+            let (l2, l3) = (levels[1].eval(p).unwrap(), levels[2].eval(p).unwrap());
+            for (a, b) in l2.iter().zip(&l3) {
+                assert_eq!(b.accesses, a.compulsory + a.conflict, "{kernel} {}: L3 sees L2's misses at {p:?}", a.reference);
+            }
+            l3_hits += l3.iter().map(|e| e.hits).sum::<i64>();
+        }
+    }
+    assert!(l3_hits > 0, "L3 never hit: a trivial third level");
 }

@@ -263,7 +263,7 @@ fn non_inclusive_l2_formulas_by_the_set_method() {
     let file = scratch("nine", "atax-l2.json");
     let caches = ["--cache", "assoc=2,line=32,sets=4", "--l2", "assoc=1,line=32,sets=16", "--non-inclusive"];
     let out = ok(&[&["cache", "model", &atax, "--method", "sets", "--extent", "N=8", "-o", file.to_str().unwrap()][..], &caches[..]].concat());
-    assert!(out.contains("L2 (non-inclusive") && out.contains("both levels built in"), "{out}");
+    assert!(out.contains("L2 (non-inclusive") && out.contains("all 2 levels built in"), "{out}");
     let v: serde_json::Value = serde_json::from_str(&ok(&["cache", "eval", file.to_str().unwrap(), "--param", "N=8", "--verify", "--json"])).unwrap();
     assert_eq!(v["verify_mismatches"].as_array().map(Vec::len), Some(0), "{v}");
     let levels = v["levels"].as_array().unwrap();
@@ -279,6 +279,17 @@ fn non_inclusive_l2_formulas_by_the_set_method() {
     // --ref would leave L2 without the other references' misses: refused.
     let o = kansoku(&[&["cache", "model", &atax, "--extent", "N=8", "--ref", "P3"][..], &caches[..]].concat());
     assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("without --ref"), "{}", String::from_utf8_lossy(&o.stderr));
+    // A third level (`--l3`): it sees the second's misses; all three equal the simulator.
+    let file3 = scratch("nine", "atax-l3.json");
+    let three = [&caches[..4], &["--l3", "assoc=2,line=32,sets=16", "--non-inclusive"][..]].concat();
+    ok(&[&["cache", "model", &atax, "--method", "sets", "--extent", "N=8", "-o", file3.to_str().unwrap()][..], &three[..]].concat());
+    let v: serde_json::Value = serde_json::from_str(&ok(&["cache", "eval", file3.to_str().unwrap(), "--param", "N=8", "--verify", "--json"])).unwrap();
+    assert_eq!(v["verify_mismatches"].as_array().map(Vec::len), Some(0), "{v}");
+    let levels = v["levels"].as_array().unwrap();
+    assert_eq!(levels.len(), 3);
+    for (e2, e3) in levels[1]["evaluation"].as_array().unwrap().iter().zip(levels[2]["evaluation"].as_array().unwrap()) {
+        assert_eq!(e3["accesses"].as_i64().unwrap(), e2["compulsory"].as_i64().unwrap() + e2["conflict"].as_i64().unwrap(), "{}", e2["reference"]);
+    }
     // Interpolation models one level: refused rather than answering for L1 alone.
     let o = kansoku(&[&["cache", "model", &atax, "--vary", "N"][..], &caches[..]].concat());
     assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("interpolation models one level"), "{}", String::from_utf8_lossy(&o.stderr));

@@ -28,13 +28,17 @@ pub struct CacheArgs {
     #[arg(long, default_value = DEFAULT_CACHE)]
     pub cache: String,
     /// A second level below `--cache` (same line size), e.g. `256KiB,4-way,64B`: L1's misses
-    /// go to L2. Inclusive by default (L2's evictions leave L1: simulated, and `cache model`
-    /// answers from the simulator at concrete sizes); see `--non-inclusive`.
+    /// go to L2. Inclusive by default (a line L2 evicts is removed from L1 too: simulated, and
+    /// `cache model` answers from the simulator at concrete sizes); see `--non-inclusive`.
     #[arg(long)]
     pub l2: Option<String>,
-    /// The `--l2` level is non-inclusive (NINE): its evictions leave L1 alone, so it sees
-    /// exactly L1's misses, and `cache model` derives its formulas by the set method too
-    /// (L1's first, then L2's from L1's miss sets, each level with its own --budget).
+    /// A third level below `--l2` (same line size), e.g. `8MiB,16-way,64B`: L2's misses go to it.
+    #[arg(long, requires = "l2")]
+    pub l3: Option<String>,
+    /// The levels below L1 are non-inclusive (NINE): their evictions leave the levels above
+    /// alone, so each sees exactly the misses of the one above, and `cache model` derives
+    /// their formulas by the set method too (L1's first, then L2's from L1's miss sets, and
+    /// so on, each level with its own --budget).
     #[arg(long, requires = "l2")]
     pub non_inclusive: bool,
     /// Base addresses of every array, e.g. `A=0,B=800,C=1600` (otherwise arrays are placed one after the other).
@@ -52,11 +56,11 @@ impl CacheArgs {
     fn cache(&self) -> Result<CacheConfig> {
         Ok(CacheConfig::parse(&self.cache)?)
     }
-    /// `--cache`, then `--l2` if given.
+    /// `--cache`, then `--l2` and `--l3` if given.
     fn levels(&self) -> Result<Vec<CacheConfig>> {
         let mut v = vec![self.cache()?];
-        if let Some(l2) = &self.l2 {
-            v.push(CacheConfig::parse(l2)?);
+        for lower in [&self.l2, &self.l3].into_iter().flatten() {
+            v.push(CacheConfig::parse(lower)?);
         }
         Ok(v)
     }
@@ -315,7 +319,7 @@ fn info(a: InfoArgs) -> Result<()> {
     let p = params_over(a.param.as_deref(), &sizes)?;
     let pos = a.reference.as_deref().map(|s| find_ref(&k, s)).transpose()?;
     if a.cache.l2.is_some() {
-        bail!("--l2 applies to `cache simulate` and `cache model`; `info` describes one cache (--cache)");
+        bail!("--l2 and --l3 apply to `cache simulate` and `cache model`; `info` describes one cache (--cache)");
     }
     let info = kernel_info(&k, a.cache.cache()?, &a.cache.layout()?, p.as_ref(), pos)?;
     if a.json {
@@ -536,7 +540,7 @@ fn model(mut a: ModelArgs) -> Result<()> {
         // evictions, so a level's formulas alone do not give it (docs/rooms/seed004-cache.md,
         // "Two levels"); a non-inclusive L2 is modelled by the set method.
         let Some(sizes) = concrete else {
-            bail!("--l2: the formulas of an inclusive hierarchy are not derived; give concrete sizes (-D/--size) to simulate it, or --non-inclusive for a NINE L2's formulas by the set method");
+            bail!("--l2: the formulas of an inclusive hierarchy are not derived; give concrete sizes (-D/--size) to simulate it, or --non-inclusive for the lower levels' formulas by the set method");
         };
         eprintln!("note: --l2: the inclusive hierarchy is answered by the simulator at {}", fmt_params(&sizes));
         let (k, _) = load(&a.kernel, &a.c)?;
@@ -617,18 +621,15 @@ fn sets_model(a: &ModelArgs, at: Option<&ParamValues>) -> Result<()> {
         opts.race = vec![Alternative::LexminChain(CHAIN_RACE_CHARS), Alternative::StepwiseDivisions, Alternative::DivisionsAtCount];
     }
     opts.jobs = a.jobs;
-    let l2 = a.cache.l2.as_deref().map(CacheConfig::parse).transpose()?;
+    let lower = a.cache.levels()?.split_off(1);
     if let Some(sel) = &a.reference {
-        if l2.is_some() {
-            bail!("--ref: the second level sees the misses of every reference of the first; model the hierarchy without --ref");
+        if !lower.is_empty() {
+            bail!("--ref: a lower level sees the misses of every reference of the level above; model the hierarchy without --ref");
         }
         opts.refs = vec![find_ref(&k, sel)?];
     }
     let bar = crate::output::spinner("building sets and counting", "");
-    let built = match l2 {
-        Some(l2) => build_hierarchy_model(&k, &opts, l2),
-        None => build_set_model(&k, &opts),
-    };
+    let built = if lower.is_empty() { build_set_model(&k, &opts) } else { build_hierarchy_model(&k, &opts, &lower) };
     bar.finish_and_clear();
     if let Ok(f) = &built {
         let built_by = |pick: fn(&RefSetFormulas) -> bool| f.levels().iter().flat_map(|l| &l.refs).filter(|r| pick(r)).map(|r| r.reference.as_str()).collect::<std::collections::BTreeSet<_>>().into_iter().collect::<Vec<_>>();
@@ -648,19 +649,26 @@ fn sets_model(a: &ModelArgs, at: Option<&ParamValues>) -> Result<()> {
     if let Some(out) = &a.output {
         std::fs::write(out, serde_json::to_vec(&f)?).with_context(|| format!("cannot write {}", out.display()))?;
     }
-    let evaluation = a.param.as_deref().map(|s| -> Result<_> { Ok(f.eval(&params(s)?)?) }).transpose()?;
+    // Every level's counts, the first level first.
+    let evaluations = a.param.as_deref().map(|s| -> Result<_> { let p = params(s)?; Ok(f.levels().iter().map(|l| l.eval(&p)).collect::<Result<Vec<_>, _>>()?) }).transpose()?;
     if a.json {
         #[derive(Serialize)]
         struct Out<'a> {
             formulas: &'a kansoku_cache::sets::SetFormulas,
-            evaluation: Option<Vec<kansoku_cache::sets::RefSetEvaluation>>,
+            /// The formulas' own level (the last of a hierarchy).
+            evaluation: Option<&'a Vec<kansoku_cache::sets::RefSetEvaluation>>,
+            /// Every level, the first first, for a hierarchy.
+            #[serde(skip_serializing_if = "Option::is_none")]
+            levels: Option<&'a Vec<Vec<kansoku_cache::sets::RefSetEvaluation>>>,
         }
-        crate::output::print_json(&Out { formulas: &f, evaluation })?;
+        let levels = evaluations.as_ref().filter(|e| e.len() > 1);
+        crate::output::print_json(&Out { formulas: &f, evaluation: evaluations.as_ref().and_then(|e| e.last()), levels })?;
         return Ok(());
     }
     print_set_formulas(&f, a.explain);
-    if let Some(ev) = evaluation {
-        print_set_eval(&ev, a.param.as_deref().unwrap_or(""));
+    for (i, ev) in evaluations.iter().flatten().enumerate() {
+        let at = a.param.as_deref().unwrap_or("");
+        print_set_eval(ev, &if f.above.is_some() { format!("{at} (L{})", i + 1) } else { at.to_string() });
     }
     if let Some(out) = &a.output {
         println!("formulas written to {}", out.display());
@@ -703,7 +711,7 @@ fn print_set_formulas(f: &kansoku_cache::sets::SetFormulas, explain: bool) {
         print_level_formulas(level, explain);
     }
     if levels.len() > 1 {
-        println!("\nboth levels built in {:.3} s", f.build_seconds);
+        println!("\nall {} levels built in {:.3} s", levels.len(), levels.iter().map(|l| l.build_seconds).sum::<f64>());
     }
 }
 
