@@ -466,10 +466,10 @@ pub fn build_set_model(k: &Kernel, opts: &SetModelOptions) -> Result<SetFormulas
         let cons: Vec<String> = sp.constraints.iter().chain(&context_text).cloned().collect();
         access_text.push(format!("{TIME}[{}] -> {LINE}[floor(({addr})/{})] : {}", sp.tuple.join(","), opts.cache.line, cons.join(" and ")));
     }
-    if !opts.reaching.is_empty() {
-        access_text = reaching_accesses(k, &access_text, &opts.reaching)?;
-    }
     let deadline = opts.time_budget.map(|b| t0 + b);
+    if !opts.reaching.is_empty() {
+        access_text = reaching_accesses(k, &access_text, &opts.reaching, deadline)?;
+    }
     let selected: Vec<usize> = if opts.refs.is_empty() { (0..k.refs.len()).collect() } else { opts.refs.clone() };
     // The alternatives may run until twice the budget: the budget of its own a retry
     // after the first construction would give each, started early.
@@ -554,13 +554,21 @@ pub fn build_hierarchy_model(k: &Kernel, opts: &SetModelOptions, lower: &[CacheC
 }
 
 /// Each access map of `access_text` restricted to the access times in `reaching` (same
-/// order), as isl text again.
-fn reaching_accesses(k: &Kernel, access_text: &[String], reaching: &[String]) -> Result<Vec<String>> {
+/// order), as isl text again; isl is stopped at `deadline` (the level's budget).
+fn reaching_accesses(k: &Kernel, access_text: &[String], reaching: &[String], deadline: Option<Instant>) -> Result<Vec<String>> {
     if reaching.len() != access_text.len() {
         return Err(CacheError::Model(format!("{} sets of reaching accesses for {} references", reaching.len(), access_text.len())));
     }
     let ctx = Ctx::new();
-    let b = Builder { ctx: &ctx, params: format!("[{}]", k.params.join(",")), dim: 2 * k.max_depth() + 2 };
+    let out = ctx.with_deadline(deadline, || restrict_to_reaching(&ctx, k, access_text, reaching));
+    if ctx.aborted() {
+        return Err(budget_exceeded("restricting the accesses to those that reach this level"));
+    }
+    out
+}
+
+fn restrict_to_reaching(ctx: &Ctx, k: &Kernel, access_text: &[String], reaching: &[String]) -> Result<Vec<String>> {
+    let b = Builder { ctx, params: format!("[{}]", k.params.join(",")), dim: 2 * k.max_depth() + 2 };
     let mut out = Vec::new();
     for (r, (text, set)) in access_text.iter().zip(reaching).enumerate() {
         let name = format!("P{r}");
