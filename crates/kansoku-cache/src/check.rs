@@ -116,8 +116,7 @@ pub fn disagreements(k: &Kernel, f: &SetFormulas, points: &[ParamValues]) -> Res
     for p in points {
         let prog = Program::new(k, p, &f.layout)?;
         let sim = if caches.len() == 1 { prog.simulate(&caches) } else { prog.simulate_hierarchy(&caches, Inclusion::NonInclusive)? };
-        for (i, (level, sim)) in levels.iter().zip(&sim).enumerate() {
-            let evaluation = level.eval(p)?;
+        for (i, (evaluation, sim)) in f.eval_levels(p)?.iter().zip(&sim).enumerate() {
             let counts = evaluation.iter().map(|e| (e.reference.as_str(), [e.accesses, e.compulsory, e.conflict].map(i128::from)));
             out.extend(compare(k, p, sim, (levels.len() > 1).then_some(i + 1), counts)?);
         }

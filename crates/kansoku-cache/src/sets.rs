@@ -270,6 +270,11 @@ impl SetFormulas {
         out
     }
 
+    /// [`SetFormulas::eval`] at every level, the first level first.
+    pub fn eval_levels(&self, values: &ParamValues) -> Result<Vec<Vec<RefSetEvaluation>>> {
+        self.levels().iter().map(|l| l.eval(values)).collect()
+    }
+
     fn point(&self, values: &ParamValues) -> Result<Vec<i64>> {
         for name in values.keys() {
             if !self.params.contains(name) {
@@ -532,13 +537,13 @@ pub fn build_hierarchy_model(k: &Kernel, opts: &SetModelOptions, lower: &[CacheC
         return Err(CacheError::CacheConfig { spec: format!("{c:?}"), msg: format!("every level needs the first level's line size ({} B)", opts.cache.line) });
     }
     let levels: Vec<CacheConfig> = std::iter::once(opts.cache).chain(lower.iter().copied()).collect();
+    // With a level below, every reference is needed: that level sees all their misses.
+    let refs = if lower.is_empty() { opts.refs.clone() } else { Vec::new() };
     let mut above: Option<SetFormulas> = None;
     let mut reaching = Vec::new();
     for (i, &cache) in levels.iter().enumerate() {
         let last = i + 1 == levels.len();
-        // With a level below, every reference is needed: that level sees all their misses.
-        let refs = if levels.len() == 1 { opts.refs.clone() } else { Vec::new() };
-        let level_opts = SetModelOptions { cache, reaching: std::mem::take(&mut reaching), keep_misses: !last, refs, ..opts.clone() };
+        let level_opts = SetModelOptions { cache, reaching: std::mem::take(&mut reaching), keep_misses: !last, refs: refs.clone(), ..opts.clone() };
         // Which level did not get there, when one did not.
         let mut f = build_set_model(k, &level_opts).map_err(|e| match e {
             CacheError::Model(m) => CacheError::Model(format!("L{}: {m}", i + 1)),

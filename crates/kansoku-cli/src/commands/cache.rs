@@ -650,7 +650,7 @@ fn sets_model(a: &ModelArgs, at: Option<&ParamValues>) -> Result<()> {
         std::fs::write(out, serde_json::to_vec(&f)?).with_context(|| format!("cannot write {}", out.display()))?;
     }
     // Every level's counts, the first level first.
-    let evaluations = a.param.as_deref().map(|s| -> Result<_> { let p = params(s)?; Ok(f.levels().iter().map(|l| l.eval(&p)).collect::<Result<Vec<_>, _>>()?) }).transpose()?;
+    let evaluations = a.param.as_deref().map(|s| -> Result<_> { let p = params(s)?; Ok(f.eval_levels(&p)?) }).transpose()?;
     if a.json {
         #[derive(Serialize)]
         struct Out<'a> {
@@ -953,7 +953,7 @@ fn eval_sets(a: &EvalArgs, text: &str) -> Result<()> {
     let t = Instant::now();
     // A hierarchy's file holds every level (the first in `above`).
     let levels = f.levels();
-    let evaluations = levels.iter().map(|l| l.eval(&p)).collect::<Result<Vec<_>, _>>().with_context(|| format!("evaluating {}", a.formulas.display()))?;
+    let evaluations = f.eval_levels(&p).with_context(|| format!("evaluating {}", a.formulas.display()))?;
     let micros = t.elapsed().as_secs_f64() * 1e6;
     let verified = match &a.verify {
         None => None,
