@@ -432,7 +432,7 @@ fn trace(reference: &str, step: &str, since: Instant, size: impl FnOnce() -> usi
 }
 
 fn m<T>(r: kansoku_isl::Result<T>, what: &str, reference: &str) -> Result<T> {
-    r.map_err(|e| CacheError::Model(format!("{reference}: {what}: {e} (the sets grew beyond the isl budget; try --method interpolate)")))
+    r.map_err(|e| CacheError::Model(format!("{reference}: {what}: {e} (the sets grew beyond the isl budget)")))
 }
 
 /// Builds the formulas of every (selected) reference.
@@ -1235,7 +1235,7 @@ fn out_of_time(deadline: Option<Instant>, reference: &str) -> Result<()> {
 }
 
 fn budget_exceeded(reference: &str) -> CacheError {
-    CacheError::Model(format!("{reference}: the set method exceeded its time budget (use --method interpolate, or a larger --budget)"))
+    CacheError::Model(format!("{reference}: the set method exceeded its time budget"))
 }
 
 /// Longest a lifted piece is summed before, when the parameters have few values, it is
@@ -1245,7 +1245,7 @@ const PIECE_SLICE: std::time::Duration = std::time::Duration::from_secs(10);
 /// One lifted piece's count: summed symbolically; past [`PIECE_SLICE`], and only where the
 /// context leaves few parameter points, as a table of those points (exact there too).
 fn count_piece(poly: &kansoku_ehrhart::Polytope, context: &Domain, names: &[String], reference: &str, deadline: Option<Instant>) -> Result<PwQp> {
-    let failed = |e: kansoku_ehrhart::EhrhartError| CacheError::Model(format!("{reference}: counting: {e} (use --method interpolate, or a larger --budget)"));
+    let failed = |e: kansoku_ehrhart::EhrhartError| CacheError::Model(format!("{reference}: counting: {e}"));
     if kansoku_ehrhart::table_box(context, poly.n_params).is_none() {
         return kansoku_ehrhart::enumerate_until(poly, context, names, deadline).map_err(failed);
     }

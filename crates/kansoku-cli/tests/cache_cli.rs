@@ -293,4 +293,12 @@ fn non_inclusive_l2_formulas_by_the_set_method() {
     // Interpolation models one level: refused rather than answering for L1 alone.
     let o = kansoku(&[&["cache", "model", &atax, "--vary", "N"][..], &caches[..]].concat());
     assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("interpolation models one level"), "{}", String::from_utf8_lossy(&o.stderr));
+    // Out of the budget, the hint is a larger budget, not interpolation (which would model
+    // L1 alone); for one level both are offered.
+    let o = kansoku(&[&["cache", "model", &atax, "--method", "sets", "--extent", "N=8", "--budget", "0"][..], &caches[..]].concat());
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && e.contains("L1: ") && e.contains("a larger --budget") && !e.contains("--method interpolate"), "{e}");
+    let o = kansoku(&["cache", "model", &atax, "--method", "sets", "--extent", "N=8", "--budget", "0"]);
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && e.contains("a larger --budget") && e.contains("--method interpolate"), "{e}");
 }

@@ -555,7 +555,7 @@ fn model(mut a: ModelArgs) -> Result<()> {
     let started = Instant::now();
     match a.method {
         Method::Interpolate => interpolate_model(a),
-        Method::Sets => sets_model(&a, at.as_ref()),
+        Method::Sets => sets_model(&a, at.as_ref()).map_err(|e| with_budget_hint(e, a.cache.l2.is_some())),
         Method::Auto if interpolation_args => interpolate_model(a),
         Method::Auto => match sets_model(&a, at.as_ref()) {
             Ok(()) => Ok(()),
@@ -572,7 +572,7 @@ fn model(mut a: ModelArgs) -> Result<()> {
                 let rep = sim_report(&k, &sizes, &a.cache.layout()?, &a.cache.levels()?, a.cache.inclusion(), a.limit)?;
                 print_simulation(&rep, a.json)
             }
-            Err(e) if e.downcast_ref::<SetsUnavailable>().is_some() && a.cache.l2.is_some() => Err(one_level_only(&format!("the set method did not get there ({e:#})"))),
+            Err(e) if e.downcast_ref::<SetsUnavailable>().is_some() && a.cache.l2.is_some() => Err(one_level_only(&format!("the set method did not get there ({:#})", with_budget_hint(e, true)))),
             Err(e) if e.downcast_ref::<SetsUnavailable>().is_some() => {
                 eprintln!("note: the set method cannot be used here ({e:#}); using interpolation in one size variable (--method interpolate)");
                 interpolate_model(a)
@@ -591,6 +591,17 @@ impl std::fmt::Display for SetsUnavailable {
     }
 }
 impl std::error::Error for SetsUnavailable {}
+
+/// Where the set method ran out of time and nothing fell back, what else there is: a
+/// larger budget, and for one level interpolation (which models no hierarchy).
+fn with_budget_hint(e: anyhow::Error, hierarchy: bool) -> anyhow::Error {
+    let Some(SetsUnavailable(m)) = e.downcast_ref::<SetsUnavailable>() else { return e };
+    if !(m.contains("exceeded its time budget") || m.contains("beyond the isl budget")) {
+        return e;
+    }
+    let other = if hierarchy { "" } else { ", or --method interpolate for formulas in one size variable" };
+    SetsUnavailable(format!("{m} (a larger --budget may get there{other})")).into()
+}
 
 /// The lexmin-chain threshold raced against the default construction (the
 /// value measured on the 2-D stencils and mvt 8-way, docs/BENCHMARKS.md, seed 004).
