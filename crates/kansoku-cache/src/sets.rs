@@ -1242,23 +1242,41 @@ fn budget_exceeded(reference: &str) -> CacheError {
 /// counted point by point instead ([`kansoku_ehrhart::tabulate`]).
 const PIECE_SLICE: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// One lifted piece's count: summed symbolically; past [`PIECE_SLICE`], and only where the
+/// Longest a lifted piece is summed whole before the variables with few values in the
+/// sizes' box are cut into slices (most pieces take milliseconds; 2mm's second-level P2
+/// had one that did not finish in a minute whole and took 0.01 s cut).
+const WHOLE_SLICE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// One lifted piece's count: summed symbolically; when that does not finish within
+/// [`WHOLE_SLICE`] and every size is bounded, summed again with the variables that take
+/// few values in the sizes' box cut into slices; past [`PIECE_SLICE`], and only where the
 /// context leaves few parameter points, as a table of those points (exact there too).
 fn count_piece(poly: &kansoku_ehrhart::Polytope, context: &Domain, names: &[String], reference: &str, deadline: Option<Instant>) -> Result<PwQp> {
+    use kansoku_ehrhart::EhrhartError::OutOfTime;
     let failed = |e: kansoku_ehrhart::EhrhartError| CacheError::Model(format!("{reference}: counting: {e}"));
-    if kansoku_ehrhart::table_box(context, poly.n_params).is_none() {
+    // One point (every size fixed) is counted by enumeration, which slices would not help.
+    let points = kansoku_ehrhart::param_box(context, poly.n_params).map(|b| b.iter().map(|(lo, hi)| (hi - lo + 1) as f64).product::<f64>());
+    if !points.is_some_and(|n| n > 1.0) {
         return kansoku_ehrhart::enumerate_until(poly, context, names, deadline).map_err(failed);
     }
-    let slice_end = Instant::now() + PIECE_SLICE;
-    match kansoku_ehrhart::enumerate_until(poly, context, names, Some(deadline.map_or(slice_end, |d| d.min(slice_end)))) {
-        Err(kansoku_ehrhart::EhrhartError::OutOfTime) if deadline.map_or(true, |d| Instant::now() < d) => {
-            let t = Instant::now();
-            let table = kansoku_ehrhart::tabulate(poly, context, names, deadline).map_err(failed)?.expect("the context is a small box");
-            trace(reference, &format!("piece counted point by point: {} cells", table.cells.len()), t, || 0);
-            Ok(table)
-        }
-        r => r.map_err(failed),
+    let start = Instant::now();
+    let until = |slice: std::time::Duration| Some(deadline.map_or(start + slice, |d| d.min(start + slice)));
+    let budget_left = || deadline.map_or(true, |d| Instant::now() < d);
+    let tabulable = kansoku_ehrhart::table_box(context, poly.n_params).is_some();
+    let whole = kansoku_ehrhart::enumerate_until(poly, context, names, until(WHOLE_SLICE));
+    if !(matches!(whole, Err(OutOfTime)) && budget_left()) {
+        return whole.map_err(failed);
     }
+    let t = Instant::now();
+    let sliced = kansoku_ehrhart::enumerate_in_box_slices_until(poly, context, names, if tabulable { until(PIECE_SLICE) } else { deadline });
+    trace(reference, &format!("piece cut into slices over the sizes' box: {}", if sliced.is_ok() { "counted" } else { "not counted" }), t, || 0);
+    if !(tabulable && matches!(sliced, Err(OutOfTime)) && budget_left()) {
+        return sliced.map_err(failed);
+    }
+    let t = Instant::now();
+    let table = kansoku_ehrhart::tabulate(poly, context, names, deadline).map_err(failed)?.expect("the context is a small box");
+    trace(reference, &format!("piece counted point by point: {} cells", table.cells.len()), t, || 0);
+    Ok(table)
 }
 
 /// Parametric number of points of `set`: disjoint basic sets with explicit divisions,

@@ -159,6 +159,28 @@ fn order(rows: &[Row], n: usize) -> Result<Option<Vec<usize>>, EhrhartError> {
     Ok(Some(ranges.iter().map(|(_, v)| *v).collect()))
 }
 
+/// The smallest and largest value of column `v` over `{ x : rows·(x, 1) >= 0 }` (rows
+/// over `n` columns, every column a variable), by eliminating the others: a rational
+/// shadow, so it contains every integer value. `None` when unbounded, empty, or an
+/// elimination passes the row limit.
+pub(crate) fn constant_range(rows: &[Vec<i64>], v: usize, n: usize) -> Option<(i128, i128)> {
+    let mut s: Vec<Row> = rows.iter().map(|r| r.iter().map(|&c| c as i128).collect()).collect();
+    for u in (0..n).filter(|&u| u != v) {
+        s = eliminate(&s, u)?;
+    }
+    let (mut lo, mut hi) = (i128::MIN, i128::MAX);
+    for r in &s {
+        if r[v] > 0 {
+            lo = lo.max(div_ceil(-r[n], r[v]));
+        } else if r[v] < 0 {
+            hi = hi.min(div_floor(r[n], -r[v]));
+        } else if r[n] < 0 {
+            return None;
+        }
+    }
+    (lo != i128::MIN && hi != i128::MAX && lo <= hi).then_some((lo, hi))
+}
+
 /// Fourier–Motzkin: the rows implied for the other variables once `v` is eliminated
 /// (every pair of a lower and an upper bound), divided by their gcd, without repeats.
 fn eliminate(rows: &[Row], v: usize) -> Option<Vec<Row>> {
