@@ -192,9 +192,7 @@ fn rebuild_agreeing(k: &Kernel, reference: &str, points: &[ParamValues], opts: &
         (o.refs, o.race, o.jobs) = (vec![r], Vec::new(), 1);
         let Ok(mut g) = build_set_model(k, &o) else { continue };
         if disagreements(k, &g, points)?.is_empty() {
-            let mut built = g.refs.pop().expect("one reference was built");
-            built.lexmin_chain = matches!(alternative, Alternative::LexminChain(_));
-            built.other_divisions = !built.lexmin_chain;
+            let built = g.refs.pop().expect("one reference was built").built_by(Some(alternative));
             return Ok(Some((built, alternative)));
         }
     }

@@ -207,6 +207,15 @@ pub struct RefSetFormulas {
     pub misses: Option<String>,
 }
 
+impl RefSetFormulas {
+    /// Marks which of the race's other constructions built it (`None`: the options' own).
+    pub(crate) fn built_by(self, by: Option<Alternative>) -> Self {
+        let lexmin_chain = matches!(by, Some(Alternative::LexminChain(_)));
+        let other_divisions = matches!(by, Some(Alternative::StepwiseDivisions | Alternative::DivisionsAtCount));
+        RefSetFormulas { lexmin_chain, other_divisions, ..self }
+    }
+}
+
 /// All formulas of a kernel for one cache and layout (JSON `kansoku-cache-set-formulas/1`).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct SetFormulas {
@@ -503,10 +512,11 @@ pub fn build_set_model(k: &Kernel, opts: &SetModelOptions) -> Result<SetFormulas
             conflict,
             explain,
             build_seconds: seconds,
-            lexmin_chain: matches!(by, Some(Alternative::LexminChain(_))),
-            other_divisions: matches!(by, Some(Alternative::StepwiseDivisions | Alternative::DivisionsAtCount)),
+            lexmin_chain: false,
+            other_divisions: false,
             misses,
-        });
+        }
+        .built_by(by));
     }
     Ok(SetFormulas {
         format: FORMAT.into(),
@@ -832,13 +842,20 @@ fn reference_formulas(k: &Kernel, r: usize, access_text: &[String], opts: &SetMo
 
 fn reference_sets(ctx: &Ctx, k: &Kernel, (r, name): (usize, &str), access_text: &[String], opts: &SetModelOptions, context: &Domain, deadline: Option<Instant>) -> Result<RefResult> {
     let b = Builder { ctx, params: format!("[{}]", k.params.join(",")), dim: 2 * k.max_depth() + 2 };
+    let t = Instant::now();
     let acc_r = b.map(&access_text[r])?;
     let acc_all = b.map(&access_text.join("; "))?;
     let earlier = b.earlier()?;
-    // Hit condition: earlier accesses of the same line.
+    // Hit condition: earlier accesses of the same line. Traced step by step: below a
+    // cache level the access maps carry the misses above, and these steps can be the slow
+    // ones (docs/BENCHMARKS.md, seed 004, two levels).
     let line_to_access = m(acc_all.clone().map_reverse(), "same line", name)?;
     let same_line = m(acc_r.clone().map_apply_range(line_to_access), "same line", name)?;
-    let hit_condition = m(m(same_line.map_intersect(earlier.clone()), "hit condition", name)?.map_coalesce(), "hit condition", name)?;
+    trace(name, "same line", t, || same_line.to_string().len());
+    let hit_condition = m(same_line.map_intersect(earlier.clone()), "hit condition", name)?;
+    trace(name, "hit condition before coalescing", t, || hit_condition.to_string().len());
+    let hit_condition = m(hit_condition.map_coalesce(), "hit condition", name)?;
+    trace(name, "hit condition", t, || hit_condition.to_string().len());
     let t = Instant::now();
     let hit_source = m(hit_condition.clone().map_lexmax(), "hit source (lexmax)", name)?;
     trace(name, "hit source", t, || hit_source.to_string().len());
