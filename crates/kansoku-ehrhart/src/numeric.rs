@@ -137,19 +137,7 @@ impl Enumeration {
 fn order(rows: &[Row], n: usize) -> Result<Option<Vec<usize>>, EhrhartError> {
     let mut ranges = Vec::new();
     for v in 0..n {
-        let mut s = rows.to_vec();
-        for u in (0..n).filter(|&u| u != v) {
-            let Some(next) = eliminate(&s, u) else { return Ok(None) };
-            s = next;
-        }
-        let (mut lo, mut hi) = (i128::MIN, i128::MAX);
-        for r in &s {
-            if r[v] > 0 {
-                lo = lo.max(div_ceil(-r[n], r[v]));
-            } else if r[v] < 0 {
-                hi = hi.min(div_floor(r[n], -r[v]));
-            }
-        }
+        let Some((lo, hi, _)) = shadow(rows, v, n) else { return Ok(None) };
         if lo == i128::MIN || hi == i128::MAX {
             return Err(EhrhartError::Unbounded);
         }
@@ -164,21 +152,30 @@ fn order(rows: &[Row], n: usize) -> Result<Option<Vec<usize>>, EhrhartError> {
 /// shadow, so it contains every integer value. `None` when unbounded, empty, or an
 /// elimination passes the row limit.
 pub(crate) fn constant_range(rows: &[Vec<i64>], v: usize, n: usize) -> Option<(i128, i128)> {
-    let mut s: Vec<Row> = rows.iter().map(|r| r.iter().map(|&c| c as i128).collect()).collect();
+    let rows: Vec<Row> = rows.iter().map(|r| r.iter().map(|&c| c as i128).collect()).collect();
+    let (lo, hi, infeasible) = shadow(&rows, v, n)?;
+    (!infeasible && lo != i128::MIN && hi != i128::MAX && lo <= hi).then_some((lo, hi))
+}
+
+/// Column `v`'s bounds once every other column is eliminated: `(lo, hi, infeasible)`,
+/// `i128::MIN`/`MAX` where there is none, `infeasible` when a row left without `v` fails;
+/// `None` when an elimination passes the row limit.
+fn shadow(rows: &[Row], v: usize, n: usize) -> Option<(i128, i128, bool)> {
+    let mut s = rows.to_vec();
     for u in (0..n).filter(|&u| u != v) {
         s = eliminate(&s, u)?;
     }
-    let (mut lo, mut hi) = (i128::MIN, i128::MAX);
+    let (mut lo, mut hi, mut infeasible) = (i128::MIN, i128::MAX, false);
     for r in &s {
         if r[v] > 0 {
             lo = lo.max(div_ceil(-r[n], r[v]));
         } else if r[v] < 0 {
             hi = hi.min(div_floor(r[n], -r[v]));
-        } else if r[n] < 0 {
-            return None;
+        } else {
+            infeasible |= r[n] < 0;
         }
     }
-    (lo != i128::MIN && hi != i128::MAX && lo <= hi).then_some((lo, hi))
+    Some((lo, hi, infeasible))
 }
 
 /// Fourier–Motzkin: the rows implied for the other variables once `v` is eliminated
