@@ -777,7 +777,7 @@ const MAX_SLICES: usize = 64;
 /// and an upper bound with unit coefficients whose sum is a constant (`x = -L + j`, `j` in
 /// `0..=width`), or a few values in all, the parameters within `bounds` (the context's
 /// rows: with every size at most an extent, a lifted division such as `64·x9 ∈ [x3 − 8·x1
-/// − 51, x3 − 8·x1 + 12]` often takes two values). A covariance piece (4-way, extents 16)
+/// − 51, x3 − 8·x1 + 12]` can take two values). A covariance piece (4-way, extents 16)
 /// with `1 ≤ x1 ≤ 7`, `x3 ∈ {M−4, M−3}` and `32·x8 ≥ 16·x1 + 17·x3 − 22` took 17 s to count
 /// whole.
 fn slices(rows: Vec<Row>, live: Vec<bool>, n_vars: usize, n_params: usize, bounds: &[Row]) -> Vec<(Vec<Row>, Vec<bool>)> {
