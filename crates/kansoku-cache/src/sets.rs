@@ -1272,8 +1272,8 @@ fn count_piece(poly: &kansoku_ehrhart::Polytope, context: &Domain, names: &[Stri
     use kansoku_ehrhart::EhrhartError::OutOfTime;
     let failed = |e: kansoku_ehrhart::EhrhartError| CacheError::Model(format!("{reference}: counting: {e}"));
     // One point (every size fixed) is counted by enumeration, which slices would not help.
-    let points = kansoku_ehrhart::param_box(context, poly.n_params).map(|b| b.iter().map(|(lo, hi)| (hi - lo + 1) as f64).product::<f64>());
-    if !points.is_some_and(|n| n > 1.0) {
+    let several_points = kansoku_ehrhart::param_box(context, poly.n_params).is_some_and(|b| b.iter().any(|(lo, hi)| lo < hi));
+    if !several_points {
         return kansoku_ehrhart::enumerate_until(poly, context, names, deadline).map_err(failed);
     }
     let start = Instant::now();

@@ -804,6 +804,8 @@ fn slices(rows: Vec<Row>, live: Vec<bool>, n_vars: usize, n_params: usize, bound
 fn narrow_variable(rows: &[Row], live: &[bool], n_vars: usize, n_params: usize, bounds: &[Row]) -> Option<(usize, Row, i64)> {
     let w = n_vars + n_params;
     let mut best: Option<(usize, Row, i64)> = None;
+    // The piece within the parameters' box, for the variables' constant ranges.
+    let boxed: Vec<Row> = if bounds.is_empty() { Vec::new() } else { rows.iter().chain(bounds).cloned().collect() };
     for v in (0..n_vars).filter(|&v| live[v]) {
         let meets_non_unit = rows.iter().any(|r| r[v] != 0 && (0..n_vars).any(|u| live[u] && r[u].abs() > 1));
         if !meets_non_unit {
@@ -822,8 +824,7 @@ fn narrow_variable(rows: &[Row], live: &[bool], n_vars: usize, n_params: usize, 
         if best.as_ref().is_some_and(|b| b.0 == v) || bounds.is_empty() {
             continue;
         }
-        let all: Vec<Row> = rows.iter().chain(bounds).cloned().collect();
-        let Some((lo, hi)) = numeric::constant_range(&all, v, w) else { continue };
+        let Some((lo, hi)) = numeric::constant_range(&boxed, v, w) else { continue };
         let (Ok(lo), Ok(width)) = (i64::try_from(lo), i64::try_from(hi - lo)) else { continue };
         if width <= MAX_SLICE_WIDTH && best.as_ref().map_or(true, |b| width < b.2) {
             // `x_v − lo >= 0`: the slices are `x_v = lo + j`.
