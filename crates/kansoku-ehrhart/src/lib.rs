@@ -1193,6 +1193,61 @@ mod tests {
         assert!(nonzero > 10, "only {nonzero} points with a count");
     }
 
+    /// The last piece correlation 8-way (extents 16) counted as a table: P29's, of the
+    /// lexmin chain's construction, 11 variables, 7 equalities (one a parity) and 13
+    /// inequalities over N and M, not summed in 8 s of slices. Its variables' ranges in
+    /// the box were not found: Fourier–Motzkin in index order passed the row limit for
+    /// every one. Eliminated fewest pairs first, every variable has at most 14 values, and
+    /// the slices count it at once.
+    #[test]
+    fn a_piece_whose_ranges_need_a_good_elimination_order_is_cut() {
+        let unit = |v: usize, k: i64| {
+            let mut r = vec![0; 14];
+            (r[v], r[13]) = (1, k);
+            r
+        };
+        let eqs = vec![
+            vec![0, 0, 0, 0, 0, -1, 0, 0, 0, 0, 2, 0, -1, -1],
+            unit(7, -1),
+            unit(6, 0),
+            unit(4, -1),
+            vec![0, -1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, -1],
+            unit(2, -1),
+            unit(0, -3),
+        ];
+        let ineqs = vec![
+            vec![0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, -1, 16],
+            vec![0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, -6],
+            vec![0, 0, 0, 0, 0, -1, 0, 0, 0, 0, 0, 0, 0, 7],
+            vec![0, -1, 0, 0, 0, 16, 0, 0, 8, 0, 0, -16, 0, 144],
+            vec![0, 1, 0, 0, 0, 0, 0, 0, -8, 0, 0, 0, 0, -1],
+            vec![0, 1, 0, 0, 0, -16, 0, 0, -8, 0, 0, 16, 0, -113],
+            vec![0, 0, 0, 0, 0, -1, 0, 0, 0, 2, 0, 0, 0, -1],
+            vec![0, 0, 0, 0, 0, 1, 0, 0, 8, -2, 0, 0, 0, 7],
+            vec![0, 1, 0, 0, 0, 1, 0, 0, 0, -2, 0, 0, 0, 0],
+            vec![0, -1, 0, 0, 0, -2, 0, 0, 0, 3, 0, 0, 0, 3],
+            vec![0, -14, 0, 0, 0, -14, 0, 0, 8, 28, 0, 0, -1, 22],
+            vec![0, -31, 0, 0, 0, -15, 0, 0, 0, 30, 0, 0, 16, -17],
+            vec![0, 0, 0, 0, 0, 15, 0, 0, -8, -30, 0, 0, 16, -24],
+        ];
+        let poly = Polytope { n_vars: 11, n_params: 2, equalities: eqs, inequalities: ineqs };
+        let names: Vec<String> = ["N", "M"].map(String::from).to_vec();
+        let sizes = (0..2).flat_map(|p| [ge((0..2).map(|q| i64::from(p == q)).collect(), -1), ge((0..2).map(|q| -i64::from(p == q)).collect(), 16)]);
+        let ctx = Domain { constraints: sizes.collect() };
+        let (live, rows) = poly.with_fixed_params(&ctx).to_inequalities().unwrap();
+        assert!(slices(rows, live, 11, 2, &context_rows(&ctx, 11)).len() > 1, "the piece is not cut");
+        let t = std::time::Instant::now();
+        let f = enumerate_in_box_slices_until(&poly, &ctx, &names, Some(t + std::time::Duration::from_secs(60))).unwrap();
+        let mut nonzero = 0;
+        for p in (1..=16).flat_map(|n| (1..=16).map(move |m| [n, m])) {
+            let at = Domain { constraints: (0..2).map(|i| Constraint::pin(2, i, p[i])).collect() };
+            let expect = enumerate(&poly, &at, &names).unwrap().eval(&p).unwrap();
+            assert_eq!(f.eval(&p).unwrap(), expect, "at {p:?}");
+            nonzero += usize::from(expect > 0);
+        }
+        assert!(nonzero > 10, "only {nonzero} points with a count");
+    }
+
     /// Random polytopes with a variable pinned to a few values beside the parameter
     /// (`N − w <= x <= N`) and a row of non-unit coefficients, against brute force.
     #[test]
