@@ -3,7 +3,8 @@
 # 8-way on small caches, every size a parameter with array extents E (default 16).
 # Usage: bench/polybench-sets.sh [EXTENT] [BUDGET_SECONDS] [KERNEL...]
 #   Per kernel and associativity: `kansoku cache model FILE.c --extent P=E,... --budget B`
-#   (wall time, formula file size, the construction used, the points `cache model` checked
+#   (wall time, formula file size, the construction used, the references with pieces
+#   tabulated point by point, the points `cache model` checked
 #   against the simulator before writing), then `cache eval --verify` at
 #   20 random points in 1..E for every size (each equal to a fresh simulation, or not).
 #   Caches: 2-way 32 B lines 4 sets (the tests' cache), 4-way 64 B 4 sets, 8-way 64 B 4 sets.
@@ -41,8 +42,9 @@ for k in "${kernels[@]}"; do
     fi
     bytes=$(stat -c %s "$work/f.json")
     # The constructions that built references, those built again after the check found a
-    # difference with the simulator, and how many points the check compared.
-    note=$(grep -o -e 'P[0-9, P]*: built with [a-z -]*' -e 'P[0-9]*: built again with [A-Za-z]*' -e 'checked against the simulator at [0-9]* parameter points*' "$work/err" | paste -sd ';' -)
+    # difference with the simulator, the references with pieces tabulated point by point,
+    # and how many points the check compared.
+    note=$(grep -o -e 'P[0-9, P]*: built with [a-z -]*' -e 'P[0-9]*: built again with [A-Za-z]*' -e 'P[0-9][^:]*: counted point by point' -e 'checked against the simulator at [0-9]* parameter points*' "$work/err" | paste -sd ';' -)
     ok=0
     for i in $(seq 20); do
       point=$(for p in $params; do printf '%s=%s,' "$p" $((RANDOM % extent + 1)); done | sed 's/,$//')

@@ -202,9 +202,17 @@ pub struct RefSetFormulas {
     /// have it off, and the other way round) raced beside the options' construction.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub other_divisions: bool,
+    /// Pieces of its counts that are tables of the sizes' box, counted point by point
+    /// where the summation did not finish: exact there, but not formulas.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub tabulated_pieces: usize,
     /// The accesses that miss, as isl text (`SetModelOptions::keep_misses`; not written).
     #[serde(skip)]
     pub misses: Option<String>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl RefSetFormulas {
@@ -496,7 +504,7 @@ pub fn build_set_model(k: &Kernel, opts: &SetModelOptions) -> Result<SetFormulas
     for (r, Built { result, seconds, by }) in selected.into_iter().zip(built) {
         let by = by.map(|a| alternatives[a].0);
         // Say how far the build got.
-        let (accesses, compulsory, conflict, explain, misses) = result.map_err(|e| match e {
+        let RefCounts { accesses, compulsory, conflict, explain, misses, tabulated } = result.map_err(|e| match e {
             CacheError::Model(m) if done > 0 => CacheError::Model(format!("{m}; {done} of {total} references were built, in {:.1} s", t0.elapsed().as_secs_f64())),
             e => e,
         })?;
@@ -514,6 +522,7 @@ pub fn build_set_model(k: &Kernel, opts: &SetModelOptions) -> Result<SetFormulas
             build_seconds: seconds,
             lexmin_chain: false,
             other_divisions: false,
+            tabulated_pieces: tabulated,
             misses,
         }
         .built_by(by));
@@ -617,15 +626,25 @@ impl SetModelOptions {
     }
 }
 
-/// Accesses, compulsory and conflict misses, the sets as text (`explain`), the misses as
-/// text (`keep_misses`).
-type RefResult = (PwQp, PwQp, PwQp, Option<Explanation>, Option<String>);
+/// One reference's counts as one construction built them.
+#[derive(Default)]
+struct RefCounts {
+    accesses: PwQp,
+    compulsory: PwQp,
+    conflict: PwQp,
+    /// The sets as text (`explain`).
+    explain: Option<Explanation>,
+    /// The misses as text (`keep_misses`).
+    misses: Option<String>,
+    /// Pieces counted point by point ([`count_piece`]): tables, not formulas.
+    tabulated: usize,
+}
 
 /// One reference's result, its build time in seconds (from the start of its first
 /// construction), and the alternative that built it (`None`: the options' construction,
 /// or no success).
 struct Built {
-    result: Result<RefResult>,
+    result: Result<RefCounts>,
     seconds: f64,
     by: Option<usize>,
 }
@@ -793,7 +812,7 @@ impl Race {
     /// attempts still run (which are then cancelled). A cancelled loser's result is
     /// dropped; a failure out of the budget waits for the attempts running and those
     /// still to come; of several failures the first attempt's error is reported.
-    fn finish(&mut self, i: usize, result: Result<RefResult>, attempt: usize) -> bool {
+    fn finish(&mut self, i: usize, result: Result<RefCounts>, attempt: usize) -> bool {
         let first = self.order[i].first() == Some(&attempt);
         self.running[i] -= 1;
         self.first_running -= usize::from(first);
@@ -828,7 +847,7 @@ impl Race {
 const CLEAR_WINS: usize = 3;
 
 /// `cancel`: another thread set it when the other construction of this reference won.
-fn reference_formulas(k: &Kernel, r: usize, access_text: &[String], opts: &SetModelOptions, context: &Domain, deadline: Option<Instant>, cancel: Option<&std::sync::atomic::AtomicBool>) -> Result<RefResult> {
+fn reference_formulas(k: &Kernel, r: usize, access_text: &[String], opts: &SetModelOptions, context: &Domain, deadline: Option<Instant>, cancel: Option<&std::sync::atomic::AtomicBool>) -> Result<RefCounts> {
     let ctx = Ctx::new();
     ctx.set_max_operations(opts.max_operations);
     let name = format!("P{r}");
@@ -840,7 +859,7 @@ fn reference_formulas(k: &Kernel, r: usize, access_text: &[String], opts: &SetMo
     r
 }
 
-fn reference_sets(ctx: &Ctx, k: &Kernel, (r, name): (usize, &str), access_text: &[String], opts: &SetModelOptions, context: &Domain, deadline: Option<Instant>) -> Result<RefResult> {
+fn reference_sets(ctx: &Ctx, k: &Kernel, (r, name): (usize, &str), access_text: &[String], opts: &SetModelOptions, context: &Domain, deadline: Option<Instant>) -> Result<RefCounts> {
     let b = Builder { ctx, params: format!("[{}]", k.params.join(",")), dim: 2 * k.max_depth() + 2 };
     let t = Instant::now();
     let acc_r = b.map(&access_text[r])?;
@@ -892,7 +911,8 @@ fn reference_sets(ctx: &Ctx, k: &Kernel, (r, name): (usize, &str), access_text: 
     let distinct: Vec<String> = distinct.into_iter().map(|d| if d.is_empty() { "{ }".to_string() } else { d }).collect();
 
     let names = k.params.clone();
-    let c = |s: &Set<'_>| count(ctx, s, context, &names, name, deadline);
+    let tabulated = std::cell::Cell::new(0);
+    let c = |s: &Set<'_>| count(ctx, s, context, &names, name, deadline, &tabulated);
     out_of_time(deadline, name)?;
     let t = Instant::now();
     let (accesses, compulsory) = (c(&domain)?, c(&compulsory_set)?);
@@ -933,7 +953,7 @@ fn reference_sets(ctx: &Ctx, k: &Kernel, (r, name): (usize, &str), access_text: 
         None
     };
     let misses = if opts.keep_misses { Some(miss_set(compulsory_set, &conflict_parts, name)?.to_string()) } else { None };
-    Ok((accesses, compulsory, conflict, explain, misses))
+    Ok(RefCounts { accesses, compulsory, conflict, explain, misses, tabulated: tabulated.get() })
 }
 
 /// The accesses that miss: compulsory, or with a conflict part.
@@ -1268,7 +1288,7 @@ const WHOLE_SLICE: std::time::Duration = std::time::Duration::from_secs(2);
 /// [`WHOLE_SLICE`] and every size is bounded, summed again with the variables that take
 /// few values in the sizes' box cut into slices; past [`PIECE_SLICE`], and only where the
 /// context leaves few parameter points, as a table of those points (exact there too).
-fn count_piece(poly: &kansoku_ehrhart::Polytope, context: &Domain, names: &[String], reference: &str, deadline: Option<Instant>) -> Result<PwQp> {
+fn count_piece(poly: &kansoku_ehrhart::Polytope, context: &Domain, names: &[String], reference: &str, deadline: Option<Instant>, tabulated: &std::cell::Cell<usize>) -> Result<PwQp> {
     use kansoku_ehrhart::EhrhartError::OutOfTime;
     let failed = |e: kansoku_ehrhart::EhrhartError| CacheError::Model(format!("{reference}: counting: {e}"));
     // One point (every size fixed) is counted by enumeration, which slices would not help.
@@ -1293,12 +1313,14 @@ fn count_piece(poly: &kansoku_ehrhart::Polytope, context: &Domain, names: &[Stri
     let t = Instant::now();
     let table = kansoku_ehrhart::tabulate(poly, context, names, deadline).map_err(failed)?.expect("the context is a small box");
     trace(reference, &format!("piece counted point by point: {} cells", table.cells.len()), t, || 0);
+    tabulated.set(tabulated.get() + 1);
     Ok(table)
 }
 
 /// Parametric number of points of `set`: disjoint basic sets with explicit divisions,
 /// lifted, each counted by kansoku-ehrhart.
-fn count(ctx: &Ctx, set: &Set<'_>, context: &Domain, names: &[String], reference: &str, deadline: Option<Instant>) -> Result<PwQp> {
+/// `tabulated` counts the pieces that came out as tables.
+fn count(ctx: &Ctx, set: &Set<'_>, context: &Domain, names: &[String], reference: &str, deadline: Option<Instant>, tabulated: &std::cell::Cell<usize>) -> Result<PwQp> {
     let t = Instant::now();
     let s = m(set.clone().set_compute_divs(), "explicit divisions", reference)?;
     trace(reference, "explicit divisions", t, || 0);
@@ -1325,7 +1347,7 @@ fn count(ctx: &Ctx, set: &Set<'_>, context: &Domain, names: &[String], reference
             eprintln!("{reference}: rows (x…, params…, 1): eq {:?} ineq {:?}", poly.equalities, poly.inequalities);
         }
         let tp = Instant::now();
-        parts.push(count_piece(&poly, context, names, reference, deadline)?);
+        parts.push(count_piece(&poly, context, names, reference, deadline, tabulated)?);
         if tp.elapsed().as_secs_f64() > 0.5 {
             trace(reference, &format!("slow piece: {} vars, {} eqs, {} ineqs, {} cells", poly.n_vars, poly.equalities.len(), poly.inequalities.len(), parts.last().map_or(0, |p| p.cells.len())), tp, || 0);
         }
@@ -1339,11 +1361,11 @@ fn count(ctx: &Ctx, set: &Set<'_>, context: &Domain, names: &[String], reference
 mod tests {
     use super::*;
 
-    fn ok() -> Result<RefResult> {
-        Ok((PwQp::default(), PwQp::default(), PwQp::default(), None, None))
+    fn ok() -> Result<RefCounts> {
+        Ok(RefCounts::default())
     }
 
-    fn late(r: &str) -> Result<RefResult> {
+    fn late(r: &str) -> Result<RefCounts> {
         Err(budget_exceeded(r))
     }
 

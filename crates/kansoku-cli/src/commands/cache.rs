@@ -657,6 +657,7 @@ fn sets_model(a: &ModelArgs, at: Option<&ParamValues>) -> Result<()> {
         Err(e) => return Err(e.into()),
     };
     check_against_simulation(&k, &mut f, a.check, &opts)?;
+    note_tables(&f);
     if let Some(out) = &a.output {
         std::fs::write(out, serde_json::to_vec(&f)?).with_context(|| format!("cannot write {}", out.display()))?;
     }
@@ -713,6 +714,16 @@ fn check_against_simulation(k: &Kernel, f: &mut kansoku_cache::sets::SetFormulas
     Ok(())
 }
 
+/// Says which references have pieces that are tables rather than formulas.
+fn note_tables(f: &kansoku_cache::sets::SetFormulas) {
+    let levels = f.levels();
+    let level = |i: usize| if levels.len() > 1 { format!("L{} ", i + 1) } else { String::new() };
+    let tables: Vec<String> = levels.iter().enumerate().flat_map(|(i, l)| l.refs.iter().filter(|r| r.tabulated_pieces > 0).map(move |r| (i, r))).map(|(i, r)| format!("{}{} ({} piece{})", level(i), r.reference, r.tabulated_pieces, if r.tabulated_pieces == 1 { "" } else { "s" })).collect();
+    if !tables.is_empty() {
+        eprintln!("note: {}: counted point by point over the sizes' box where the summation did not finish: a table of those points, exact there, not a formula", tables.join(", "));
+    }
+}
+
 fn print_set_formulas(f: &kansoku_cache::sets::SetFormulas, explain: bool) {
     let levels = f.levels();
     for (i, level) in levels.iter().enumerate() {
@@ -732,8 +743,9 @@ fn print_level_formulas(f: &kansoku_cache::sets::SetFormulas, explain: bool) {
         println!("  array extents fixed at {}", fmt_params(&f.extents));
     }
     for r in &f.refs {
+        let tables = if r.tabulated_pieces > 0 { format!("; {} piece{} tabulated point by point", r.tabulated_pieces, if r.tabulated_pieces == 1 { "" } else { "s" }) } else { String::new() };
         println!("
-{} {}:{}:{}  {}   ({:.3} s)", r.reference, r.statement, r.side, r.position, r.text, r.build_seconds);
+{} {}:{}:{}  {}   ({:.3} s{tables})", r.reference, r.statement, r.side, r.position, r.text, r.build_seconds);
         println!("  compulsory misses (first - second count) = sum of:");
         print!("{}", r.compulsory);
         println!("  conflict misses (third - fourth count) = sum of:");
