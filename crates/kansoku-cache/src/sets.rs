@@ -1289,6 +1289,12 @@ const WHOLE_SLICE: std::time::Duration = std::time::Duration::from_secs(2);
 /// few values in the sizes' box cut into slices; past [`PIECE_SLICE`], and only where the
 /// context leaves few parameter points, as a table of those points (exact there too).
 fn count_piece(poly: &kansoku_ehrhart::Polytope, context: &Domain, names: &[String], reference: &str, deadline: Option<Instant>, tabulated: &std::cell::Cell<usize>) -> Result<PwQp> {
+    count_piece_within(poly, context, names, (reference, deadline), (WHOLE_SLICE, PIECE_SLICE), tabulated)
+}
+
+/// [`count_piece`] with its times to sum whole and to sum in slices as arguments (a test
+/// gives none, to reach the table).
+fn count_piece_within(poly: &kansoku_ehrhart::Polytope, context: &Domain, names: &[String], (reference, deadline): (&str, Option<Instant>), (whole_slice, piece_slice): (std::time::Duration, std::time::Duration), tabulated: &std::cell::Cell<usize>) -> Result<PwQp> {
     use kansoku_ehrhart::EhrhartError::OutOfTime;
     let failed = |e: kansoku_ehrhart::EhrhartError| CacheError::Model(format!("{reference}: counting: {e}"));
     // One point (every size fixed) is counted by enumeration, which slices would not help.
@@ -1300,12 +1306,12 @@ fn count_piece(poly: &kansoku_ehrhart::Polytope, context: &Domain, names: &[Stri
     let until = |slice: std::time::Duration| Some(deadline.map_or(start + slice, |d| d.min(start + slice)));
     let budget_left = || deadline.map_or(true, |d| Instant::now() < d);
     let tabulable = kansoku_ehrhart::table_box(context, poly.n_params).is_some();
-    let whole = kansoku_ehrhart::enumerate_until(poly, context, names, until(WHOLE_SLICE));
+    let whole = kansoku_ehrhart::enumerate_until(poly, context, names, until(whole_slice));
     if !(matches!(whole, Err(OutOfTime)) && budget_left()) {
         return whole.map_err(failed);
     }
     let t = Instant::now();
-    let sliced = kansoku_ehrhart::enumerate_in_box_slices_until(poly, context, names, if tabulable { until(PIECE_SLICE) } else { deadline });
+    let sliced = kansoku_ehrhart::enumerate_in_box_slices_until(poly, context, names, if tabulable { until(piece_slice) } else { deadline });
     trace(reference, &format!("piece cut into slices over the sizes' box: {}", if sliced.is_ok() { "counted" } else { "not counted" }), t, || 0);
     if !(tabulable && matches!(sliced, Err(OutOfTime)) && budget_left()) {
         return sliced.map_err(failed);
@@ -1370,6 +1376,29 @@ mod tests {
     }
 
     const SECOND: std::time::Duration = std::time::Duration::from_secs(1);
+
+    /// A piece that does not sum in its time is tabulated over the sizes' box, equal to
+    /// the formula at every point, and counted as a table; with time, it is a formula.
+    #[test]
+    fn a_piece_out_of_its_time_is_a_table_and_counted_as_one() {
+        use kansoku_ehrhart::Polytope;
+        // { x : 1 <= x <= N, x <= M } over 1 <= N, M <= 4: min(N, M) points.
+        let poly = Polytope { n_vars: 1, n_params: 2, equalities: vec![], inequalities: vec![vec![1, 0, 0, -1], vec![-1, 1, 0, 0], vec![-1, 0, 1, 0]] };
+        let bound = |p: usize, sign: i64, k: i64| Constraint { equality: false, coeffs: (0..2).map(|q| if q == p { sign } else { 0 }).collect(), constant: k };
+        let context = Domain { constraints: vec![bound(0, 1, -1), bound(0, -1, 4), bound(1, 1, -1), bound(1, -1, 4)] };
+        let names = vec!["N".to_string(), "M".to_string()];
+        let tables = std::cell::Cell::new(0);
+        let none = std::time::Duration::ZERO;
+        let table = count_piece_within(&poly, &context, &names, ("P0", None), (none, none), &tables).unwrap();
+        assert_eq!(tables.get(), 1);
+        let formula = count_piece(&poly, &context, &names, "P0", None, &tables).unwrap();
+        assert_eq!(tables.get(), 1, "with time, no table");
+        assert!(formula.cells.len() < table.cells.len(), "{} cells against the table's {}", formula.cells.len(), table.cells.len());
+        for (n, m) in (1..=4).flat_map(|n| (1..=4).map(move |m| (n, m))) {
+            assert_eq!(table.eval(&[n, m]).unwrap(), n.min(m));
+            assert_eq!(formula.eval(&[n, m]).unwrap(), n.min(m));
+        }
+    }
 
     /// A race on `jobs` threads whose racers wait one second, and the time 0.
     fn new_race(n: usize, alternatives: usize, jobs: usize) -> (Race, Instant) {
