@@ -165,7 +165,7 @@ fn shadow(rows: &[Row], v: usize, n: usize) -> Option<(i128, i128, bool)> {
     let mut others: Vec<usize> = (0..n).filter(|&u| u != v).collect();
     // The column with the fewest pairs first: in index order, correlation 8-way's P29
     // (extents 16) had a piece whose eliminations passed the row limit for every variable;
-    // so, its largest step paired 308 rows.
+    // so (a scratch script of the same steps), its largest step paired 308 rows.
     while let Some(i) = (0..others.len()).min_by_key(|&i| pairs(&s, others[i])) {
         s = eliminate(&s, others.swap_remove(i))?;
     }
