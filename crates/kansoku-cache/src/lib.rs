@@ -44,6 +44,7 @@ pub mod sim;
 pub use config::{parse_params, CacheConfig, LayoutSpec, ParamValues};
 pub use error::{CacheError, Result};
 pub use info::kernel_info;
+pub use kansoku_isl::INTEGERS as ISL_INTEGERS;
 pub use kernel::Kernel;
 pub use parse::parse_kernel;
 pub use polybench::{parse_c_kernel, CInput, Lowered};

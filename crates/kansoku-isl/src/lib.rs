@@ -27,6 +27,10 @@ pub struct IslError {
 
 pub type Result<T> = std::result::Result<T, IslError>;
 
+/// The integers of the isl linked in: "imath-32" (scripts/setup's build, small integers
+/// inline) or "gmp" (Debian's libisl, about half as fast for seed 004). Timings depend on it.
+pub const INTEGERS: &str = env!("KANSOKU_ISL_INTEGERS");
+
 /// An isl context. Not shared between threads (isl contexts are not thread-safe); make one
 /// per computation.
 pub struct Ctx {
