@@ -99,8 +99,10 @@ pub struct SetModelOptions {
     /// both can grow with the product: heat-3d 8-way's P0 (extents 16, lexmin chain) had
     /// not reached E_7 after 200 s, each step taking twice the last; per source it builds
     /// in 122 s; heat-3d 4-way 218 → 105 s in all; adi 4-way 52 → 44 s, correlation 4-way
-    /// 26 → 11 s. But correlation 8-way went 63 → 114 s (each without the race), so off by
-    /// default (CLI `--by-source`).
+    /// 26 → 11 s. But correlation 8-way went 63 → 114 s (each without the race, on GMP's
+    /// isl). Off here, so that the tests pin a construction; on in the CLI (`--one-chain`
+    /// turns it off), where with the race and imath-32 isl the gains are larger than the
+    /// losses (docs/BENCHMARKS.md, seed 004).
     pub split_by_source: bool,
     /// Other constructions of the same sets raced beside the one these options name, in
     /// this order (empty: none; an alternative the options already use is skipped).
@@ -449,7 +451,13 @@ fn trace(reference: &str, step: &str, since: Instant, size: impl FnOnce() -> usi
 }
 
 fn m<T>(r: kansoku_isl::Result<T>, what: &str, reference: &str) -> Result<T> {
-    r.map_err(|e| CacheError::Model(format!("{reference}: {what}: {e} (the sets grew beyond the isl budget)")))
+    // Out of its operation budget (`SetModelOptions::max_operations`) isl says "maximal
+    // number of operations exceeded"; anything else is isl's own failure, which no larger
+    // budget mends.
+    r.map_err(|e| {
+        let why = if e.msg.contains("operations exceeded") { "the sets grew beyond the isl budget" } else { "an error inside isl" };
+        CacheError::Model(format!("{reference}: {what}: {e} ({why})"))
+    })
 }
 
 /// Builds the formulas of every (selected) reference.
@@ -664,23 +672,25 @@ fn build_references(k: &Kernel, refs: &[usize], access_text: &[String], opts: &S
     let jobs = if opts.jobs == 0 { std::thread::available_parallelism().map_or(1, |n| n.get()) } else { opts.jobs }.max(1);
     let race_after = opts.time_budget.map_or(RACE_AFTER, |b| (b / 4).min(RACE_AFTER));
     let race = (std::sync::Mutex::new(Race::new(refs.len(), alternatives.len(), jobs, race_after)), std::sync::Condvar::new());
-    let cancel: Vec<std::sync::atomic::AtomicBool> = refs.iter().map(|_| Default::default()).collect();
+    // One flag per reference and construction: a win cancels every attempt on its
+    // reference, a preemption (`Race::preempts`) one.
+    let cancel: Cancel = refs.iter().map(|_| (0..=alternatives.len()).map(|_| Default::default()).collect()).collect();
+    let construction = |attempt: usize| attempt.checked_sub(1).map_or("first construction".into(), |a| format!("{:?}", alternatives[a].0));
     std::thread::scope(|s| {
         // With two alternatives or more, racers beyond the jobs (see `Race::next_attempt`).
         let threads = jobs + alternatives.len().saturating_sub(1);
         for _ in 0..threads.min(((1 + alternatives.len()) * refs.len()).max(1)) {
             s.spawn(|| {
-                while let Some((i, attempt)) = next_attempt(&race) {
+                while let Some((i, attempt)) = next_attempt(&race, &cancel, &|i, c, by| trace(&format!("P{}", refs[i]), &format!("{} preempted by {}", construction(c), construction(by)), Instant::now(), || 0)) {
                     let (o, d) = match attempt {
                         0 => (opts, deadlines.0),
                         a => (&alternatives[a - 1].1, deadlines.1),
                     };
                     let t = Instant::now();
-                    let result = reference_formulas(k, refs[i], access_text, o, context, d, Some(&cancel[i]));
-                    let construction = attempt.checked_sub(1).map_or("first construction".into(), |a| format!("{:?}", alternatives[a].0));
-                    trace(&format!("P{}", refs[i]), &format!("{construction} {}", if result.is_ok() { "built" } else { "gave up" }), t, || 0);
+                    let result = reference_formulas(k, refs[i], access_text, o, context, d, Some(&cancel[i][attempt]));
+                    trace(&format!("P{}", refs[i]), &format!("{} {}", construction(attempt), if result.is_ok() { "built" } else { "gave up" }), t, || 0);
                     if lock(&race.0).finish(i, result, attempt) {
-                        cancel[i].store(true, std::sync::atomic::Ordering::Relaxed);
+                        cancel[i].iter().for_each(|c| c.store(true, std::sync::atomic::Ordering::Relaxed));
                     }
                     race.1.notify_all();
                 }
@@ -695,12 +705,25 @@ fn build_references(k: &Kernel, refs: &[usize], access_text: &[String], opts: &S
 /// under a second, and racing them would only take a core from the others.
 const RACE_AFTER: std::time::Duration = std::time::Duration::from_secs(5);
 
-/// Waits until there is an attempt for this thread (`None`: none will come).
-fn next_attempt(race: &(std::sync::Mutex<Race>, std::sync::Condvar)) -> Option<(usize, usize)> {
+/// Per reference, per construction: set to cancel that attempt.
+type Cancel = Vec<Vec<std::sync::atomic::AtomicBool>>;
+
+/// Waits until there is an attempt for this thread (`None`: none will come). The flags
+/// change under the race's lock, so that a preempted construction restarted later
+/// (`Race::preempted`) starts with its flag down. `preempted(i, c, by)`: says so.
+fn next_attempt(race: &(std::sync::Mutex<Race>, std::sync::Condvar), cancel: &Cancel, preempted: &dyn Fn(usize, usize, usize)) -> Option<(usize, usize)> {
+    use std::sync::atomic::Ordering::Relaxed;
     let mut r = lock(&race.0);
     loop {
         match r.next_attempt(Instant::now()) {
-            Next::Start(i, attempt) => return Some((i, attempt)),
+            Next::Start(i, attempt) => {
+                cancel[i][attempt].store(false, Relaxed);
+                for c in std::mem::take(&mut r.to_cancel) {
+                    cancel[i][c].store(true, Relaxed);
+                    preempted(i, c, attempt);
+                }
+                return Some((i, attempt));
+            }
             Next::Done => return None,
             Next::Wait(d) => r = race.1.wait_timeout(r, d).map_or_else(|p| p.into_inner().0, |(g, _)| g),
         }
@@ -727,9 +750,12 @@ enum Next {
 /// another won [`CLEAR_WINS`] races a reference only once its attempts failed. heat-3d
 /// 2-way: the lexmin chain won 17 of its 22 references, each raced beside the first
 /// construction that could not finish (99 s; the chain alone 45 s; 59 s learning so).
-/// Per reference: its order, when its first attempt started, the attempts started and
-/// still running, the error kept while an attempt may still succeed (the first attempt's,
-/// when it failed), and the result once decided.
+/// A construction that has won races stops, when it races a reference, the attempts on it
+/// of a construction that has won none and built no slow reference (`preempts`).
+/// Per reference: its order, when its first attempt started, the attempts started, the
+/// constructions running, those preempted (restarted when every other attempt failed),
+/// the error kept while an attempt may still succeed (the first attempt's, when it
+/// failed), and the result once decided.
 struct Race {
     alternatives: usize,
     jobs: usize,
@@ -737,12 +763,19 @@ struct Race {
     next: usize,
     first_running: usize,
     wins: Vec<usize>,
+    /// Per construction, the references it built that had run `race_after` by then.
+    slow_builds: Vec<usize>,
     order: Vec<Vec<usize>>,
     started: Vec<Option<Instant>>,
     tried: Vec<usize>,
-    running: Vec<u8>,
+    running: Vec<Vec<usize>>,
+    first_attempt_running: Vec<bool>,
+    preempted: Vec<Vec<usize>>,
     failure: Vec<Option<CacheError>>,
     results: Vec<Option<Built>>,
+    /// The constructions the last start preempted on its reference, for the caller to
+    /// cancel.
+    to_cancel: Vec<usize>,
 }
 
 impl Race {
@@ -754,12 +787,16 @@ impl Race {
             next: 0,
             first_running: 0,
             wins: vec![0; alternatives + 1],
+            slow_builds: vec![0; alternatives + 1],
             order: vec![Vec::new(); n],
             started: vec![None; n],
             tried: vec![0; n],
-            running: vec![0; n],
+            running: vec![Vec::new(); n],
+            first_attempt_running: vec![false; n],
+            preempted: vec![Vec::new(); n],
             failure: (0..n).map(|_| None).collect(),
             results: (0..n).map(|_| None).collect(),
+            to_cancel: Vec::new(),
         }
     }
 
@@ -771,14 +808,13 @@ impl Race {
     /// 4-way at extents 20: 13 s alone, 60 s late) once the reference has run `race_after`.
     fn next_attempt(&mut self, now: Instant) -> Next {
         let n = self.started.len();
-        let running: usize = self.running.iter().map(|&r| r as usize).sum();
+        let running: usize = self.running.iter().map(Vec::len).sum();
         if self.next < n && self.first_running < self.jobs {
             self.next += 1;
             self.started[self.next - 1] = Some(now);
             return self.start(self.next - 1);
         }
-        let wanted = |i: usize| self.results[i].is_none() && self.tried[i] <= self.alternatives && (self.failure[i].is_some() || self.worth_racing(self.order[i][self.tried[i]]));
-        let oldest = (0..n).filter_map(|i| Some((self.started[i]?, i))).filter(|&(_, i)| wanted(i)).min();
+        let oldest = (0..n).filter_map(|i| Some((self.started[i]?, i))).filter(|&(_, i)| self.next_construction(i).is_some()).min();
         match oldest {
             Some((_, i)) if running < self.jobs => self.start(i),
             Some((t, i)) => match self.race_after.checked_sub(now.saturating_duration_since(t)) {
@@ -791,31 +827,62 @@ impl Race {
         }
     }
 
+    /// The construction reference `i` (started, undecided) gets next, if any: the next in
+    /// its order when its attempts failed or that one is worth racing; else, once every
+    /// attempt ended in failure, one preempted there.
+    fn next_construction(&self, i: usize) -> Option<usize> {
+        if self.results[i].is_some() {
+            return None;
+        }
+        let next = self.order[i].get(self.tried[i]).copied().filter(|&c| self.failure[i].is_some() || self.worth_racing(c));
+        next.or_else(|| self.preempted[i].first().copied().filter(|_| self.running[i].is_empty() && self.failure[i].is_some()))
+    }
+
     /// Whether construction `c` may race a reference still being built.
     fn worth_racing(&self, c: usize) -> bool {
         self.wins[c] > 0 || self.wins.iter().all(|&w| w < CLEAR_WINS)
     }
 
+    /// Whether construction `c`, racing a reference, stops the attempt of `d` on it: `c`
+    /// has won races, `d` none, nor built a reference that ran long enough to be raced.
+    /// heat-3d 4-way at extents 16: the first construction built no slow reference, the
+    /// lexmin chain won P0 and then raced P2, beside the first construction that ran on
+    /// it for 42 s in vain, taking a core from the chain.
+    fn preempts(&self, c: usize, d: usize) -> bool {
+        self.wins[c] > 0 && self.wins[d] == 0 && self.slow_builds[d] == 0
+    }
+
     fn start(&mut self, i: usize) -> Next {
         if self.tried[i] == 0 {
             self.first_running += 1;
+            self.first_attempt_running[i] = true;
             let mut order: Vec<usize> = (0..=self.alternatives).collect();
             order.sort_by_key(|&c| std::cmp::Reverse(self.wins[c]));
             self.order[i] = order;
         }
-        self.tried[i] += 1;
-        self.running[i] += 1;
-        Next::Start(i, self.order[i][self.tried[i] - 1])
+        let c = self.next_construction(i).expect("started only with a construction to come");
+        if self.order[i].get(self.tried[i]) == Some(&c) {
+            self.tried[i] += 1;
+        } else {
+            self.preempted[i].retain(|&p| p != c);
+        }
+        self.to_cancel = self.running[i].iter().copied().filter(|&d| self.preempts(c, d)).collect();
+        self.preempted[i].extend(&self.to_cancel);
+        self.running[i].push(c);
+        Next::Start(i, c)
     }
 
     /// Records an attempt's end; `true` when it decided the reference while other
     /// attempts still run (which are then cancelled). A cancelled loser's result is
-    /// dropped; a failure out of the budget waits for the attempts running and those
-    /// still to come; of several failures the first attempt's error is reported.
+    /// dropped, and so is a preempted attempt's failure; a failure out of the budget
+    /// waits for the attempts running and those still to come; of several failures the
+    /// first attempt's error is reported.
     fn finish(&mut self, i: usize, result: Result<RefCounts>, attempt: usize) -> bool {
         let first = self.order[i].first() == Some(&attempt);
-        self.running[i] -= 1;
-        self.first_running -= usize::from(first);
+        self.running[i].retain(|&c| c != attempt);
+        if first && std::mem::take(&mut self.first_attempt_running[i]) {
+            self.first_running -= 1;
+        }
         if self.results[i].is_some() {
             return false;
         }
@@ -823,17 +890,20 @@ impl Race {
         match result {
             Ok(r) => {
                 self.results[i] = Some(Built { result: Ok(r), seconds, by: attempt.checked_sub(1) });
-                let won_a_race = self.running[i] > 0;
+                let won_a_race = !self.running[i].is_empty();
                 self.wins[attempt] += usize::from(won_a_race);
+                self.slow_builds[attempt] += usize::from(seconds >= self.race_after.as_secs_f64());
                 won_a_race
             }
             Err(e) => {
-                if first || self.failure[i].is_none() {
+                if !self.preempted[i].contains(&attempt) && (first || self.failure[i].is_none()) {
                     self.failure[i] = Some(e);
                 }
-                let more_to_come = self.tried[i] <= self.alternatives && self.failure[i].as_ref().is_some_and(out_of_budget);
-                if self.running[i] == 0 && !more_to_come {
-                    let e = self.failure[i].take().expect("kept just above");
+                let more_to_come = (self.tried[i] <= self.alternatives || !self.preempted[i].is_empty()) && self.failure[i].as_ref().is_some_and(out_of_budget);
+                if self.running[i].is_empty() && !more_to_come {
+                    // A reference whose only failure is a preempted attempt's cannot be
+                    // here: the preempting attempt ran after it, and failed or decided.
+                    let e = self.failure[i].take().unwrap_or_else(|| budget_exceeded(&format!("reference {i}")));
                     self.results[i] = Some(Built { result: Err(e), seconds, by: None });
                 }
                 false
@@ -900,7 +970,7 @@ fn reference_sets(ctx: &Ctx, k: &Kernel, (r, name): (usize, &str), access_text: 
     let mut conflict_parts = Vec::new();
     let mut distinct = vec![String::new(); opts.cache.assoc as usize];
     for (source, part) in &by_source {
-        let lines = if by_source.len() == 1 { lines.clone() } else { m(m(lines.clone().map_intersect_domain(part.clone()), "lines between", name)?.map_coalesce(), "lines between", name)? };
+        let lines = if by_source.len() == 1 { lines.clone() } else { coalesced_map(m(lines.clone().map_intersect_domain(part.clone()), "lines between", name)?, name) };
         let (parts, texts) = conflict_set(&b, &lines, part, &groups, opts, name, deadline)?;
         conflict_parts.extend(parts);
         for (d, t) in distinct.iter_mut().zip(texts).filter(|(_, t)| !t.is_empty()) {
@@ -965,6 +1035,26 @@ fn miss_set<'c>(compulsory: Set<'c>, conflict_parts: &[Set<'c>], name: &str) -> 
     m(all.set_coalesce(), "misses", name)
 }
 
+/// `set` coalesced, or as it is where isl's coalescing fails: isl 0.25 stops on an internal
+/// check ("original tableau does not correspond to original basic map") for some parts per
+/// hit source — nussinov's P16 and covariance's P11 at SMALL on a 32 KiB 8-way L1, with
+/// Debian's GMP isl as with imath-32 —; the same set uncoalesced is only larger. (An abort
+/// of the budget is not hidden: the next operation fails too.)
+fn coalesced_set<'c>(set: Set<'c>, name: &str) -> Set<'c> {
+    set.clone().set_coalesce().unwrap_or_else(|e| {
+        trace(name, &format!("coalescing a part per source failed ({e}), kept uncoalesced"), Instant::now(), || 0);
+        set
+    })
+}
+
+/// [`coalesced_set`] for a map.
+fn coalesced_map<'c>(map: Map<'c>, name: &str) -> Map<'c> {
+    map.clone().map_coalesce().unwrap_or_else(|e| {
+        trace(name, &format!("coalescing a part per source failed ({e}), kept uncoalesced"), Instant::now(), || 0);
+        map
+    })
+}
+
 /// The accesses with a hit source, by the reference of their hit source (disjoint: each
 /// access has one), the empty ones left out, each with that reference's name. Split
 /// further by the loop level that carries the reuse (short windows apart from long ones),
@@ -975,7 +1065,7 @@ fn accesses_by_source<'c>(b: &Builder<'c>, hit_source: &Map<'c>, access_text: &[
     for (q, text) in access_text.iter().enumerate() {
         let times = m(b.map(text)?.map_domain(), "hit source by reference", name)?;
         let part = m(m(hit_source.clone().map_intersect_range(times), "hit source by reference", name)?.map_domain(), "hit source by reference", name)?;
-        let part = m(part.set_coalesce(), "hit source by reference", name)?;
+        let part = coalesced_set(part, name);
         if !is_empty(&part, "hit source by reference", name)? {
             out.push((format!("P{q}"), part));
         }
@@ -1524,6 +1614,49 @@ mod tests {
         assert_eq!(race.next_attempt(t + SECOND * 2), Next::Done, "the loser does not race: this thread may stop");
         race.finish(CLEAR_WINS, late("P"), 1);
         assert_eq!(race.next_attempt(t + SECOND * 2), Next::Start(CLEAR_WINS, 0), "it comes after the winner failed");
+    }
+
+    /// A construction that has won a race, racing a reference, preempts there one that
+    /// has won none and built no slow reference; the preempted attempt's failure is
+    /// dropped, and it is restarted once the winner failed too.
+    #[test]
+    fn a_winner_preempts_a_construction_that_never_won() {
+        let (mut race, t) = new_race(3, 1, 2);
+        assert_eq!(race.next_attempt(t), Next::Start(0, 0));
+        assert_eq!(race.next_attempt(t), Next::Start(1, 0));
+        assert_eq!(race.next_attempt(t + SECOND), Next::Start(0, 1), "the racer");
+        assert!(race.to_cancel.is_empty(), "no construction has won yet");
+        assert!(race.finish(0, ok(), 1), "the alternative won");
+        race.finish(0, late("P0"), 0);
+        assert_eq!(race.next_attempt(t + SECOND), Next::Start(2, 1), "the last reference starts with the winner");
+        assert_eq!(race.next_attempt(t + SECOND), Next::Start(1, 1), "the racer races reference 1 ...");
+        assert_eq!(race.to_cancel, vec![0], "... and stops the options' construction there");
+        assert!(!race.finish(1, late("P1"), 0));
+        assert!(race.results[1].is_none() && race.failure[1].is_none(), "the preempted attempt's failure is dropped");
+        race.finish(1, late("P1"), 1);
+        assert!(race.results[1].is_none(), "the preempted construction is still to come");
+        assert_eq!(race.next_attempt(t + SECOND), Next::Start(1, 0), "restarted");
+        assert!(race.to_cancel.is_empty());
+        race.finish(1, ok(), 0);
+        assert!(matches!(&race.results[1], Some(Built { result: Ok(_), by: None, .. })));
+    }
+
+    /// A construction that built a reference slow enough to be raced is not preempted:
+    /// it may win where another is slow (adi 8-way at extents 16: the first construction
+    /// built P6 in 47 s while the lexmin chain raced it in vain).
+    #[test]
+    fn a_construction_that_built_a_slow_reference_is_not_preempted() {
+        let (mut race, t) = new_race(3, 1, 2);
+        assert_eq!(race.next_attempt(t), Next::Start(0, 0));
+        assert_eq!(race.next_attempt(t), Next::Start(1, 0));
+        race.started[0] = Instant::now().checked_sub(2 * SECOND);
+        assert!(!race.finish(0, ok(), 0), "built alone, after the racers' wait");
+        assert_eq!(race.next_attempt(t), Next::Start(2, 0));
+        assert_eq!(race.next_attempt(t + SECOND), Next::Start(1, 1), "the racer");
+        assert!(race.finish(1, ok(), 1), "the alternative won");
+        race.finish(1, late("P1"), 0);
+        assert_eq!(race.next_attempt(t + SECOND), Next::Start(2, 1), "the winner races reference 2 ...");
+        assert!(race.to_cancel.is_empty(), "... beside the options' construction");
     }
 
     /// An alternative the options already use is not raced again.

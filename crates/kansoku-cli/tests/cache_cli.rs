@@ -138,17 +138,25 @@ fn model_checks_the_formulas_against_the_simulator() {
     assert!(o.status.success() && err.contains("note: not checked against the simulator: no parameter point to check"), "{err}");
 }
 
-/// `--by-source`: the distinct lines counted apart per hit-source reference give formulas
-/// the simulator agrees with (gemver 2-way, extents 16: 4 of its 17 references are reused
-/// from two others), at every N by the check and at three points by `eval --verify`.
+/// The distinct lines counted apart per hit-source reference (the default; `--by-source`
+/// names it) and in one chain (`--one-chain`) give formulas the simulator agrees with
+/// (gemver 2-way, extents 16: 4 of its 17 references are reused from two others), at
+/// every N by the check and at three points by `eval --verify`; both flags at once are
+/// refused.
 #[test]
-fn by_source_counts_what_the_simulator_counts() {
+fn by_source_and_one_chain_count_what_the_simulator_counts() {
     let c = format!("{}/../kansoku-cache/polybench/gemver.c", env!("CARGO_MANIFEST_DIR"));
-    let file = scratch("by-source", "gemver.json");
-    let o = kansoku(&["cache", "model", &c, "--method", "sets", "--extent", "N=16", "--cache", "assoc=2,line=32,sets=4", "--by-source", "-o", file.to_str().unwrap()]);
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(o.status.success() && err.contains("note: checked against the simulator at 16 parameter points"), "{err}");
-    assert_verified(&file, &["N=16", "N=9", "N=2"]);
+    for (flag, name) in [(None, "default.json"), (Some("--by-source"), "by-source.json"), (Some("--one-chain"), "one-chain.json")] {
+        let file = scratch("by-source", name);
+        let mut args = vec!["cache", "model", &c, "--method", "sets", "--extent", "N=16", "--cache", "assoc=2,line=32,sets=4", "-o", file.to_str().unwrap()];
+        args.extend(flag);
+        let o = kansoku(&args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success() && err.contains("note: checked against the simulator at 16 parameter points"), "{flag:?}: {err}");
+        assert_verified(&file, &["N=16", "N=9", "N=2"]);
+    }
+    let o = kansoku(&["cache", "model", &c, "--method", "sets", "--extent", "N=16", "--by-source", "--one-chain"]);
+    assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("cannot be used with"));
 }
 
 /// `--lexmin-chain`: seidel-2d on a 4-way cache, which the default construction does not

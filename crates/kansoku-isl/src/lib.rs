@@ -446,6 +446,21 @@ unsafe fn mat_rows(m: *mut ffi::isl_mat) -> Option<Vec<Vec<i64>>> {
 mod tests {
     use super::*;
 
+    /// Out of the operation budget isl says so in words kansoku-cache tells apart from
+    /// isl's other failures (`sets::m`).
+    #[test]
+    fn the_operation_budget_names_itself() {
+        let ctx = Ctx::new();
+        let lines = ctx.map("[N] -> { S[i] -> L[j] : 0 <= j < i < N and j mod 3 = 0 }").unwrap();
+        ctx.set_max_operations(1);
+        let mut result = Ok(lines);
+        for _ in 0..50 {
+            result = result.and_then(|m| m.map_lexmin());
+        }
+        let Err(e) = result else { panic!("one operation allowed, fifty done") };
+        assert!(e.msg.contains("operations exceeded"), "{e}");
+    }
+
     #[test]
     fn lexmax_and_lift() {
         let ctx = Ctx::new();

@@ -183,10 +183,15 @@ pub struct ModelArgs {
     /// (to time or trace one construction).
     #[arg(long)]
     pub no_race: bool,
-    /// Set method: build the distinct-line sets apart for the accesses of each hit-source
-    /// reference and add the counts (same counts; heat-3d, adi and correlation 4-way at
-    /// extents 16 faster, correlation 8-way slower: docs/BENCHMARKS.md, seed 004).
-    #[arg(long)]
+    /// Set method: build the distinct-line sets in one chain over every access that has a
+    /// hit source, instead of apart for the accesses of each hit-source reference (the
+    /// default; same counts: heat-3d, correlation and fdtd-2d 4-way at extents 16 faster
+    /// per source, 3mm and trmm 8-way slower; docs/BENCHMARKS.md, seed 004).
+    #[arg(long, conflicts_with = "by_source")]
+    pub one_chain: bool,
+    /// Set method: the distinct-line sets apart per hit-source reference (the default; kept
+    /// for the commands written before it was).
+    #[arg(long, hide = true)]
     pub by_source: bool,
     /// Set method: references built at once, one per thread (default: one per core; one
     /// thread more races slow references with the other constructions).
@@ -623,7 +628,7 @@ fn sets_model(a: &ModelArgs, at: Option<&ParamValues>) -> Result<()> {
     opts.time_budget = Some(std::time::Duration::from_secs_f64(a.budget.max(0.0)));
     opts.lexmin_chain_above = a.lexmin_chain;
     opts.stepwise_divisions = a.divisions == Divisions::Stepwise;
-    opts.split_by_source = a.by_source;
+    opts.split_by_source = !a.one_chain;
     // No construction is faster everywhere (docs/rooms/seed004-cache.md): stepwise
     // divisions win on 2mm, syr2k and symm 8-way, divisions at the count on gemm 4-way,
     // the lexmin chain on the 2-D stencils, nussinov and ludcmp; idle threads race the
