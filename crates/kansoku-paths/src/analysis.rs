@@ -257,7 +257,7 @@ impl PathAnalysis {
                         self.current.basic.push(*addr, &mut self.code, &mut emit(&mut self.profiler, &mut self.recorder, &mut self.call_tracker));
                     }
                     BlockKind::Superblocks => {
-                        self.stats.superblocks += 1;
+                        self.stats.superblocks = self.stats.superblocks.saturating_add(1);
                         let s = self.current.superblocks.get_or_insert_with(|| SuperblockSplitter::new(VEX_MAX_INSNS));
                         s.push(*addr, &mut self.code, &mut emit(&mut self.profiler, &mut self.recorder, &mut self.call_tracker));
                     }
@@ -290,7 +290,7 @@ impl PathAnalysis {
         self.stats.lines += 1;
         match parse_line(line) {
             LackeyLine::Superblock(addr) => {
-                self.stats.superblocks += 1;
+                self.stats.superblocks = self.stats.superblocks.saturating_add(1);
                 let s = self.current.superblocks.get_or_insert_with(|| SuperblockSplitter::new(VEX_MAX_INSNS));
                 s.push(addr, &mut self.code, &mut emit(&mut self.profiler, &mut self.recorder, &mut self.call_tracker));
             }
@@ -339,7 +339,7 @@ impl PathAnalysis {
     fn tool_item(&mut self, item: Item) {
         match item {
             Item::Superblock(addr) => {
-                self.stats.superblocks += 1;
+                self.stats.superblocks = self.stats.superblocks.saturating_add(1);
                 let s = self.current.superblocks.get_or_insert_with(|| SuperblockSplitter::new(VEX_MAX_INSNS));
                 s.push(addr, &mut self.code, &mut emit(&mut self.profiler, &mut self.recorder, &mut self.call_tracker));
             }
@@ -422,7 +422,8 @@ impl PathAnalysis {
     /// block events), for a progress bar.
     pub fn input_units(&self) -> u64 {
         // in the tool's paths mode superblocks arrive as counts, then as a replayed trie
-        self.stats.superblocks.max(self.stats.tool_entries) + self.stats.instructions + self.stats.block_events
+        // (saturating: a replayed trie's counts come from the input, up to u64::MAX)
+        self.stats.superblocks.max(self.stats.tool_entries).saturating_add(self.stats.instructions).saturating_add(self.stats.block_events)
     }
 
     /// Valgrind's own log of a run with kansoku's tool: only how the program ended matters
@@ -455,7 +456,7 @@ impl PathAnalysis {
             self.replay_tool_trie();
         }
         // The faulting instruction started executing (the exact tracer records it too).
-        let fault = self.stats.fault_address.map(|f| f + u64::from(self.code.insn(f).len.max(1)));
+        let fault = self.stats.fault_address.map(|f| f.saturating_add(u64::from(self.code.insn(f).len.max(1))));
         if let Some((tid, addrs)) = self.tool_open.take() {
             self.replay_open(&addrs, fault.filter(|_| tid == self.tid));
         }
