@@ -970,7 +970,7 @@ fn reference_sets(ctx: &Ctx, k: &Kernel, (r, name): (usize, &str), access_text: 
     let mut conflict_parts = Vec::new();
     let mut distinct = vec![String::new(); opts.cache.assoc as usize];
     for (source, part) in &by_source {
-        let lines = if by_source.len() == 1 { lines.clone() } else { coalesced_map(m(lines.clone().map_intersect_domain(part.clone()), "lines between", name)?, name) };
+        let lines = if by_source.len() == 1 { lines.clone() } else { coalesced(m(lines.clone().map_intersect_domain(part.clone()), "lines between", name)?, Map::map_coalesce, name) };
         let (parts, texts) = conflict_set(&b, &lines, part, &groups, opts, name, deadline)?;
         conflict_parts.extend(parts);
         for (d, t) in distinct.iter_mut().zip(texts).filter(|(_, t)| !t.is_empty()) {
@@ -1035,23 +1035,16 @@ fn miss_set<'c>(compulsory: Set<'c>, conflict_parts: &[Set<'c>], name: &str) -> 
     m(all.set_coalesce(), "misses", name)
 }
 
-/// `set` coalesced, or as it is where isl's coalescing fails: isl 0.25 stops on an internal
-/// check ("original tableau does not correspond to original basic map") for some parts per
-/// hit source — nussinov's P16 and covariance's P11 at SMALL on a 32 KiB 8-way L1, with
-/// Debian's GMP isl as with imath-32 —; the same set uncoalesced is only larger. (An abort
-/// of the budget is not hidden: the next operation fails too.)
-fn coalesced_set<'c>(set: Set<'c>, name: &str) -> Set<'c> {
-    set.clone().set_coalesce().unwrap_or_else(|e| {
+/// `part` coalesced (by `coalesce`: a set's or a map's), or as it is where isl's coalescing
+/// fails: isl 0.25 stops on an internal check ("original tableau does not correspond to
+/// original basic map") for some parts per hit source — nussinov's P16 and covariance's
+/// P11 at SMALL on a 32 KiB 8-way L1, with Debian's GMP isl as with imath-32 —; the same
+/// part uncoalesced is only larger. (An abort of the budget is not hidden: the next
+/// operation fails too.)
+fn coalesced<T: Clone>(part: T, coalesce: impl FnOnce(T) -> kansoku_isl::Result<T>, name: &str) -> T {
+    coalesce(part.clone()).unwrap_or_else(|e| {
         trace(name, &format!("coalescing a part per source failed ({e}), kept uncoalesced"), Instant::now(), || 0);
-        set
-    })
-}
-
-/// [`coalesced_set`] for a map.
-fn coalesced_map<'c>(map: Map<'c>, name: &str) -> Map<'c> {
-    map.clone().map_coalesce().unwrap_or_else(|e| {
-        trace(name, &format!("coalescing a part per source failed ({e}), kept uncoalesced"), Instant::now(), || 0);
-        map
+        part
     })
 }
 
@@ -1065,7 +1058,7 @@ fn accesses_by_source<'c>(b: &Builder<'c>, hit_source: &Map<'c>, access_text: &[
     for (q, text) in access_text.iter().enumerate() {
         let times = m(b.map(text)?.map_domain(), "hit source by reference", name)?;
         let part = m(m(hit_source.clone().map_intersect_range(times), "hit source by reference", name)?.map_domain(), "hit source by reference", name)?;
-        let part = coalesced_set(part, name);
+        let part = coalesced(part, Set::set_coalesce, name);
         if !is_empty(&part, "hit source by reference", name)? {
             out.push((format!("P{q}"), part));
         }
