@@ -953,6 +953,21 @@ mod tests {
         Constraint { equality: false, coeffs, constant }
     }
 
+    /// A size preset's context reads as the preset: `NI = 40`, the bounds it implies
+    /// left out, upper bounds as `<=`; a domain from a file with extreme numbers prints.
+    #[test]
+    fn a_domain_reads_as_written_by_hand() {
+        let names = ["NI".to_string(), "NJ".to_string()];
+        let eq = |coeffs: Vec<i64>, constant: i64| Constraint { equality: true, coeffs, constant };
+        let preset = Domain { constraints: vec![ge(vec![1, 0], -1), ge(vec![0, 1], -1), ge(vec![-1, 0], 40), eq(vec![-1, 0], 40), ge(vec![0, -1], 50)] };
+        assert_eq!(preset.show(&names), "NJ >= 1 and NI = 40 and NJ <= 50");
+        let general = Domain { constraints: vec![ge(vec![-1, 1], -3), ge(vec![-2, -1], 9)] };
+        assert_eq!(general.show(&names), "-NI + NJ >= 3 and 2*NI + NJ <= 9");
+        let hostile = Domain { constraints: vec![eq(vec![-1, 0], i64::MIN), ge(vec![i64::MIN, 0], i64::MIN)] };
+        assert!(hostile.show(&names).contains("NI ="));
+        assert_eq!(Domain::default().show(&names), "true");
+    }
+
     #[test]
     fn faulhaber_sums() {
         for k in 0..6usize {

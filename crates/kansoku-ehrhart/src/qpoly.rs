@@ -417,16 +417,50 @@ pub(crate) fn show_linear(coeffs: &[i64], constant: i64, names: &[String]) -> St
 }
 
 impl Domain {
-    /// Readable conditions, e.g. `X >= 1 and -X + Z >= 3`.
+    /// Readable conditions, e.g. `X >= 1 and -X + Z >= 3`, `N <= 16`, `NI = 40`: an
+    /// upper bound or an equality is written with positive coefficients, and an
+    /// inequality that holds wherever the equalities fix its parameters is left out (a
+    /// size preset gives `NI = 40`, not `NI >= 1 and -NI >= -40 and -NI = -40`).
     pub fn show(&self, names: &[String]) -> String {
-        if self.constraints.is_empty() {
-            return "true".into();
+        let fixed = self.fixed_values();
+        let implied = |c: &Constraint| !c.equality && c.coeffs.iter().zip(&fixed).all(|(&a, v)| a == 0 || v.is_some()) && {
+            let value: i128 = c.coeffs.iter().zip(&fixed).map(|(&a, v)| i128::from(a) * i128::from(v.unwrap_or(0))).sum::<i128>() + i128::from(c.constant);
+            value >= 0
+        };
+        let mut shown: Vec<String> = Vec::new();
+        for c in self.constraints.iter().filter(|c| !implied(c)) {
+            let negative = c.coeffs.iter().all(|&a| a <= 0) || (c.equality && c.coeffs.iter().find(|&&a| a != 0).is_some_and(|&a| a < 0));
+            let text = if negative {
+                let coeffs: Vec<i64> = c.coeffs.iter().map(|&a| a.saturating_neg()).collect();
+                format!("{} {} {}", show_linear(&coeffs, 0, names), if c.equality { "=" } else { "<=" }, c.constant)
+            } else {
+                format!("{} {} {}", show_linear(&c.coeffs, 0, names), if c.equality { "=" } else { ">=" }, -i128::from(c.constant))
+            };
+            if !shown.contains(&text) {
+                shown.push(text);
+            }
         }
-        self.constraints
-            .iter()
-            .map(|c| format!("{} {} {}", show_linear(&c.coeffs, 0, names), if c.equality { "=" } else { ">=" }, -c.constant))
-            .collect::<Vec<_>>()
-            .join(" and ")
+        if shown.is_empty() {
+            "true".into()
+        } else {
+            shown.join(" and ")
+        }
+    }
+
+    /// Per parameter, its value where an equality of one parameter fixes it.
+    fn fixed_values(&self) -> Vec<Option<i64>> {
+        let n = self.constraints.first().map_or(0, |c| c.coeffs.len());
+        let mut fixed = vec![None; n];
+        for c in self.constraints.iter().filter(|c| c.equality) {
+            let mut nonzero = c.coeffs.iter().enumerate().filter(|(_, &a)| a != 0);
+            if let (Some((p, &a)), None) = (nonzero.next(), nonzero.next()) {
+                // Checked: the domain may come from a file.
+                if c.constant.checked_rem(a) == Some(0) && p < n {
+                    fixed[p] = c.constant.checked_div(a).and_then(i64::checked_neg);
+                }
+            }
+        }
+        fixed
     }
 }
 
