@@ -746,8 +746,9 @@ enum Next {
 /// Who builds what in [`build_references`]. Construction 0 is the options', a ≥ 1
 /// alternative a − 1. A reference tries them in the order of their wins so far, the
 /// options' first on a tie: a win counts when the construction decided a reference while
-/// another still ran on it (a race it won). A construction that has won nothing while
-/// another won [`CLEAR_WINS`] races a reference only once its attempts failed. heat-3d
+/// another still ran on it (a race it won), or after another failed or was preempted on
+/// it. A construction that has won nothing while another won [`CLEAR_WINS`] races a
+/// reference only once its attempts failed. heat-3d
 /// 2-way: the lexmin chain won 17 of its 22 references, each raced beside the first
 /// construction that could not finish (99 s; the chain alone 45 s; 59 s learning so).
 /// A construction that has won races stops, when it races a reference, the attempts on it
@@ -891,7 +892,12 @@ impl Race {
             Ok(r) => {
                 self.results[i] = Some(Built { result: Ok(r), seconds, by: attempt.checked_sub(1) });
                 let won_a_race = !self.running[i].is_empty();
-                self.wins[attempt] += usize::from(won_a_race);
+                // Deciding a reference another construction failed on, or was preempted
+                // on, is a race won too: heat-3d 4-way's lexmin chain won P0, then P2
+                // by preemption, then P3, and without counting P2 the first construction
+                // went on racing P10 for 12.5 s in vain.
+                let beat_another = won_a_race || !self.preempted[i].is_empty() || self.failure[i].is_some();
+                self.wins[attempt] += usize::from(beat_another);
                 self.slow_builds[attempt] += usize::from(seconds >= self.race_after.as_secs_f64());
                 won_a_race
             }
@@ -1632,6 +1638,29 @@ mod tests {
         assert!(race.to_cancel.is_empty());
         race.finish(1, ok(), 0);
         assert!(matches!(&race.results[1], Some(Built { result: Ok(_), by: None, .. })));
+    }
+
+    /// Deciding a reference after another construction was preempted on it, or failed
+    /// on it, counts as a win: the winner learns as fast as it preempts.
+    #[test]
+    fn deciding_a_reference_another_lost_is_a_win() {
+        let (mut race, t) = new_race(3, 1, 2);
+        assert_eq!(race.next_attempt(t), Next::Start(0, 0));
+        assert_eq!(race.next_attempt(t), Next::Start(1, 0));
+        assert_eq!(race.next_attempt(t + SECOND), Next::Start(0, 1), "the racer");
+        assert!(race.finish(0, ok(), 1), "the alternative won a race");
+        race.finish(0, late("P0"), 0);
+        assert_eq!(race.wins, vec![0, 1]);
+        assert_eq!(race.next_attempt(t + SECOND), Next::Start(2, 1));
+        assert_eq!(race.next_attempt(t + SECOND), Next::Start(1, 1));
+        assert_eq!(race.to_cancel, vec![0], "the options' construction preempted on reference 1");
+        race.finish(1, late("P1"), 0);
+        assert!(!race.finish(1, ok(), 1), "nothing left running to cancel");
+        assert_eq!(race.wins, vec![0, 2], "reference 1 is a win");
+        race.finish(2, late("P2"), 1);
+        assert_eq!(race.next_attempt(t + SECOND), Next::Start(2, 0), "the other construction after a failure");
+        race.finish(2, ok(), 0);
+        assert_eq!(race.wins, vec![1, 2], "reference 2 is a win of the options' construction");
     }
 
     /// A construction that built a reference slow enough to be raced is not preempted:
