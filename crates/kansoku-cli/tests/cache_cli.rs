@@ -240,6 +240,26 @@ fn realistic_l1_by_the_set_method_or_by_simulation() {
     assert_eq!(fallback, sim_misses("SMALL"));
 }
 
+/// `auto` at concrete sizes without `--budget` gives the set method 10 s a construction,
+/// not 120: mvt MEDIUM's column walk (P5) is out of the set method's reach, and `auto`
+/// used to wait 240 s before the simulation that answers in 0.01 s.
+#[test]
+fn auto_at_a_point_does_not_wait_minutes() {
+    let mvt = format!("{}/../kansoku-cache/polybench/mvt.c", env!("CARGO_MANIFEST_DIR"));
+    let l1 = "32KiB,8-way,64B";
+    let t = std::time::Instant::now();
+    let o = kansoku(&["cache", "model", &mvt, "--size", "MEDIUM", "--cache", l1, "--json"]);
+    let took = t.elapsed();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("simulating at N=400 instead"), "{err}");
+    // Two budgets at most (the alternatives'), and time to simulate, on a loaded machine.
+    assert!(took < std::time::Duration::from_secs(60), "took {took:?}");
+    let sim: serde_json::Value = serde_json::from_str(&ok(&["cache", "simulate", &mvt, "--size", "MEDIUM", "--cache", l1, "--json"])).unwrap();
+    let answered: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(answered["refs"], sim["refs"]);
+}
+
 /// `--l2`: an inclusive second level sees exactly the first level's misses.
 #[test]
 fn inclusive_l2_sees_the_l1_misses() {

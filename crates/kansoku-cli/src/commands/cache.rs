@@ -164,9 +164,10 @@ pub struct ModelArgs {
     /// beside the first, the lexmin chain then the other --divisions, and references not
     /// built within the budget get them next; they may run until twice the budget has
     /// passed; a construction that won such a race goes first for the references after;
-    /// then `auto` falls back to interpolation, which gets the budget again).
-    #[arg(long, default_value_t = 120.0)]
-    pub budget: f64,
+    /// then `auto` falls back to interpolation, which gets the budget again). Default 120;
+    /// 10 for `auto` at concrete sizes, where one simulation answers in a second.
+    #[arg(long)]
+    pub budget: Option<f64>,
     /// Set method: build each distinct-line set E_k as a lexmin chain once E_{k-1}'s isl text
     /// exceeds this many characters (same sets; measured much faster for the 2-D stencils with
     /// 4 and 8 ways and mvt 8-way, slower for gemm). Default: off, and raced with 4000 beside
@@ -238,6 +239,24 @@ pub struct ModelArgs {
     pub explain: bool,
     #[arg(long)]
     pub json: bool,
+}
+
+/// `--budget`'s default.
+const BUDGET: f64 = 120.0;
+
+/// `--budget`'s default for `auto` at concrete sizes: the set method there gives one
+/// number, which one simulation gives in well under a second (mvt MEDIUM on a 32 KiB
+/// 8-way L1: 0.01 s), so `auto` should not wait minutes for it (with 120 s, 240 s
+/// before it simulated). Ten of the eleven kernels the set method builds at MEDIUM
+/// take under 10 s (docs/BENCHMARKS.md, seed 004, a realistic L1).
+const BUDGET_AUTO_AT_A_POINT: f64 = 10.0;
+
+impl ModelArgs {
+    /// Seconds per construction: `--budget`, else by what is asked (`at_a_point`: the
+    /// formulas are for the given sizes only).
+    fn budget(&self, at_a_point: bool) -> f64 {
+        self.budget.unwrap_or(if at_a_point && self.method == Method::Auto { BUDGET_AUTO_AT_A_POINT } else { BUDGET })
+    }
 }
 
 #[derive(clap::Args)]
@@ -625,7 +644,7 @@ fn sets_model(a: &ModelArgs, at: Option<&ParamValues>) -> Result<()> {
         opts.at = at.clone();
         eprintln!("note: formulas for {} only (give --extent to derive them in every size up to the extents)", fmt_params(at));
     }
-    opts.time_budget = Some(std::time::Duration::from_secs_f64(a.budget.max(0.0)));
+    opts.time_budget = Some(std::time::Duration::from_secs_f64(a.budget(at.is_some()).max(0.0)));
     opts.lexmin_chain_above = a.lexmin_chain;
     opts.stepwise_divisions = a.divisions == Divisions::Stepwise;
     opts.split_by_source = !a.one_chain;
@@ -812,7 +831,7 @@ fn interpolate_model(a: ModelArgs) -> Result<()> {
         bail!("--from {} is negative; sizes start at 0 or 1", a.from);
     }
     opts.n_min = a.from;
-    opts.time_budget = Some(std::time::Duration::from_secs_f64(a.budget.max(0.0)));
+    opts.time_budget = Some(std::time::Duration::from_secs_f64(a.budget(false).max(0.0)));
     let bar = crate::output::spinner("deriving formulas: simulating size", "");
     let b2 = bar.clone();
     opts.progress = Some(kansoku_cache::model::Progress(std::sync::Arc::new(move |n| b2.set_position(n as u64))));
