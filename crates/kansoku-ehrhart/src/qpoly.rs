@@ -423,9 +423,11 @@ impl Domain {
     /// size preset gives `NI = 40`, not `NI >= 1 and -NI >= -40 and -NI = -40`).
     pub fn show(&self, names: &[String]) -> String {
         let fixed = self.fixed_values();
-        let implied = |c: &Constraint| !c.equality && c.coeffs.iter().zip(&fixed).all(|(&a, v)| a == 0 || v.is_some()) && {
-            let value: i128 = c.coeffs.iter().zip(&fixed).map(|(&a, v)| i128::from(a) * i128::from(v.unwrap_or(0))).sum::<i128>() + i128::from(c.constant);
-            value >= 0
+        // Checked sums: a domain read from a file may hold extreme numbers.
+        let implied = |c: &Constraint| {
+            let all_fixed = c.coeffs.iter().zip(&fixed).all(|(&a, v)| a == 0 || v.is_some());
+            let value = c.coeffs.iter().zip(&fixed).try_fold(i128::from(c.constant), |sum, (&a, v)| sum.checked_add(i128::from(a) * i128::from(v.unwrap_or(0))));
+            !c.equality && all_fixed && value.is_some_and(|v| v >= 0)
         };
         let mut shown: Vec<String> = Vec::new();
         for c in self.constraints.iter().filter(|c| !implied(c)) {
