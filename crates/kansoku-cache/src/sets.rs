@@ -762,7 +762,6 @@ struct Race {
     jobs: usize,
     race_after: std::time::Duration,
     next: usize,
-    first_running: usize,
     wins: Vec<usize>,
     /// Per construction, the references it built that had run `race_after` by then.
     slow_builds: Vec<usize>,
@@ -786,7 +785,6 @@ impl Race {
             jobs,
             race_after,
             next: 0,
-            first_running: 0,
             wins: vec![0; alternatives + 1],
             slow_builds: vec![0; alternatives + 1],
             order: vec![Vec::new(); n],
@@ -810,7 +808,8 @@ impl Race {
     fn next_attempt(&mut self, now: Instant) -> Next {
         let n = self.started.len();
         let running: usize = self.running.iter().map(Vec::len).sum();
-        if self.next < n && self.first_running < self.jobs {
+        let first_running = self.first_attempt_running.iter().filter(|&&r| r).count();
+        if self.next < n && first_running < self.jobs {
             self.next += 1;
             self.started[self.next - 1] = Some(now);
             return self.start(self.next - 1);
@@ -855,7 +854,6 @@ impl Race {
 
     fn start(&mut self, i: usize) -> Next {
         if self.tried[i] == 0 {
-            self.first_running += 1;
             self.first_attempt_running[i] = true;
             let mut order: Vec<usize> = (0..=self.alternatives).collect();
             order.sort_by_key(|&c| std::cmp::Reverse(self.wins[c]));
@@ -881,8 +879,8 @@ impl Race {
     fn finish(&mut self, i: usize, result: Result<RefCounts>, attempt: usize) -> bool {
         let first = self.order[i].first() == Some(&attempt);
         self.running[i].retain(|&c| c != attempt);
-        if first && std::mem::take(&mut self.first_attempt_running[i]) {
-            self.first_running -= 1;
+        if first {
+            self.first_attempt_running[i] = false;
         }
         if self.results[i].is_some() {
             return false;
@@ -1615,18 +1613,25 @@ mod tests {
         assert_eq!(race.next_attempt(t + SECOND * 2), Next::Start(CLEAR_WINS, 0), "it comes after the winner failed");
     }
 
-    /// A construction that has won a race, racing a reference, preempts there one that
-    /// has won none and built no slow reference; the preempted attempt's failure is
-    /// dropped, and it is restarted once the winner failed too.
-    #[test]
-    fn a_winner_preempts_a_construction_that_never_won() {
+    /// Three references, one alternative, two jobs: references 0 and 1 start with the
+    /// options' construction, the racer's alternative wins reference 0.
+    fn alternative_won_reference_0() -> (Race, Instant) {
         let (mut race, t) = new_race(3, 1, 2);
         assert_eq!(race.next_attempt(t), Next::Start(0, 0));
         assert_eq!(race.next_attempt(t), Next::Start(1, 0));
         assert_eq!(race.next_attempt(t + SECOND), Next::Start(0, 1), "the racer");
         assert!(race.to_cancel.is_empty(), "no construction has won yet");
-        assert!(race.finish(0, ok(), 1), "the alternative won");
+        assert!(race.finish(0, ok(), 1), "the alternative won a race");
         race.finish(0, late("P0"), 0);
+        (race, t)
+    }
+
+    /// A construction that has won a race, racing a reference, preempts there one that
+    /// has won none and built no slow reference; the preempted attempt's failure is
+    /// dropped, and it is restarted once the winner failed too.
+    #[test]
+    fn a_winner_preempts_a_construction_that_never_won() {
+        let (mut race, t) = alternative_won_reference_0();
         assert_eq!(race.next_attempt(t + SECOND), Next::Start(2, 1), "the last reference starts with the winner");
         assert_eq!(race.next_attempt(t + SECOND), Next::Start(1, 1), "the racer races reference 1 ...");
         assert_eq!(race.to_cancel, vec![0], "... and stops the options' construction there");
@@ -1644,12 +1649,7 @@ mod tests {
     /// on it, counts as a win: the winner learns as fast as it preempts.
     #[test]
     fn deciding_a_reference_another_lost_is_a_win() {
-        let (mut race, t) = new_race(3, 1, 2);
-        assert_eq!(race.next_attempt(t), Next::Start(0, 0));
-        assert_eq!(race.next_attempt(t), Next::Start(1, 0));
-        assert_eq!(race.next_attempt(t + SECOND), Next::Start(0, 1), "the racer");
-        assert!(race.finish(0, ok(), 1), "the alternative won a race");
-        race.finish(0, late("P0"), 0);
+        let (mut race, t) = alternative_won_reference_0();
         assert_eq!(race.wins, vec![0, 1]);
         assert_eq!(race.next_attempt(t + SECOND), Next::Start(2, 1));
         assert_eq!(race.next_attempt(t + SECOND), Next::Start(1, 1));

@@ -256,11 +256,7 @@ impl PathAnalysis {
                     BlockKind::Basic => {
                         self.current.basic.push(*addr, &mut self.code, &mut emit(&mut self.profiler, &mut self.recorder, &mut self.call_tracker));
                     }
-                    BlockKind::Superblocks => {
-                        self.stats.superblocks = self.stats.superblocks.saturating_add(1);
-                        let s = self.current.superblocks.get_or_insert_with(|| SuperblockSplitter::new(VEX_MAX_INSNS));
-                        s.push(*addr, &mut self.code, &mut emit(&mut self.profiler, &mut self.recorder, &mut self.call_tracker));
-                    }
+                    BlockKind::Superblocks => self.superblock(*addr),
                 }
             }
             Event::Signal { signal } => {
@@ -289,11 +285,7 @@ impl PathAnalysis {
     pub fn feed_lackey_line(&mut self, line: &[u8]) {
         self.stats.lines += 1;
         match parse_line(line) {
-            LackeyLine::Superblock(addr) => {
-                self.stats.superblocks = self.stats.superblocks.saturating_add(1);
-                let s = self.current.superblocks.get_or_insert_with(|| SuperblockSplitter::new(VEX_MAX_INSNS));
-                s.push(addr, &mut self.code, &mut emit(&mut self.profiler, &mut self.recorder, &mut self.call_tracker));
-            }
+            LackeyLine::Superblock(addr) => self.superblock(addr),
             LackeyLine::ObjectPath(p) => self.pending_object = Some(p.to_string()),
             LackeyLine::ObjectAddresses { svma, avma } => {
                 if let Some(path) = self.pending_object.take() {
@@ -335,14 +327,20 @@ impl PathAnalysis {
         self.stream = Some(d);
     }
 
+    /// One superblock entered at `addr`, from any source (block events, Lackey, the tool):
+    /// counted (saturating: a replayed trie's counts come from the input) and split into
+    /// VEX's superblocks.
+    #[inline]
+    fn superblock(&mut self, addr: u64) {
+        self.stats.superblocks = self.stats.superblocks.saturating_add(1);
+        let s = self.current.superblocks.get_or_insert_with(|| SuperblockSplitter::new(VEX_MAX_INSNS));
+        s.push(addr, &mut self.code, &mut emit(&mut self.profiler, &mut self.recorder, &mut self.call_tracker));
+    }
+
     #[inline]
     fn tool_item(&mut self, item: Item) {
         match item {
-            Item::Superblock(addr) => {
-                self.stats.superblocks = self.stats.superblocks.saturating_add(1);
-                let s = self.current.superblocks.get_or_insert_with(|| SuperblockSplitter::new(VEX_MAX_INSNS));
-                s.push(addr, &mut self.code, &mut emit(&mut self.profiler, &mut self.recorder, &mut self.call_tracker));
-            }
+            Item::Superblock(addr) => self.superblock(addr),
             Item::Module { avma, svma, path } => {
                 if let Some(m) = module_from_syms(path, svma, avma) {
                     self.add_module(m);
