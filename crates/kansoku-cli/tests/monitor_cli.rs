@@ -191,7 +191,8 @@ fn wave_of_a_noise_only_run_reports_no_period() {
 }
 
 /// Every thread and every child process is sampled (issue 14): two threads computing
-/// alike give about twice the samples of the first thread alone, and the functions of
+/// alike give about twice the samples of the first thread alone, per unit of the
+/// program's CPU time, and the functions of
 /// forked workers are named with their program.
 #[test]
 fn monitor_samples_every_thread_and_child() {
@@ -210,14 +211,29 @@ fn monitor_samples_every_thread_and_child() {
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         report(&json)
     };
-    let n = |v: &serde_json::Value| v["summary"]["function_samples"].as_u64().unwrap() as f64;
+    // Samples per tick of the target's CPU time (both threads, from /proc) in the same run:
+    // two separate runs' sample counts alone differ by 2x on a loaded VM (CI: 1,743 against
+    // 1,239), because the threads share `sink`'s cache line and the CPU time they burn on
+    // it depends on how they overlap.
+    let per_tick = |v: &serde_json::Value| {
+        let s = &v["summary"];
+        let target = s["programs"].as_array().unwrap().iter().find(|p| p["name"] == "target").expect("the target's CPU share");
+        s["function_samples"].as_u64().unwrap() as f64 / target["count"].as_u64().unwrap().max(1) as f64
+    };
     let all = samples("threads", &["200000000"], &[]);
     let first = samples("threads", &["200000000"], &["--no-follow"]);
     if let Some(w) = all["warnings"].as_array().unwrap().iter().find(|w| w.as_str().unwrap().contains("not sampled")) {
         println!("skipped: {w}");
         return;
     }
-    assert!(n(&all) > 1.5 * n(&first), "both threads: {} samples, first thread alone: {}", n(&all), n(&first));
+    assert!(
+        per_tick(&all) > 1.5 * per_tick(&first),
+        "both threads: {:.2} samples a tick of the target's CPU time, first thread alone: {:.2}\n{}\n{}",
+        per_tick(&all),
+        per_tick(&first),
+        all["summary"]["programs"],
+        first["summary"]["programs"]
+    );
     assert!(first["warnings"].to_string().contains("--follow off"), "{}", first["warnings"]);
 
     let forked = samples("workload", &["cpu", "0.4", "2"], &[]);
