@@ -20,9 +20,17 @@ pub enum CacheError {
     /// A `--ref` selector names no reference.
     #[error("reference '{0}': {1}")]
     Reference(String, String),
-    /// The model could not derive an exact formula within its budget.
+    /// The model could not derive an exact formula (isl failed, a construction does not
+    /// apply, the formulas disagree with the simulator).
     #[error("model: {0}")]
     Model(String),
+    /// The model ran out of its time budget (`--budget`): more time may get there, and a
+    /// race may retry the reference with another construction.
+    #[error("model: {0}")]
+    OutOfTime(String),
+    /// isl's sets grew past its operation budget: a larger budget may get there.
+    #[error("model: {0}")]
+    OutOfOperations(String),
     /// A formulas file holds something evaluation cannot trust (a zero period or
     /// denominator, a missing table, a symbol that does not exist): the path inside names where.
     #[error("formulas: {0}")]
@@ -30,6 +38,32 @@ pub enum CacheError {
     /// Reading or writing formulas as JSON failed.
     #[error("formulas JSON: {0}")]
     Json(#[from] serde_json::Error),
+}
+
+impl CacheError {
+    /// Whether a larger budget (time or isl operations) may get there.
+    pub fn is_budget(&self) -> bool {
+        matches!(self, Self::OutOfTime(_) | Self::OutOfOperations(_))
+    }
+
+    /// The model's message, for a model error of any kind.
+    pub fn model_message(&self) -> Option<&str> {
+        match self {
+            Self::Model(m) | Self::OutOfTime(m) | Self::OutOfOperations(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    /// The same error with `f` applied to a model error's message (how far the build got,
+    /// which level): the kind, and so what a caller can do about it, is kept.
+    pub fn map_model_message(self, f: impl FnOnce(String) -> String) -> Self {
+        match self {
+            Self::Model(m) => Self::Model(f(m)),
+            Self::OutOfTime(m) => Self::OutOfTime(f(m)),
+            Self::OutOfOperations(m) => Self::OutOfOperations(f(m)),
+            e => e,
+        }
+    }
 }
 
 pub type Result<T, E = CacheError> = std::result::Result<T, E>;

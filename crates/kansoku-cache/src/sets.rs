@@ -455,8 +455,11 @@ fn m<T>(r: kansoku_isl::Result<T>, what: &str, reference: &str) -> Result<T> {
     // number of operations exceeded"; anything else is isl's own failure, which no larger
     // budget mends.
     r.map_err(|e| {
-        let why = if e.msg.contains("operations exceeded") { "the sets grew beyond the isl budget" } else { "an error inside isl" };
-        CacheError::Model(format!("{reference}: {what}: {e} ({why})"))
+        if e.msg.contains("operations exceeded") {
+            CacheError::OutOfOperations(format!("{reference}: {what}: {e} (the sets grew beyond the isl budget)"))
+        } else {
+            CacheError::Model(format!("{reference}: {what}: {e} (an error inside isl)"))
+        }
     })
 }
 
@@ -512,9 +515,11 @@ pub fn build_set_model(k: &Kernel, opts: &SetModelOptions) -> Result<SetFormulas
     for (r, Built { result, seconds, by }) in selected.into_iter().zip(built) {
         let by = by.map(|a| alternatives[a].0);
         // Say how far the build got.
-        let RefCounts { accesses, compulsory, conflict, explain, misses, tabulated } = result.map_err(|e| match e {
-            CacheError::Model(m) if done > 0 => CacheError::Model(format!("{m}; {done} of {total} references were built, in {:.1} s", t0.elapsed().as_secs_f64())),
-            e => e,
+        let RefCounts { accesses, compulsory, conflict, explain, misses, tabulated } = result.map_err(|e| {
+            if done == 0 {
+                return e;
+            }
+            e.map_model_message(|m| format!("{m}; {done} of {total} references were built, in {:.1} s", t0.elapsed().as_secs_f64()))
         })?;
         let rf = &k.refs[r];
         refs.push(RefSetFormulas {
@@ -572,10 +577,7 @@ pub fn build_hierarchy_model(k: &Kernel, opts: &SetModelOptions, lower: &[CacheC
         let last = i + 1 == levels.len();
         let level_opts = SetModelOptions { cache, reaching: std::mem::take(&mut reaching), keep_misses: !last, refs: refs.clone(), ..opts.clone() };
         // Which level did not get there, when one did not.
-        let mut f = build_set_model(k, &level_opts).map_err(|e| match e {
-            CacheError::Model(m) => CacheError::Model(format!("L{}: {m}", i + 1)),
-            e => e,
-        })?;
+        let mut f = build_set_model(k, &level_opts).map_err(|e| e.map_model_message(|m| format!("L{}: {m}", i + 1)))?;
         if !last {
             reaching = f.refs.iter_mut().map(|r| r.misses.take().expect("kept")).collect();
         }
@@ -659,7 +661,7 @@ struct Built {
 
 /// Whether a reference failed for want of time (the construction may be retried).
 fn out_of_budget(e: &CacheError) -> bool {
-    matches!(e, CacheError::Model(m) if m.contains("exceeded its time budget"))
+    matches!(e, CacheError::OutOfTime(_))
 }
 
 /// Builds the references `refs` on `opts.jobs` threads (each reference has its own isl
@@ -1348,7 +1350,7 @@ fn same_set_map<'c>(b: &Builder<'c>, acc_r: &Map<'c>, sets: u32, name: &str) -> 
 }
 
 fn is_empty(set: &Set<'_>, what: &str, reference: &str) -> Result<bool> {
-    set.set_is_empty().map_err(|e| CacheError::Model(format!("{reference}: {what}: {e}")))
+    m(set.set_is_empty(), what, reference)
 }
 
 fn out_of_time(deadline: Option<Instant>, reference: &str) -> Result<()> {
@@ -1359,7 +1361,7 @@ fn out_of_time(deadline: Option<Instant>, reference: &str) -> Result<()> {
 }
 
 fn budget_exceeded(reference: &str) -> CacheError {
-    CacheError::Model(format!("{reference}: the set method exceeded its time budget"))
+    CacheError::OutOfTime(format!("{reference}: the set method exceeded its time budget"))
 }
 
 /// Longest a lifted piece is summed before, when the parameters have few values, it is
@@ -1383,7 +1385,10 @@ fn count_piece(poly: &kansoku_ehrhart::Polytope, context: &Domain, names: &[Stri
 /// gives none, to reach the table).
 fn count_piece_within(poly: &kansoku_ehrhart::Polytope, context: &Domain, names: &[String], (reference, deadline): (&str, Option<Instant>), (whole_slice, piece_slice): (std::time::Duration, std::time::Duration), tabulated: &std::cell::Cell<usize>) -> Result<PwQp> {
     use kansoku_ehrhart::EhrhartError::OutOfTime;
-    let failed = |e: kansoku_ehrhart::EhrhartError| CacheError::Model(format!("{reference}: counting: {e}"));
+    let failed = |e: kansoku_ehrhart::EhrhartError| match e {
+        OutOfTime => CacheError::OutOfTime(format!("{reference}: counting: {e}")),
+        e => CacheError::Model(format!("{reference}: counting: {e}")),
+    };
     // One point (every size fixed) is counted by enumeration, which slices would not help.
     let several_points = kansoku_ehrhart::param_box(context, poly.n_params).is_some_and(|b| b.iter().any(|(lo, hi)| lo < hi));
     if !several_points {

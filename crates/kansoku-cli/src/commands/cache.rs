@@ -606,12 +606,21 @@ fn model(mut a: ModelArgs) -> Result<()> {
     }
 }
 
-/// The set method could not be applied (extents, budget): `auto` falls back.
+/// The set method could not be applied (extents, budget): `auto` falls back. `budget`:
+/// it ran out of its time or isl's operations, so a larger `--budget` may get there.
 #[derive(Debug)]
-struct SetsUnavailable(String);
+struct SetsUnavailable {
+    msg: String,
+    budget: bool,
+}
+impl SetsUnavailable {
+    fn new(msg: String) -> Self {
+        SetsUnavailable { msg, budget: false }
+    }
+}
 impl std::fmt::Display for SetsUnavailable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.msg)
     }
 }
 impl std::error::Error for SetsUnavailable {}
@@ -619,12 +628,9 @@ impl std::error::Error for SetsUnavailable {}
 /// Where the set method ran out of time and nothing fell back, what else there is: a
 /// larger budget, and for one level interpolation (which models no hierarchy).
 fn with_budget_hint(e: anyhow::Error, hierarchy: bool) -> anyhow::Error {
-    let Some(SetsUnavailable(m)) = e.downcast_ref::<SetsUnavailable>() else { return e };
-    if !(m.contains("exceeded its time budget") || m.contains("beyond the isl budget")) {
-        return e;
-    }
+    let Some(SetsUnavailable { msg, budget: true }) = e.downcast_ref::<SetsUnavailable>() else { return e };
     let other = if hierarchy { "" } else { ", or --method interpolate for formulas in one size variable" };
-    SetsUnavailable(format!("{m} (a larger --budget may get there{other})")).into()
+    SetsUnavailable { msg: format!("{msg} (a larger --budget may get there{other})"), budget: true }.into()
 }
 
 /// The lexmin-chain threshold raced against the default construction (the
@@ -636,7 +642,7 @@ fn sets_model(a: &ModelArgs, at: Option<&ParamValues>) -> Result<()> {
     use kansoku_cache::sets::{build_hierarchy_model, build_set_model, Alternative, RefSetFormulas, SetModelOptions};
     let (k, _) = load(&a.kernel, &a.c)?;
     let extents = a.extent.as_deref().map(params).transpose()?.unwrap_or_default();
-    let k = k.with_fixed_extents(&extents).map_err(|e| SetsUnavailable(format!("{e} (--extent)")))?;
+    let k = k.with_fixed_extents(&extents).map_err(|e| SetsUnavailable::new(format!("{e} (--extent)")))?;
     let mut opts = SetModelOptions::new(a.cache.layout()?, a.cache.cache()?);
     opts.extents = extents;
     opts.explain = a.explain;
@@ -677,7 +683,7 @@ fn sets_model(a: &ModelArgs, at: Option<&ParamValues>) -> Result<()> {
     }
     let mut f = match built {
         Ok(f) => f,
-        Err(kansoku_cache::CacheError::Model(m)) => return Err(SetsUnavailable(m).into()),
+        Err(e) if e.model_message().is_some() => return Err(SetsUnavailable { budget: e.is_budget(), msg: e.model_message().expect("checked").to_string() }.into()),
         Err(e) => return Err(e.into()),
     };
     check_against_simulation(&k, &mut f, a.check, &opts)?;
@@ -728,7 +734,7 @@ fn check_against_simulation(k: &Kernel, f: &mut kansoku_cache::sets::SetFormulas
     if let Some(first) = checked.unmended.first() {
         eprintln!("note: {first}; building {} again with another construction", first.reference);
         let more = if checked.unmended.len() > 1 { format!(" (and {} more)", checked.unmended.len() - 1) } else { String::new() };
-        return Err(SetsUnavailable(format!("the formulas disagree with the simulator: {first}{more}, whichever construction builds them; isl's sets were not exact here, nothing written")).into());
+        return Err(SetsUnavailable::new(format!("the formulas disagree with the simulator: {first}{more}, whichever construction builds them; isl's sets were not exact here, nothing written")).into());
     }
     if n > 0 && checked_nothing {
         eprintln!("note: not checked against the simulator: no parameter point to check (a size without a bound — give --extent —, or over {MAX_CHECK_ACCESSES} accesses)");
