@@ -683,8 +683,10 @@ fn sets_model(a: &ModelArgs, at: Option<&ParamValues>) -> Result<()> {
     }
     let mut f = match built {
         Ok(f) => f,
-        Err(e) if e.model_message().is_some() => return Err(SetsUnavailable { budget: e.is_budget(), msg: e.model_message().expect("checked").to_string() }.into()),
-        Err(e) => return Err(e.into()),
+        Err(e) => match e.model_message() {
+            Some(msg) => return Err(SetsUnavailable { msg: msg.to_string(), budget: e.is_budget() }.into()),
+            None => return Err(e.into()),
+        },
     };
     check_against_simulation(&k, &mut f, a.check, &opts)?;
     note_tables(&f);
