@@ -5,7 +5,7 @@
 // build, Debian's libisl-dev is linked instead: the same results, slower, and said so.
 use std::path::PathBuf;
 
-const DEFAULT_DIR: &str = "/opt/kansoku/isl-0.25-imath32";
+const DEFAULT_DIR: &str = "/opt/kansoku/isl-0.25-imath32-p1";
 
 fn main() {
     println!("cargo:rerun-if-env-changed=KANSOKU_ISL_DIR");
