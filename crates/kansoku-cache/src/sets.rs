@@ -104,6 +104,15 @@ pub struct SetModelOptions {
     /// turns it off), where with the race and imath-32 isl the gains are larger than the
     /// losses (docs/BENCHMARKS.md, seed 004).
     pub split_by_source: bool,
+    /// Before the chain over all lines in an access's window, find the accesses one
+    /// reference alone gives `assoc` distinct lines of their set, reference by reference
+    /// (`sure_misses_by_reference`); the chain then runs on the rest. Same counts. Long
+    /// windows hold many references' lines, and the chain over all of them is the slow
+    /// step: heat-3d 8-way's P0 with the lexmin chain 56 → 21 s, P11 to 17 s. But with it
+    /// in every construction of the race, adi 8-way built 28 of its 34 references in 120 s
+    /// (all in 81 s without), so off here; the lexmin chain's alternative in the race turns
+    /// it on, and so does the CLI's `--lexmin-chain`.
+    pub sure_misses_first: bool,
     /// Other constructions of the same sets raced beside the one these options name, in
     /// this order (empty: none; an alternative the options already use is skipped).
     /// None is faster everywhere: divisions at the count win on gemm 4-way, the lexmin
@@ -143,7 +152,7 @@ impl Alternative {
     /// The options with this construction, `None` when they already use it.
     pub(crate) fn options(self, opts: &SetModelOptions) -> Option<SetModelOptions> {
         match self {
-            Alternative::LexminChain(chars) if opts.lexmin_chain_above.is_none() => Some(SetModelOptions { lexmin_chain_above: Some(chars), ..opts.clone() }),
+            Alternative::LexminChain(chars) if opts.lexmin_chain_above.is_none() => Some(SetModelOptions { lexmin_chain_above: Some(chars), sure_misses_first: true, ..opts.clone() }),
             Alternative::StepwiseDivisions if !opts.stepwise_divisions => Some(SetModelOptions { stepwise_divisions: true, ..opts.clone() }),
             Alternative::DivisionsAtCount if opts.stepwise_divisions => Some(SetModelOptions { stepwise_divisions: false, ..opts.clone() }),
             _ => None,
@@ -153,7 +162,7 @@ impl Alternative {
 
 impl SetModelOptions {
     pub fn new(layout: LayoutSpec, cache: CacheConfig) -> Self {
-        SetModelOptions { layout, cache, extents: ParamValues::new(), param_min: 1, param_max: ParamValues::new(), at: ParamValues::new(), explain: false, max_operations: 0, refs: Vec::new(), time_budget: None, lexmin_chain_above: None, stepwise_divisions: false, split_by_array_above: Some(SPLIT_BY_ARRAY_ABOVE), split_by_source: false, race: Vec::new(), jobs: 0, reaching: Vec::new(), keep_misses: false }
+        SetModelOptions { layout, cache, extents: ParamValues::new(), param_min: 1, param_max: ParamValues::new(), at: ParamValues::new(), explain: false, max_operations: 0, refs: Vec::new(), time_budget: None, lexmin_chain_above: None, stepwise_divisions: false, split_by_array_above: Some(SPLIT_BY_ARRAY_ABOVE), split_by_source: false, sure_misses_first: false, race: Vec::new(), jobs: 0, reaching: Vec::new(), keep_misses: false }
     }
 }
 
@@ -208,6 +217,10 @@ pub struct RefSetFormulas {
     /// where the summation did not finish: exact there, but not formulas.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub tabulated_pieces: usize,
+    /// Pieces of its conflict misses that one reference's lines alone made sure of
+    /// (`SetModelOptions::sure_misses_first`); 0: none, or not tried.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub sure_pieces: usize,
     /// The accesses that miss, as isl text (`SetModelOptions::keep_misses`; not written).
     #[serde(skip)]
     pub misses: Option<String>,
@@ -515,7 +528,7 @@ pub fn build_set_model(k: &Kernel, opts: &SetModelOptions) -> Result<SetFormulas
     for (r, Built { result, seconds, by }) in selected.into_iter().zip(built) {
         let by = by.map(|a| alternatives[a].0);
         // Say how far the build got.
-        let RefCounts { accesses, compulsory, conflict, explain, misses, tabulated } = result.map_err(|e| {
+        let RefCounts { accesses, compulsory, conflict, explain, misses, tabulated, sure_pieces } = result.map_err(|e| {
             if done == 0 {
                 return e;
             }
@@ -536,6 +549,7 @@ pub fn build_set_model(k: &Kernel, opts: &SetModelOptions) -> Result<SetFormulas
             lexmin_chain: false,
             other_divisions: false,
             tabulated_pieces: tabulated,
+            sure_pieces,
             misses,
         }
         .built_by(by));
@@ -648,6 +662,8 @@ struct RefCounts {
     misses: Option<String>,
     /// Pieces counted point by point ([`count_piece`]): tables, not formulas.
     tabulated: usize,
+    /// Conflict pieces of sure misses ([`sure_misses_by_reference`]).
+    sure_pieces: usize,
 }
 
 /// One reference's result, its build time in seconds (from the start of its first
@@ -975,8 +991,20 @@ fn reference_sets(ctx: &Ctx, k: &Kernel, (r, name): (usize, &str), access_text: 
     let by_source = if opts.split_by_source { accesses_by_source(&b, &hit_source, access_text, name)? } else { vec![(String::new(), with_source.clone())] };
     let mut conflict_parts = Vec::new();
     let mut distinct = vec![String::new(); opts.cache.assoc as usize];
+    let mut sure_pieces = 0;
+    // Each reference's own lines first (`sure_misses_first`): not with `--explain`, whose
+    // E_k are those of the whole window.
+    let one_ref_lines = if opts.sure_misses_first && !opts.explain { lines_per_reference(&b, &between, &same_set, access_text, name)? } else { Vec::new() };
     for (source, part) in &by_source {
-        let lines = if by_source.len() == 1 { lines.clone() } else { coalesced(m(lines.clone().map_intersect_domain(part.clone()), "lines between", name)?, Map::map_coalesce, name) };
+        let (sure, part) = sure_misses_by_reference(&b, &one_ref_lines, part.clone(), opts, (name, source), deadline)?;
+        let whole = by_source.len() == 1 && sure.is_empty();
+        sure_pieces += sure.len();
+        conflict_parts.extend(sure);
+        if !whole && is_empty(&part, "sure misses", name)? {
+            continue;
+        }
+        let lines = if whole { lines.clone() } else { coalesced(m(lines.clone().map_intersect_domain(part.clone()), "lines between", name)?, Map::map_coalesce, name) };
+        let part = &part;
         let (parts, texts) = conflict_set(&b, &lines, part, &groups, opts, name, deadline)?;
         conflict_parts.extend(parts);
         for (d, t) in distinct.iter_mut().zip(texts).filter(|(_, t)| !t.is_empty()) {
@@ -1029,7 +1057,7 @@ fn reference_sets(ctx: &Ctx, k: &Kernel, (r, name): (usize, &str), access_text: 
         None
     };
     let misses = if opts.keep_misses { Some(miss_set(compulsory_set, &conflict_parts, name)?.to_string()) } else { None };
-    Ok(RefCounts { accesses, compulsory, conflict, explain, misses, tabulated: tabulated.get() })
+    Ok(RefCounts { accesses, compulsory, conflict, explain, misses, tabulated: tabulated.get(), sure_pieces })
 }
 
 /// The accesses that miss: compulsory, or with a conflict part.
@@ -1071,6 +1099,56 @@ fn accesses_by_source<'c>(b: &Builder<'c>, hit_source: &Map<'c>, access_text: &[
     }
     trace(name, &format!("split by source: {} references", out.len()), t, || 0);
     Ok(out)
+}
+
+/// Per reference whose accesses fall in some window, the lines it accesses there in the
+/// access's set (`between` then that reference, as `lines` for all of them).
+fn lines_per_reference<'c>(b: &Builder<'c>, between: &Map<'c>, same_set: &Map<'c>, access_text: &[String], name: &str) -> Result<Vec<Map<'c>>> {
+    let t = Instant::now();
+    let mut out = Vec::new();
+    for text in access_text {
+        let lines = m(m(between.clone().map_apply_range(b.map(text)?), "lines per reference", name)?.map_intersect(same_set.clone()), "lines per reference", name)?;
+        let lines = m(lines.map_coalesce(), "lines per reference", name)?;
+        if !m(lines.map_is_empty(), "lines per reference", name)? {
+            out.push(lines);
+        }
+    }
+    trace(name, &format!("lines per reference: {} references", out.len()), t, || 0);
+    Ok(out)
+}
+
+/// The accesses of `part` that one reference alone gives at least A distinct lines of
+/// their set in the window — misses whatever the other references add — as disjoint
+/// pieces, and the rest of `part`, for the chain over all lines. Each reference's chain
+/// runs on the rest the references before it left, so it shrinks as it goes. A window
+/// spanning a whole loop nest holds many references' lines, and one chain over all of
+/// them carries every reference's pieces through each lexmin (heat-3d 8-way's P0 with the
+/// lexmin chain: 43 s in the part reused from the other nest; 10 s here, then 5 s for
+/// the rest, which only small sizes leave).
+fn sure_misses_by_reference<'c>(b: &Builder<'c>, one_ref_lines: &[Map<'c>], mut part: Set<'c>, opts: &SetModelOptions, (name, source): (&str, &str), deadline: Option<Instant>) -> Result<(Vec<Set<'c>>, Set<'c>)> {
+    let t = Instant::now();
+    let mut sure = Vec::new();
+    for lines in one_ref_lines {
+        let lines = coalesced(m(lines.clone().map_intersect_domain(part.clone()), "sure misses", name)?, Map::map_coalesce, name);
+        if m(lines.map_is_empty(), "sure misses", name)? {
+            continue;
+        }
+        let chain = distinct_line_chain(b, &lines, opts, name, deadline, None)?.expect("no size limit");
+        let Some(e_a) = chain.get(opts.cache.assoc as usize - 1) else { continue };
+        let misses = m(m(e_a.clone().map_domain(), "sure misses", name)?.set_coalesce(), "sure misses", name)?;
+        if is_empty(&misses, "sure misses", name)? {
+            continue;
+        }
+        part = m(m(part.set_subtract(misses.clone()), "sure misses", name)?.set_coalesce(), "sure misses", name)?;
+        sure.push(misses);
+        if is_empty(&part, "sure misses", name)? {
+            break;
+        }
+    }
+    if !one_ref_lines.is_empty() {
+        trace(name, &format!("sure misses [{source}]: from {} references, the rest", sure.len()), t, || part.to_string().len());
+    }
+    Ok((sure, part))
 }
 
 /// The accesses with at least A distinct lines of their set between the hit source and
@@ -1190,7 +1268,12 @@ fn at_least_lines<'c>(levels: &[Vec<Map<'c>>], with_source: &Set<'c>, assoc: usi
     let mut parts = Vec::new();
     for (round, chain) in order.iter().enumerate() {
         let t = Instant::now();
-        let at_least = chain_domains(chain, name)?;
+        // Explicit divisions before the domains are intersected and subtracted round by
+        // round: left to isl, every operation and then the counter eliminate the same
+        // existentials again (adi 8-way not built in 120 s → 81 s, gramschmidt 8-way 42 →
+        // 29 s). Only here: on a one-group reference's domain, which goes to the counter
+        // as it is, they gave it harder pieces (heat-3d 4-way 50.6 → 59.6 s).
+        let at_least = chain_domains(chain, name)?.into_iter().map(|d| m(m(d.set_compute_divs(), "conflict set", name)?.set_coalesce(), "conflict set", name)).collect::<Result<Vec<_>>>()?;
         let last = round + 1 == order.len();
         let exactly = if last { Vec::new() } else { exactly_per_level(&at_least, with_source, assoc, name)? };
         let mut next: Vec<Option<Set<'c>>> = vec![None; assoc];
@@ -1696,7 +1779,7 @@ mod tests {
         assert!(Alternative::StepwiseDivisions.options(&opts).is_none());
         assert!(Alternative::DivisionsAtCount.options(&opts).is_some_and(|o| !o.stepwise_divisions));
         let chained = Alternative::LexminChain(4000).options(&opts).unwrap();
-        assert_eq!((chained.lexmin_chain_above, chained.stepwise_divisions), (Some(4000), true));
+        assert_eq!((chained.lexmin_chain_above, chained.stepwise_divisions, chained.sure_misses_first), (Some(4000), true, true));
         assert!(Alternative::LexminChain(9).options(&chained).is_none());
     }
 }

@@ -146,6 +146,38 @@ fn counting_per_hit_source_counts_the_same() {
     assert_eq!(kansoku_cache::check::disagreements(&k, &split, &points).unwrap(), vec![]);
 }
 
+/// Sure misses by one reference's lines first (`sure_misses_first`, on with the lexmin chain
+/// in the CLI and its race) and the lexmin chain over all lines alone give the same counts:
+/// jacobi-2d 4-way (extents 16) per hit source, at every (T, N) with T in 1..=4 — its reads
+/// reused a sweep later have windows of a whole sweep, where one reference's lines are
+/// enough — and some references' misses did come from one reference; both equal the
+/// simulator at 20 points.
+#[test]
+fn sure_misses_by_one_reference_count_the_same() {
+    let src = BUNDLED_KERNELS.iter().find(|(n, _)| *n == "jacobi2d").unwrap().1;
+    let ext = parse_params("N=16").unwrap();
+    let k = parse_kernel("jacobi2d", src).unwrap().with_fixed_extents(&ext).unwrap();
+    let mut opts = SetModelOptions::new(LayoutSpec::default(), CacheConfig::parse(CACHES[2]).unwrap());
+    opts.extents = ext;
+    opts.param_max = parse_params("T=4").unwrap();
+    opts.lexmin_chain_above = Some(4000);
+    opts.split_by_source = true;
+    let chain = build_set_model(&k, &opts).unwrap();
+    opts.sure_misses_first = true;
+    let sure = build_set_model(&k, &opts).unwrap();
+    assert!(chain.refs.iter().all(|r| r.sure_pieces == 0));
+    assert!(sure.refs.iter().any(|r| r.sure_pieces > 0), "no reference's misses came from one reference");
+    for t in 1..=4 {
+        for n in 1..=16 {
+            let p: ParamValues = [("N".to_string(), n), ("T".to_string(), t)].into();
+            assert_eq!(sure.eval(&p).unwrap(), chain.eval(&p).unwrap(), "at {p:?}");
+        }
+    }
+    let points = kansoku_cache::check::check_points(&sure, 20);
+    assert_eq!(points.len(), 20);
+    assert_eq!(kansoku_cache::check::disagreements(&k, &sure, &points).unwrap(), vec![]);
+}
+
 /// The second level of a non-inclusive hierarchy by the set method (`build_hierarchy_model`:
 /// L2 sees exactly L1's misses, which the set method gives as sets): every level's counts
 /// equal one simulation of the hierarchy (`Inclusion::NonInclusive`) at every point — atax
