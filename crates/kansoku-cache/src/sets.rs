@@ -994,7 +994,7 @@ fn reference_sets(ctx: &Ctx, k: &Kernel, (r, name): (usize, &str), access_text: 
     let mut sure_pieces = 0;
     // Each reference's own lines first (`sure_misses_first`): not with `--explain`, whose
     // E_k are those of the whole window.
-    let one_ref_lines = if opts.sure_misses_first && !opts.explain { lines_per_reference(&b, &between, &same_set, access_text, name)? } else { Vec::new() };
+    let one_ref_lines = if opts.sure_misses_first && !opts.explain { lines_per_reference(&b, k, &between, &same_set, access_text, name)? } else { Vec::new() };
     for (source, part) in &by_source {
         let (sure, part) = sure_misses_by_reference(&b, &one_ref_lines, part.clone(), opts, (name, source), deadline)?;
         let whole = by_source.len() == 1 && sure.is_empty();
@@ -1102,11 +1102,15 @@ fn accesses_by_source<'c>(b: &Builder<'c>, hit_source: &Map<'c>, access_text: &[
 }
 
 /// Per reference whose accesses fall in some window, the lines it accesses there in the
-/// access's set (`between` then that reference, as `lines` for all of them).
-fn lines_per_reference<'c>(b: &Builder<'c>, between: &Map<'c>, same_set: &Map<'c>, access_text: &[String], name: &str) -> Result<Vec<Map<'c>>> {
+/// access's set (`between` then that reference, as `lines` for all of them). A reference
+/// that repeats an earlier one of its statement (heat-3d's `A[i][j][k]`, four times in
+/// each statement) is left out: its lines are the same but at the statement's ends, so
+/// its chain would find next to nothing the first one's did not.
+fn lines_per_reference<'c>(b: &Builder<'c>, k: &Kernel, between: &Map<'c>, same_set: &Map<'c>, access_text: &[String], name: &str) -> Result<Vec<Map<'c>>> {
     let t = Instant::now();
     let mut out = Vec::new();
-    for text in access_text {
+    let repeats = |q: usize| k.refs[..q].iter().any(|e| (e.stmt, e.array, &e.subscripts) == (k.refs[q].stmt, k.refs[q].array, &k.refs[q].subscripts));
+    for (_, text) in access_text.iter().enumerate().filter(|(q, _)| !repeats(*q)) {
         let lines = m(m(between.clone().map_apply_range(b.map(text)?), "lines per reference", name)?.map_intersect(same_set.clone()), "lines per reference", name)?;
         let lines = m(lines.map_coalesce(), "lines per reference", name)?;
         if !m(lines.map_is_empty(), "lines per reference", name)? {
