@@ -120,30 +120,43 @@ fn lexmin_chain_slow_pairs() {
     check_with("mvt", CACHES[3], "N=20", 4, 20, Some(4000));
 }
 
+/// jacobi-2d with extents 16 and T ≤ 4 on `cache`: the kernel and the options the two
+/// constructions compared below start from.
+fn jacobi2d_t4(cache: &str) -> (Kernel, SetModelOptions) {
+    let src = BUNDLED_KERNELS.iter().find(|(n, _)| *n == "jacobi2d").unwrap().1;
+    let ext = parse_params("N=16").unwrap();
+    let k = parse_kernel("jacobi2d", src).unwrap().with_fixed_extents(&ext).unwrap();
+    let mut opts = SetModelOptions::new(LayoutSpec::default(), CacheConfig::parse(cache).unwrap());
+    opts.extents = ext;
+    opts.param_max = parse_params("T=4").unwrap();
+    (k, opts)
+}
+
+/// `a` and `b` give the same counts at every (T, N), T in 1..=4 and N in 1..=16, and `a`
+/// equals the simulator at 20 of them.
+fn same_counts_at_every_size(k: &Kernel, a: &SetFormulas, b: &SetFormulas) {
+    for t in 1..=4 {
+        for n in 1..=16 {
+            let p: ParamValues = [("N".to_string(), n), ("T".to_string(), t)].into();
+            assert_eq!(a.eval(&p).unwrap(), b.eval(&p).unwrap(), "at {p:?}");
+        }
+    }
+    let points = kansoku_cache::check::check_points(a, 20);
+    assert_eq!(points.len(), 20);
+    assert_eq!(kansoku_cache::check::disagreements(k, a, &points).unwrap(), vec![]);
+}
+
 /// Distinct lines counted per hit-source reference (`split_by_source`, CLI `--by-source`) and
 /// over all accesses at once give the same counts: jacobi-2d 2-way (extents 16; its reads
 /// are reused from several references, some in the next iteration, some a sweep later) at
 /// every (T, N) with T in 1..=4, and both equal to the simulator at 20 of them.
 #[test]
 fn counting_per_hit_source_counts_the_same() {
-    let src = BUNDLED_KERNELS.iter().find(|(n, _)| *n == "jacobi2d").unwrap().1;
-    let ext = parse_params("N=16").unwrap();
-    let k = parse_kernel("jacobi2d", src).unwrap().with_fixed_extents(&ext).unwrap();
-    let mut opts = SetModelOptions::new(LayoutSpec::default(), CacheConfig::parse(CACHES[1]).unwrap());
-    opts.extents = ext;
-    opts.param_max = parse_params("T=4").unwrap();
+    let (k, mut opts) = jacobi2d_t4(CACHES[1]);
     let whole = build_set_model(&k, &opts).unwrap();
     opts.split_by_source = true;
     let split = build_set_model(&k, &opts).unwrap();
-    for t in 1..=4 {
-        for n in 1..=16 {
-            let p: ParamValues = [("N".to_string(), n), ("T".to_string(), t)].into();
-            assert_eq!(split.eval(&p).unwrap(), whole.eval(&p).unwrap(), "at {p:?}");
-        }
-    }
-    let points = kansoku_cache::check::check_points(&split, 20);
-    assert_eq!(points.len(), 20);
-    assert_eq!(kansoku_cache::check::disagreements(&k, &split, &points).unwrap(), vec![]);
+    same_counts_at_every_size(&k, &split, &whole);
 }
 
 /// Sure misses by one reference's lines first (`sure_misses_first`, on with the lexmin chain
@@ -154,12 +167,7 @@ fn counting_per_hit_source_counts_the_same() {
 /// simulator at 20 points.
 #[test]
 fn sure_misses_by_one_reference_count_the_same() {
-    let src = BUNDLED_KERNELS.iter().find(|(n, _)| *n == "jacobi2d").unwrap().1;
-    let ext = parse_params("N=16").unwrap();
-    let k = parse_kernel("jacobi2d", src).unwrap().with_fixed_extents(&ext).unwrap();
-    let mut opts = SetModelOptions::new(LayoutSpec::default(), CacheConfig::parse(CACHES[2]).unwrap());
-    opts.extents = ext;
-    opts.param_max = parse_params("T=4").unwrap();
+    let (k, mut opts) = jacobi2d_t4(CACHES[2]);
     opts.lexmin_chain_above = Some(4000);
     opts.split_by_source = true;
     let chain = build_set_model(&k, &opts).unwrap();
@@ -167,15 +175,7 @@ fn sure_misses_by_one_reference_count_the_same() {
     let sure = build_set_model(&k, &opts).unwrap();
     assert!(chain.refs.iter().all(|r| r.sure_pieces == 0));
     assert!(sure.refs.iter().any(|r| r.sure_pieces > 0), "no reference's misses came from one reference");
-    for t in 1..=4 {
-        for n in 1..=16 {
-            let p: ParamValues = [("N".to_string(), n), ("T".to_string(), t)].into();
-            assert_eq!(sure.eval(&p).unwrap(), chain.eval(&p).unwrap(), "at {p:?}");
-        }
-    }
-    let points = kansoku_cache::check::check_points(&sure, 20);
-    assert_eq!(points.len(), 20);
-    assert_eq!(kansoku_cache::check::disagreements(&k, &sure, &points).unwrap(), vec![]);
+    same_counts_at_every_size(&k, &sure, &chain);
 }
 
 /// The second level of a non-inclusive hierarchy by the set method (`build_hierarchy_model`:
