@@ -1029,10 +1029,7 @@ fn reference_sets(ctx: &Ctx, k: &Kernel, (r, name): (usize, &str), access_text: 
         let mut factors = Vec::new();
         let mut factor_maps = Vec::new();
         for (q, text) in access_text.iter().enumerate() {
-            let acc_q = b.map(text)?;
-            let f = m(m(between.clone().map_apply_range(acc_q), "factor", name)?.map_intersect(same_set.clone()), "factor", name)?;
-            let f = m(f.map_coalesce(), "factor", name)?;
-            if !m(f.map_is_empty(), "factor", name)? {
+            if let Some(f) = conflict_factor(&b, &between, &same_set, text, name)? {
                 factors.push((format!("P{q} {}", k.ref_text(&k.refs[q])), f.to_string()));
                 factor_maps.push(f);
             }
@@ -1101,21 +1098,26 @@ fn accesses_by_source<'c>(b: &Builder<'c>, hit_source: &Map<'c>, access_text: &[
     Ok(out)
 }
 
-/// Per reference whose accesses fall in some window, the lines it accesses there in the
-/// access's set (`between` then that reference, as `lines` for all of them). A reference
-/// that repeats an earlier one of its statement (heat-3d's `A[i][j][k]`, four times in
-/// each statement) is left out: its lines are the same but at the statement's ends, so
-/// its chain would find next to nothing the first one's did not.
+/// The lines one reference (its access map as `text`) inserts into the access's set
+/// between the hit source and the access — the seed's conflict factor, `lines` for that
+/// reference alone; `None` where it inserts none.
+fn conflict_factor<'c>(b: &Builder<'c>, between: &Map<'c>, same_set: &Map<'c>, text: &str, name: &str) -> Result<Option<Map<'c>>> {
+    let f = m(m(between.clone().map_apply_range(b.map(text)?), "factor", name)?.map_intersect(same_set.clone()), "factor", name)?;
+    let f = m(f.map_coalesce(), "factor", name)?;
+    Ok((!m(f.map_is_empty(), "factor", name)?).then_some(f))
+}
+
+/// The conflict factors of the references whose accesses fall in some window, for
+/// `sure_misses_by_reference`. A reference that repeats an earlier one of its statement
+/// (heat-3d's `A[i][j][k]`, four times in each statement) is left out: its lines are the
+/// same but at the statement's ends, so its chain would find next to nothing the first
+/// one's did not.
 fn lines_per_reference<'c>(b: &Builder<'c>, k: &Kernel, between: &Map<'c>, same_set: &Map<'c>, access_text: &[String], name: &str) -> Result<Vec<Map<'c>>> {
     let t = Instant::now();
-    let mut out = Vec::new();
     let repeats = |q: usize| k.refs[..q].iter().any(|e| (e.stmt, e.array, &e.subscripts) == (k.refs[q].stmt, k.refs[q].array, &k.refs[q].subscripts));
+    let mut out = Vec::new();
     for (_, text) in access_text.iter().enumerate().filter(|(q, _)| !repeats(*q)) {
-        let lines = m(m(between.clone().map_apply_range(b.map(text)?), "lines per reference", name)?.map_intersect(same_set.clone()), "lines per reference", name)?;
-        let lines = m(lines.map_coalesce(), "lines per reference", name)?;
-        if !m(lines.map_is_empty(), "lines per reference", name)? {
-            out.push(lines);
-        }
+        out.extend(conflict_factor(b, between, same_set, text, name)?);
     }
     trace(name, &format!("lines per reference: {} references", out.len()), t, || 0);
     Ok(out)
