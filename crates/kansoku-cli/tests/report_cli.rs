@@ -115,3 +115,48 @@ fn report_of_a_missing_directory_names_it() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("/nonexistent/kansoku-results"), "{err}");
 }
+
+#[test]
+fn only_what_lies_inside_the_directory_is_read() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path().join("results");
+    std::fs::create_dir_all(d.join("sub")).unwrap();
+    // a secret beside the directory, reached by a link, by a chain of links and by a
+    // link inside a subdirectory that climbs out
+    let secret = tmp.path().join("secret.txt");
+    std::fs::write(&secret, "TOP-SECRET-0451\n").unwrap();
+    let link = |target: &Path, name: &str| std::os::unix::fs::symlink(target, d.join(name)).unwrap();
+    link(&secret, "id_rsa");
+    link(Path::new("../secret.txt"), "relative.txt");
+    link(&d.join("hop1"), "chain.txt");
+    link(&d.join("hop2"), "hop1");
+    link(&d.join("sub/../../secret.txt"), "hop2");
+    link(Path::new("/dev/zero"), "zero.bin");
+    link(Path::new("/etc"), "etc");
+    // links that stay inside are followed
+    std::fs::write(d.join("sub/inside.txt"), "INSIDE-TEXT-77\n").unwrap();
+    link(Path::new("sub/inside.txt"), "inside-link.txt");
+    let fifo = d.join("pipe");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    // a 10 GB sparse file costs its capped prefix
+    let sparse = std::fs::File::create(d.join("huge.log")).unwrap();
+    sparse.set_len(10 << 30).unwrap();
+    drop(sparse);
+
+    let page = tmp.path().join("page.html");
+    ok(&["report", s(&d), "-o", s(&page)]);
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(!html.contains("TOP-SECRET-0451"), "a file outside the directory is in the page");
+    assert!(html.contains("INSIDE-TEXT-77"), "a link inside the directory is followed");
+    for (name, why) in [
+        ("id_rsa", "a link leading outside the directory, not followed"),
+        ("relative.txt", "a link leading outside the directory, not followed"),
+        ("chain.txt", "a link leading outside the directory, not followed"),
+        ("zero.bin", "a link leading outside the directory, not followed"),
+        ("etc", "a link leading outside the directory, not followed"),
+        ("pipe", "not a regular file (a device, FIFO or socket), not read"),
+    ] {
+        assert!(html.contains(&format!("{name}: {why}")), "{name} is listed as skipped: {why}");
+    }
+    assert!(html.contains("huge.log") && html.len() < 2 << 20, "the sparse file is cut ({} bytes of page)", html.len());
+}
