@@ -1,28 +1,21 @@
 //! `kansoku inspect` on code without symbols (issue 14): stripped programs, PLT stubs and
 //! switch jump tables, on real programs as a user runs it.
 
+mod harness;
+use harness::*;
+
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 
 use kansoku_examples::{build_with, test_build_dir};
 
 const GZIP: &str = "/usr/bin/gzip";
 const LIBZ: &str = "/lib/x86_64-linux-gnu/libz.so.1";
 
-fn kansoku(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_kansoku")).args(args).output().expect("kansoku runs")
-}
-
-fn json(args: &[&str]) -> serde_json::Value {
-    let o = kansoku(args);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    serde_json::from_slice(&o.stdout).unwrap()
-}
-
 /// (address, name, source) of every function `inspect --json` lists.
 fn functions(program: &Path) -> Vec<(u64, String, String)> {
-    let v = json(&["inspect", program.to_str().unwrap(), "--json"]);
+    let v = ok_json(&["inspect", program.to_str().unwrap(), "--json"]);
     v["functions"]
         .as_array()
         .unwrap()
@@ -80,7 +73,7 @@ fn inspect_follows_the_switch_of_zlibs_inflate() {
     let out = String::from_utf8_lossy(&o.stdout);
     let first = out.lines().next().unwrap_or("");
     assert!(first.contains("jump table followed") && !first.contains("unresolved"), "{first}");
-    let v = json(&["inspect", LIBZ, "--function", "inflate", "--json"]);
+    let v = ok_json(&["inspect", LIBZ, "--function", "inflate", "--json"]);
     let loops = v["loops"].as_array().unwrap().len();
     assert!(loops > 0 && first.contains(&format!(" {loops} loops")), "{first}");
     let tables = v["jump_tables"].as_array().unwrap();

@@ -1,16 +1,7 @@
 //! `kansoku cache`: the command lines of issue 7, end to end on the seed's example.
 
-use std::process::{Command, Output};
-
-fn kansoku(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_kansoku")).args(args).output().expect("cannot start kansoku")
-}
-
-fn ok(args: &[&str]) -> String {
-    let o = kansoku(args);
-    assert!(o.status.success(), "kansoku {args:?} failed:\n{}", String::from_utf8_lossy(&o.stderr));
-    String::from_utf8(o.stdout).unwrap()
-}
+mod harness;
+use harness::*;
 
 fn seed_kernel() -> String {
     format!("{}/../kansoku-cache/kernels/seed.k", env!("CARGO_MANIFEST_DIR"))

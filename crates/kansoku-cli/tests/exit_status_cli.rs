@@ -1,11 +1,12 @@
 //! kansoku exits as the observed program did (issue 14): its exit code, or 128 + N when
 //! signal N killed it, as `time` and `perf stat` do; a failure to observe is kansoku's own 1.
 
+mod harness;
+use harness::*;
 use std::process::Command;
 
 fn code(args: &[&str]) -> Option<i32> {
-    let o = Command::new(env!("CARGO_BIN_EXE_kansoku")).args(args).output().expect("cannot start kansoku");
-    o.status.code()
+    kansoku(args).status.code()
 }
 
 #[test]

@@ -6,15 +6,14 @@
 //! sample, looked up in binutils' `nm` symbol table of the program, is the function kansoku
 //! itself locates the sample in.
 
+mod harness;
+use harness::*;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
 use serde_json::Value;
-
-fn kansoku(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_kansoku")).args(args).output().expect("run kansoku")
-}
 
 fn s(p: &Path) -> String {
     p.display().to_string()

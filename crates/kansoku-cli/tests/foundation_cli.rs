@@ -1,15 +1,14 @@
 //! The foundation's commands, run as a user runs them.
 
+mod harness;
+use harness::*;
+
 mod browser;
 
 use std::path::Path;
 use std::process::{Command, Output};
 
 use kansoku_examples::{build, test_build_dir};
-
-fn kansoku(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_kansoku")).args(args).output().expect("kansoku runs")
-}
 
 fn text(o: &Output) -> (String, String) {
     (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())

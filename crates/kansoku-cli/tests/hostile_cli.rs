@@ -1,18 +1,13 @@
 //! Hostile input and hard stops, end to end (issue 15, items 7, 8, 11–16): each input or
 //! stop that hung, panicked or lost a recording before. Inputs are generated here.
 
-use std::process::{Command, Output, Stdio};
+mod harness;
+use harness::*;
+
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use kansoku_core::{Event, ExitStatus, Header, Module, RecordingKind, RecordingReader, RecordingWriter};
-
-fn kansoku(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_kansoku")).args(args).output().expect("cannot start kansoku")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
 
 /// An exact-trace recording with the given events (a finished file).
 fn write_ksk(path: &std::path::Path, events: &[Event]) {

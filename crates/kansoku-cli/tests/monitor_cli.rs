@@ -1,12 +1,11 @@
 //! `kansoku monitor`, `kansoku monitor events` and `kansoku wave` end to end, with the
 //! bundled examples, including bad input.
 
+mod harness;
+use harness::*;
+
 use std::path::PathBuf;
 use std::process::Command;
-
-fn kansoku() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_kansoku"))
-}
 
 fn example(name: &str) -> PathBuf {
     static BUILD: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -36,7 +35,7 @@ fn monitor_runs_a_program_and_saves_pictures() {
     let program = example("workload");
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("io.dat");
-    let out = kansoku()
+    let out = kansoku_cmd()
         .args(["monitor", "--interval", "50", "--json", "-o"])
         .arg(dir.path().join("report.json"))
         .arg("--svg")
@@ -69,7 +68,7 @@ fn monitor_reports_a_pid_that_exits_mid_run_and_keeps_data() {
     let mut child = Command::new(&program).args(["cpu", "0.4", "1"]).stdout(std::process::Stdio::null()).spawn().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("report.json");
-    let out = kansoku().args(["monitor", "--interval", "50", "--duration", "5", "--json", "--pid", &child.id().to_string(), "-o"]).arg(&json).output().unwrap();
+    let out = kansoku_cmd().args(["monitor", "--interval", "50", "--duration", "5", "--json", "--pid", &child.id().to_string(), "-o"]).arg(&json).output().unwrap();
     child.wait().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let err = String::from_utf8_lossy(&out.stderr);
@@ -81,7 +80,7 @@ fn monitor_reports_a_pid_that_exits_mid_run_and_keeps_data() {
 
 #[test]
 fn monitor_refuses_a_missing_pid() {
-    let out = kansoku().args(["monitor", "--pid", "999999999"]).output().unwrap();
+    let out = kansoku_cmd().args(["monitor", "--pid", "999999999"]).output().unwrap();
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("process 999999999 does not exist"), "{err}");
@@ -92,7 +91,7 @@ fn events_counts_and_refuses_missing_symbols() {
     let program = example("events");
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("events.json");
-    let out = kansoku()
+    let out = kansoku_cmd()
         .args(["monitor", "events", "--mechanism", "trap", "--calibrate", "--json", "-o"])
         .arg(&json)
         .args(["--probe", "leaf", "--probe", "recurse", "--probe", "p7:entry", "--"])
@@ -112,7 +111,7 @@ fn events_counts_and_refuses_missing_symbols() {
     // names the place and counts the calls clamped at 0
     assert_eq!(v["calibrated_at"], "leaf:entry");
     assert!(routines.iter().all(|r| r["clamped_at_zero"].as_u64().unwrap() <= r["calls"].as_u64().unwrap()));
-    let out = kansoku()
+    let out = kansoku_cmd()
         .args(["monitor", "events", "--mechanism", "trap", "--calibrate-on", "p5", "--json", "-o"])
         .arg(&json)
         .args(["--probe", "leaf", "--"])
@@ -126,7 +125,7 @@ fn events_counts_and_refuses_missing_symbols() {
     assert_eq!(v["calibration"]["samples"], 7, "{v}");
     assert_eq!(v["report"]["routines"][0]["calls"], 21);
 
-    let out = kansoku().args(["monitor", "events", "--mechanism", "trap", "--probe", "nosuch", "--"]).arg(&program).output().unwrap();
+    let out = kansoku_cmd().args(["monitor", "events", "--mechanism", "trap", "--probe", "nosuch", "--"]).arg(&program).output().unwrap();
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("no function named 'nosuch'") && err.contains("kansoku inspect"), "{err}");
@@ -137,7 +136,7 @@ fn wave_exact_finds_the_loop_period() {
     let program = example("wave");
     let dir = tempfile::tempdir().unwrap();
     let svg = dir.path().join("w.svg");
-    let out = kansoku()
+    let out = kansoku_cmd()
         .args(["wave", "--exact", "--marker", "kernel_loop", "--max-instructions", "20000", "--json", "-o"])
         .arg(dir.path().join("wave.json"))
         .arg("--svg")
@@ -178,7 +177,7 @@ fn wave_of_a_noise_only_run_reports_no_period() {
     let bin = dir.path().join("noise");
     assert!(Command::new("cc").args(["-O1", "-o"]).arg(&bin).arg(&src).status().unwrap().success());
     let json = dir.path().join("wave.json");
-    let out = kansoku().args(["wave", "--time-period", "50000", "--json", "-o"]).arg(&json).arg("--").arg(&bin).arg("300").output().unwrap();
+    let out = kansoku_cmd().args(["wave", "--time-period", "50000", "--json", "-o"]).arg(&json).arg("--").arg(&bin).arg("300").output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     if !out.status.success() && (err.contains("perf_event_paranoid") || err.contains("not supported")) {
         println!("skipped: perf sampling is not permitted here: {err}");
@@ -199,7 +198,7 @@ fn monitor_samples_every_thread_and_child() {
     let dir = tempfile::tempdir().unwrap();
     let samples = |program: &str, args: &[&str], extra: &[&str]| -> serde_json::Value {
         let json = dir.path().join("m.json");
-        let out = kansoku()
+        let out = kansoku_cmd()
             .args(["monitor", "--interval", "100", "--sample-period", "1000000", "--json", "-o"])
             .arg(&json)
             .args(extra)

@@ -1,13 +1,12 @@
 //! `kansoku paths` as a user runs it: both live sources, a recording, exports, the CFG
 //! picture, and bad input.
 
+mod harness;
+use harness::*;
+
 use std::process::{Command, Output};
 
 use kansoku_examples::{build, test_build_dir};
-
-fn kansoku(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_kansoku")).args(args).output().expect("kansoku runs")
-}
 
 fn json(o: &Output) -> serde_json::Value {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));

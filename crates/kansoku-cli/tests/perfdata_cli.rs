@@ -4,18 +4,11 @@
 //! `-e cpu-clock:u -c 20000 -e probe_seed000:func_M`, kansoku with `record --time-period
 //! 20000 --marker func_M --marker-by uprobe`.
 
+mod harness;
+use harness::*;
+
 use std::path::Path;
 use std::process::Command;
-
-fn kansoku(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_kansoku")).args(args).output().expect("run kansoku")
-}
-
-fn ok_json(args: &[&str]) -> serde_json::Value {
-    let o = kansoku(args);
-    assert!(o.status.success(), "kansoku {args:?} failed:\n{}", String::from_utf8_lossy(&o.stderr));
-    serde_json::from_slice(&o.stdout).unwrap()
-}
 
 fn s(p: &Path) -> String {
     p.display().to_string()

@@ -3,12 +3,11 @@
 //! run without kansoku; kansoku's report goes to stderr, or with `-o FILE` to the file (and
 //! then stderr is the program's too).
 
+mod harness;
+use harness::*;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-fn kansoku(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_kansoku")).args(args).output().expect("kansoku runs")
-}
 
 /// A small input with random (incompressible) and text parts, and gzip's output for it.
 fn gzip_input(dir: &Path) -> (PathBuf, Vec<u8>) {
@@ -22,10 +21,6 @@ fn gzip_input(dir: &Path) -> (PathBuf, Vec<u8>) {
     assert!(plain.status.success());
     assert!(plain.stdout.len() > 1000 && plain.stdout.starts_with(&[0x1f, 0x8b]), "binary output");
     (input, plain.stdout)
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
 }
 
 /// Runs `kansoku ARGS -- gzip -c INPUT` and checks the program's stdout is untouched.

@@ -2,26 +2,21 @@
 //! headless Chromium (Debian `chromium`): a screenshot, and every picture drawn, none
 //! broken. Hostile names and huge files are escaped and cut.
 
+mod harness;
+use harness::*;
+
 mod browser;
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use browser::{chromium, pictures_drawn, screenshot, svgs};
 use kansoku_examples::{build, test_build_dir};
-
-fn kansoku(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_kansoku")).args(args).output().expect("kansoku runs")
-}
 
 fn ok(args: &[&str]) -> Output {
     let o = kansoku(args);
     assert!(o.status.success(), "kansoku {}: {}", args.join(" "), String::from_utf8_lossy(&o.stderr));
     o
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
 }
 
 #[test]

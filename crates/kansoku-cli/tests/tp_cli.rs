@@ -1,17 +1,9 @@
 //! `kansoku tp`: the command lines of issue 6, end to end on a clang-compiled example.
 
+mod harness;
+use harness::*;
+
 use std::path::Path;
-use std::process::Command;
-
-fn kansoku(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_kansoku")).args(args).output().expect("cannot start kansoku")
-}
-
-fn ok(args: &[&str]) -> String {
-    let o = kansoku(args);
-    assert!(o.status.success(), "kansoku {args:?} failed:\n{}", String::from_utf8_lossy(&o.stderr));
-    String::from_utf8(o.stdout).unwrap()
-}
 
 #[test]
 fn optimize_run_decode_check() {

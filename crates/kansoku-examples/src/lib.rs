@@ -114,12 +114,29 @@ pub fn build(name: &str, out_dir: &Path) -> Result<PathBuf, BuildError> {
 /// Like [`build`] with extra compiler flags (the executable is named after them too).
 pub fn build_with(name: &str, out_dir: &Path, extra_flags: &[&str]) -> Result<PathBuf, BuildError> {
     let example = find(name)?;
-    std::fs::create_dir_all(out_dir).map_err(|source| BuildError::Write { path: out_dir.into(), cause: source })?;
     let suffix: String = extra_flags.iter().map(|f| f.trim_start_matches('-').replace(['=', '/'], "_")).collect::<Vec<_>>().join("-");
     let stem = if suffix.is_empty() { name.to_string() } else { format!("{name}-{suffix}") };
+    compile(&stem, example.source, out_dir, &[CFLAGS, extra_flags, example.libs].concat())
+}
+
+/// Compiles a C program that is not one of the bundled examples (a test's own program,
+/// `source` as text) to `out_dir/STEM`, with exactly `flags` (nothing of [`CFLAGS`] unless
+/// given; libraries such as `-lz` last). Built as [`build`] builds: once per source and
+/// flags (the flags are written into the kept `STEM.c` as a comment, so a change of either
+/// rebuilds), atomically, so the tests of one run share it.
+pub fn build_source(stem: &str, source: &str, out_dir: &Path, flags: &[&str]) -> Result<PathBuf, BuildError> {
+    let recorded = format!("{source}\n/* kansoku-examples: built with {flags:?} */\n");
+    compile(stem, &recorded, out_dir, flags)
+}
+
+/// Compiles `text` into `out_dir/STEM` with `args` (compiler flags and libraries), unless
+/// `STEM.c` there already holds `text` and the program exists.
+fn compile(stem: &str, text: &str, out_dir: &Path, args: &[&str]) -> Result<PathBuf, BuildError> {
+    let (flags, libs): (Vec<&str>, Vec<&str>) = args.iter().partition(|a| !a.starts_with("-l"));
+    std::fs::create_dir_all(out_dir).map_err(|source| BuildError::Write { path: out_dir.into(), cause: source })?;
     let source = out_dir.join(format!("{stem}.c"));
-    let program = out_dir.join(&stem);
-    let unchanged = std::fs::read_to_string(&source).map(|s| s == example.source).unwrap_or(false);
+    let program = out_dir.join(stem);
+    let unchanged = std::fs::read_to_string(&source).map(|s| s == text).unwrap_or(false);
     if unchanged && program.exists() {
         return Ok(program);
     }
@@ -131,17 +148,16 @@ pub fn build_with(name: &str, out_dir: &Path, extra_flags: &[&str]) -> Result<Pa
     let private = out_dir.join(format!(".build-{stem}-{}-{call}", std::process::id()));
     std::fs::create_dir_all(&private).map_err(|source| BuildError::Write { path: private.clone(), cause: source })?;
     let tmp_source = private.join(format!("{stem}.c"));
-    std::fs::write(&tmp_source, example.source).map_err(|source| BuildError::Write { path: tmp_source.clone(), cause: source })?;
-    let tmp_program = private.join(&stem);
+    std::fs::write(&tmp_source, text).map_err(|source| BuildError::Write { path: tmp_source.clone(), cause: source })?;
+    let tmp_program = private.join(stem);
     let compiler = std::env::var("CC").unwrap_or_else(|_| "cc".to_string());
     let output = Command::new(&compiler)
-        .args(CFLAGS)
-        .args(extra_flags)
+        .args(&flags)
         .arg(format!("-fdebug-prefix-map={}={}", private.display(), out_dir.display()))
         .arg("-o")
         .arg(&tmp_program)
         .arg(&tmp_source)
-        .args(example.libs)
+        .args(&libs)
         .output()
         .map_err(|source| BuildError::NoCompiler { compiler: compiler.clone(), cause: source })?;
     if !output.status.success() {
@@ -160,6 +176,48 @@ pub fn test_build_dir() -> PathBuf {
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"));
     target.join("kansoku-examples")
+}
+
+/// Why a test cannot make its check on this machine: said to whoever runs the tests, never
+/// a silent pass.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Missing {
+    /// A program or file that `scripts/setup` installs (the Debian package named). Under
+    /// `scripts/test`, which sets `KANSOKU_TEST_STRICT=1` after running the setup, its
+    /// absence fails the test: the setup is what is broken.
+    Installed { package: &'static str },
+    /// What this machine or kernel does not offer (a hardware PMU, uprobes, permission to
+    /// sample) or a run that by chance gave nothing to check (a run shorter than one
+    /// cpu-clock tick): never a failure, always said.
+    Machine,
+}
+
+/// Says that the calling test skips its check (or the rest of it) and why, on stderr and
+/// in `target/kansoku-skipped.txt` (one line per skip: the test's name and the reason),
+/// which `scripts/test` prints after the run, so a skip reaches the runner's own summary
+/// instead of counting as a pass unseen. Panics instead when `missing` is something
+/// `scripts/setup` installs and `KANSOKU_TEST_STRICT` is set.
+pub fn skip(missing: Missing, reason: impl std::fmt::Display) {
+    let test = std::thread::current().name().unwrap_or("a test").to_string();
+    if let Missing::Installed { package } = missing {
+        if std::env::var_os("KANSOKU_TEST_STRICT").is_some() {
+            panic!("{test}: {reason}; scripts/setup installs {package}, so the setup did not do its work");
+        }
+    }
+    eprintln!("skipped: {reason}");
+    let log = skipped_log();
+    let line = format!("{test}: {}\n", reason.to_string().replace('\n', " "));
+    // One write per line in append mode: lines of tests running in parallel do not mix.
+    let appended = std::fs::OpenOptions::new().create(true).append(true).open(&log).and_then(|mut f| std::io::Write::write_all(&mut f, line.as_bytes()));
+    if let Err(e) = appended {
+        eprintln!("(could not note the skip in {}: {e})", log.display());
+    }
+}
+
+/// Where [`skip`] notes the skips of a test run: `kansoku-skipped.txt` in the target
+/// directory (`scripts/test` empties it before the run and prints it after).
+pub fn skipped_log() -> PathBuf {
+    test_build_dir().with_file_name("kansoku-skipped.txt")
 }
 
 #[cfg(test)]
