@@ -3,6 +3,10 @@
    sizes.h (kansoku cache ... --size MEDIUM). */
 #include <polybench.h>
 #include "sizes.h"
+/* PolyBench's default element type for this kernel (its header, deriche.h) */
+# if !defined(DATA_TYPE_IS_INT) && !defined(DATA_TYPE_IS_FLOAT) && !defined(DATA_TYPE_IS_DOUBLE)
+#  define DATA_TYPE_IS_FLOAT
+# endif
 
 static void kernel_deriche(int w,
                     int h,

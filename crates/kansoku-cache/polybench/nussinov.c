@@ -3,9 +3,15 @@
    sizes.h (kansoku cache ... --size MEDIUM). */
 #include <polybench.h>
 #include "sizes.h"
+/* PolyBench's default element type for this kernel (its header, nussinov.h) */
+# if !defined(DATA_TYPE_IS_INT) && !defined(DATA_TYPE_IS_FLOAT) && !defined(DATA_TYPE_IS_DOUBLE)
+#  define DATA_TYPE_IS_INT
+# endif
+/* RNA bases represented as chars, range is [0,3] (as in PolyBench) */
+typedef char base;
 
 static void kernel_nussinov(int n,
-                     DATA_TYPE POLYBENCH_1D(seq,N,n),
+                     base POLYBENCH_1D(seq,N,n),
                      DATA_TYPE POLYBENCH_2D(table,N,N,n,n))
 {
   int i, j, k, t, r, q, p, s;

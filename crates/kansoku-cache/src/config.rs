@@ -138,7 +138,40 @@ impl Default for LayoutSpec {
     }
 }
 
+/// PolyBench/C 4.2 allocates every array with `posix_memalign(&p, 4096, size)`
+/// (utilities/polybench.c, `xmalloc`): each array starts on its own page.
+pub const POLYBENCH_ALIGN: u64 = 4096;
+
 impl LayoutSpec {
+    /// The layout of a PolyBench program: arrays page-aligned, as `posix_memalign(…, 4096)`
+    /// places them. Which pages they get is the allocator's; for a cache whose sets × line
+    /// is at most 4096 bytes (a 32 KiB 8-way L1 with 64-byte lines: exactly 4096) every
+    /// page-aligned placement maps each element to the same set, so the misses are those of
+    /// the real program; for larger ones (an L2) the pages' own addresses matter too, and
+    /// these are one after the other from `start`.
+    pub fn polybench() -> LayoutSpec {
+        LayoutSpec::Consecutive { start: 0, align: POLYBENCH_ALIGN }
+    }
+
+    /// The layout when none is given: PolyBench's for PolyBench-style C input (`c_input`),
+    /// otherwise arrays one after the other at 64-byte boundaries; `align` (`--align`)
+    /// overrides the alignment of either.
+    pub fn default_for(c_input: bool, start: u64, align: Option<u64>) -> LayoutSpec {
+        let align = align.unwrap_or(if c_input { POLYBENCH_ALIGN } else { 64 });
+        LayoutSpec::Consecutive { start, align }
+    }
+
+    /// One line for reports: where the arrays are.
+    pub fn describe(&self) -> String {
+        match self {
+            LayoutSpec::Consecutive { start, align: POLYBENCH_ALIGN } => {
+                format!("PolyBench's: each array page-aligned (posix_memalign(…, 4096)), one after the other from {start}")
+            }
+            LayoutSpec::Consecutive { start, align } => format!("arrays one after the other from {start}, each aligned to {align} bytes"),
+            LayoutSpec::Bases(m) => format!("base addresses given: {}", m.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",")),
+        }
+    }
+
     /// Parses `A=0,B=800,C=1600`.
     pub fn parse_bases(spec: &str) -> Result<LayoutSpec> {
         let mut m = BTreeMap::new();

@@ -69,6 +69,8 @@ pub struct KernelInfo {
     pub data: Option<Vec<DataInfo>>,
     pub position: Option<PositionInfo>,
     pub cache: CacheConfig,
+    /// Where the arrays are ([`LayoutSpec::describe`]).
+    pub layout: String,
     pub loops: Vec<LoopInfo>,
     pub references: Vec<ArrayRefInfo>,
 }
@@ -90,6 +92,7 @@ pub fn kernel_info(k: &Kernel, cache: CacheConfig, layout: &LayoutSpec, params: 
             .map(|a| ArrayDecl { name: a.name.clone(), elem_type: a.elem_type.clone(), elem_size: a.elem_size, sizes: a.dims.iter().map(|d| d.to_string()).collect() })
             .collect(),
         data,
+        layout: layout.describe(),
         position: position.map(|p| {
             let r = &k.refs[p];
             PositionInfo { statement: k.statements[r.stmt].label.clone(), side: r.side.as_str().into(), position: r.position, reference: format!("P{p}") }

@@ -47,8 +47,8 @@ pub use info::kernel_info;
 pub use kansoku_isl::INTEGERS as ISL_INTEGERS;
 pub use kernel::Kernel;
 pub use parse::parse_kernel;
-pub use polybench::{parse_c_kernel, CInput, Lowered};
-pub use sim::{simulate, HierarchySim, Inclusion, Program, RefStats, Work};
+pub use polybench::{parse_c_kernel, parse_c_warmup, CInput, Lowered};
+pub use sim::{simulate, HierarchySim, Inclusion, Program, RefStats, Start, Work};
 
 /// Reads and parses a kernel file.
 pub fn load_kernel(path: &std::path::Path) -> Result<Kernel> {
@@ -64,6 +64,19 @@ pub fn load_kernel(path: &std::path::Path) -> Result<Kernel> {
 /// Reads a PolyBench-style C file ([`polybench`]); the header it includes with `"..."` is
 /// read from beside it when it exists (PolyBench keeps the dataset presets there).
 pub fn load_c_kernel(path: &std::path::Path, input: &CInput) -> Result<Lowered> {
+    let (src, input) = read_c(path, input)?;
+    parse_c_kernel(&path.display().to_string(), &src, &input)
+}
+
+/// Reads `function` (`init_array`) of a PolyBench-style C file, with the header it includes
+/// beside it, as the code that runs before the kernel ([`parse_c_warmup`]).
+pub fn load_c_warmup(path: &std::path::Path, input: &CInput, function: &str) -> Result<Kernel> {
+    let (src, input) = read_c(path, input)?;
+    parse_c_warmup(&path.display().to_string(), &src, &input, function)
+}
+
+/// A C file's text, and `input` with the header it includes beside it (when none is given).
+fn read_c(path: &std::path::Path, input: &CInput) -> Result<(String, CInput)> {
     let read = |p: &std::path::Path| -> Result<String> {
         use kansoku_core::input::{read_text, TextError, MAX_TEXT_BYTES};
         let file = p.display().to_string();
@@ -79,7 +92,7 @@ pub fn load_c_kernel(path: &std::path::Path, input: &CInput) -> Result<Lowered> 
         let found = polybench::local_includes(&src).into_iter().map(|h| dir.join(h)).find(|h| h.is_file());
         input.header = found.map(|h| read(&h).map(|text| (h.display().to_string(), text))).transpose()?;
     }
-    parse_c_kernel(&path.display().to_string(), &src, &input)
+    Ok((src, input))
 }
 
 /// The kernels bundled with the crate (`kernels/*.k`): name and source.

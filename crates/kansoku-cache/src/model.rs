@@ -621,6 +621,10 @@ pub struct KernelFormulas {
     /// See [`horizon`]: sizes up to here and some periods beyond were all simulated.
     pub horizon: i64,
     pub build_seconds: f64,
+    /// The cache's state at the kernel's start the formulas assume: always cold (the
+    /// formulas count from an empty cache; a warm start is simulated).
+    #[serde(default)]
+    pub start: crate::sim::Start,
 }
 
 /// Counts of one reference from evaluating its formulas.
@@ -987,6 +991,7 @@ pub fn build_model(k: &Kernel, opts: &ModelOptions) -> Result<Vec<KernelFormulas
             sampled_sizes: (opts.n_min, n_hi),
             horizon: horizons[c],
             build_seconds: secs,
+            start: crate::sim::Start::Cold,
         })
         .collect())
 }

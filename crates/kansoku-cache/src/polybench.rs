@@ -54,6 +54,79 @@ pub fn parse_c_kernel(file: &str, src: &str, input: &CInput) -> Result<Lowered> 
     Ok(Lowered { kernel: parse_kernel(file, &text)?, sizes })
 }
 
+/// Reads the function `function` of a PolyBench-style C file (its `init_array`) as the
+/// code that runs before the kernel (a warm start, [`crate::Program::warmed_by`]). Beyond
+/// what [`parse_c_kernel`] reads: `*alpha = 1.5;` (a scalar of `main`, in a register by
+/// the kernel's time) is no array access; `POLYBENCH_2D_ARRAY_DECL(B, DATA_TYPE, N, N, n, n);`
+/// declares a temporary array (cholesky's, lu's and ludcmp's `B`), `(POLYBENCH_ARRAY(B))`
+/// is `B` and `POLYBENCH_FREE_ARRAY(B);` does nothing to the cache.
+pub fn parse_c_warmup(file: &str, src: &str, input: &CInput, function: &str) -> Result<Kernel> {
+    let mut text = src.as_bytes().to_vec();
+    let pad = |t: &mut Vec<u8>, from: usize, to: usize, with: &str| {
+        let mut w = with.as_bytes().to_vec();
+        w.resize(to - from, b' ');
+        // keep the newlines: positions after stay those of the file
+        for (i, c) in t[from..to].iter().enumerate() {
+            if *c == b'\n' {
+                w[i] = b'\n';
+            }
+        }
+        t[from..to].copy_from_slice(&w);
+    };
+    // macro calls `NAME(args)` (and the `;` or `)` after, `then`), rewritten in place
+    let rewrite = |t: &mut Vec<u8>, name: &str, then: Option<u8>, f: &dyn Fn(&[String]) -> Option<String>| {
+        let mut from = 0;
+        while let Some(p) = t[from..].windows(name.len()).position(|w| w == name.as_bytes()).map(|p| p + from) {
+            from = p + name.len();
+            if p > 0 && is_ident(t[p - 1]) || t.get(from).is_some_and(|&c| is_ident(c)) {
+                continue;
+            }
+            let Some(open) = (from..t.len()).find(|&i| !t[i].is_ascii_whitespace()).filter(|&i| t[i] == b'(') else { continue };
+            let Some(close) = matching(t, open, (b'(', b')')) else { continue };
+            let args: Vec<String> = String::from_utf8_lossy(&t[open + 1..close]).split(',').map(|a| a.trim().to_string()).collect();
+            let mut end = close + 1;
+            if let Some(then) = then {
+                match (end..t.len()).find(|&i| !t[i].is_ascii_whitespace()) {
+                    Some(i) if t[i] == then => end = i + 1,
+                    _ => continue,
+                }
+            }
+            if let Some(r) = f(&args).filter(|r| r.len() <= end - p) {
+                pad(t, p, end, &r);
+            }
+        }
+    };
+    rewrite(&mut text, "(POLYBENCH_ARRAY", Some(b')'), &|a| a.first().cloned());
+    rewrite(&mut text, "POLYBENCH_ARRAY", None, &|a| a.first().cloned());
+    rewrite(&mut text, "POLYBENCH_FREE_ARRAY", Some(b';'), &|_| Some(String::new()));
+    for dims in 1..=5usize {
+        rewrite(&mut text, &format!("POLYBENCH_{dims}D_ARRAY_DECL"), Some(b';'), &|a| {
+            (a.len() == 2 + 2 * dims).then(|| format!("{} {}{};", a[1], a[0], a[2..2 + dims].iter().map(|e| format!("[{e}]")).collect::<String>()))
+        });
+    }
+    // `*name = value;` at a statement's start: blanked
+    let blanked = blank_comments(&String::from_utf8_lossy(&text));
+    let mut i = 0;
+    while i < blanked.len() {
+        if blanked[i] == b'*' {
+            let before = blanked[..i].iter().rposition(|c| !c.is_ascii_whitespace());
+            let starts = before.map_or(true, |b| matches!(blanked[b], b';' | b'{' | b'}' | b')'));
+            let name_end = (i + 1..blanked.len()).find(|&j| !is_ident(blanked[j]) && !blanked[j].is_ascii_whitespace() || blanked[j] == b'\n');
+            let assigns = name_end.is_some_and(|e| blanked[e] == b'=' && blanked.get(e + 1) != Some(&b'='));
+            if starts && assigns {
+                if let Some(semi) = (i..blanked.len()).find(|&j| blanked[j] == b';') {
+                    pad(&mut text, i, semi + 1, "");
+                    i = semi + 1;
+                    continue;
+                }
+            }
+        }
+        i += 1;
+    }
+    let input = CInput { function: Some(function.to_string()), ..input.clone() };
+    Ok(parse_c_kernel(file, &String::from_utf8_lossy(&text), &input)?.kernel)
+}
+
 /// The `#include "NAME"` files of a C source, in order (the CLI reads the one that exists).
 pub fn local_includes(src: &str) -> Vec<String> {
     src.lines()
@@ -239,6 +312,8 @@ struct Variable {
     name: String,
     /// Extents (size names or numbers); empty for a scalar.
     extents: Vec<String>,
+    /// The kernel-language element type (`double`, `int`, `char`, …).
+    ty: String,
 }
 
 /// `POLYBENCH_nD(name, EXTENT…, size…)`: the array and the pairs (run-time size, extent).
@@ -249,15 +324,108 @@ fn polybench_array(file: &str, text: &[u8], at: usize, dims: usize, args: &str) 
     }
     let extents = parts[1..=dims].to_vec();
     let sizes = parts[dims + 1..].iter().cloned().zip(extents.iter().cloned()).collect();
-    Ok((Variable { name: parts[0].clone(), extents }, sizes))
+    Ok((Variable { name: parts[0].clone(), extents, ty: "double".into() }, sizes))
 }
 
 /// Run-time size names and the sizes they stand for (`ni` → `NI`).
 type SizeAliases = Vec<(String, String)>;
 
+/// The element types of a C file: what `DATA_TYPE` is, and the file's `typedef`s of
+/// element types (`typedef char base;` in nussinov).
+#[derive(Debug)]
+struct Types {
+    data_type: String,
+    typedefs: Vec<(String, String)>,
+}
+
+/// The C element types the kernel language has (their sizes are those of x86-64 and
+/// AArch64 Linux, the LP64 model PolyBench is built with).
+const C_TYPES: &[&str] = &["char", "short", "int", "long", "float", "double", "int8_t", "uint8_t", "int16_t", "uint16_t", "int32_t", "uint32_t", "int64_t", "uint64_t", "size_t"];
+
+impl Types {
+    /// The kernel-language type of a declaration's type words (`DATA_TYPE`, `base`,
+    /// `unsigned char`, `const double`), `None` when it is not an element type.
+    fn resolve(&self, words: &[&str]) -> Option<String> {
+        let words: Vec<&str> = words.iter().copied().filter(|w| !matches!(*w, "const" | "static" | "register" | "volatile" | "signed" | "unsigned")).collect();
+        let ty = match words.as_slice() {
+            ["DATA_TYPE"] => self.data_type.clone(),
+            [t] => self.typedefs.iter().find(|(n, _)| n == t).map_or(t.to_string(), |(_, v)| v.clone()),
+            ["long", "long"] | ["long", "int"] | ["long", "long", "int"] => "long".into(),
+            ["short", "int"] => "short".into(),
+            _ => return None,
+        };
+        C_TYPES.contains(&ty.as_str()).then_some(ty)
+    }
+
+    fn is_floating(&self, words: &[&str]) -> bool {
+        self.resolve(words).is_some_and(|t| t == "double" || t == "float")
+    }
+}
+
+/// `#define NAME VALUE` lines of `text` with the `#ifdef`/`#ifndef` guard they are inside
+/// (the innermost one; `None` outside every guard or inside `#if` expressions).
+fn guarded_defines(text: &str) -> Vec<(Option<String>, String, String)> {
+    let mut guards: Vec<Option<String>> = Vec::new();
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let t = line.trim_start();
+        let Some(rest) = t.strip_prefix('#') else { continue };
+        let words: Vec<&str> = rest.split_whitespace().collect();
+        match words.as_slice() {
+            ["ifdef", g, ..] => guards.push(Some(g.to_string())),
+            ["ifndef", ..] | ["if", ..] => guards.push(None),
+            ["endif", ..] => {
+                guards.pop();
+            }
+            ["define", name, value @ ..] => out.push((guards.last().cloned().flatten(), name.to_string(), value.join(" "))),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// What `DATA_TYPE` is, as the C preprocessor would decide it for PolyBench/C 4.2: a
+/// definition given (`-D DATA_TYPE=int`, or `-D DATA_TYPE_IS_FLOAT`) first; otherwise the
+/// header's default (`# define DATA_TYPE_IS_INT` in floyd-warshall.h, `…_IS_FLOAT` in
+/// deriche.h) and its `#ifdef DATA_TYPE_IS_INT` … `# define DATA_TYPE int`; otherwise a
+/// plain `#define DATA_TYPE T`; otherwise `double`, PolyBench's usual default.
+fn data_type(file: &str, src: &str, input: &CInput) -> Result<Types> {
+    let mut defs = guarded_defines(src);
+    if let Some((_, h)) = &input.header {
+        defs.extend(guarded_defines(h));
+    }
+    let given = |name: &str| input.defines.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone());
+    let kind = |d: &str| d.strip_prefix("DATA_TYPE_IS_").map(str::to_string);
+    let chosen_kind = input.defines.iter().find_map(|(n, _)| kind(n)).or_else(|| defs.iter().find_map(|(_, n, _)| kind(n)));
+    let ty = if let Some(t) = given("DATA_TYPE") {
+        t
+    } else if let Some(k) = chosen_kind {
+        let guard = format!("DATA_TYPE_IS_{k}");
+        let defined = defs.iter().find(|(g, n, _)| g.as_deref() == Some(guard.as_str()) && n == "DATA_TYPE").map(|(_, _, v)| v.clone());
+        defined.unwrap_or_else(|| k.to_ascii_lowercase())
+    } else {
+        defs.iter().find(|(g, n, _)| n == "DATA_TYPE" && !g.as_deref().is_some_and(|g| g.starts_with("DATA_TYPE_IS_"))).map_or("double".to_string(), |(_, _, v)| v.clone())
+    };
+    let ty = ty.trim().to_string();
+    let mut typedefs = Vec::new();
+    for stmt in String::from_utf8_lossy(&blank_comments(src)).split(';') {
+        let words: Vec<&str> = stmt.split_whitespace().collect();
+        let from = words.iter().position(|w| *w == "typedef").unwrap_or(words.len());
+        if let ["typedef", ty @ .., name] = &words[from..] {
+            typedefs.push((name.to_string(), ty.join(" ")));
+        }
+    }
+    let mut types = Types { data_type: String::new(), typedefs };
+    types.data_type = types.resolve(&ty.split_whitespace().collect::<Vec<_>>()).ok_or_else(|| err(file, (1, 1), format!("DATA_TYPE={ty}: not an element type (char, short, int, long, float, double)")))?;
+    let typedefs: Vec<(String, String)> = types.typedefs.iter().filter_map(|(n, t)| types.resolve(&t.split_whitespace().collect::<Vec<_>>()).map(|t| (n.clone(), t))).collect();
+    types.typedefs = typedefs;
+    Ok(types)
+}
+
 /// Declarations in `text[from..to]`, split at `split` (`,` for a parameter list, `;` for
-/// statements): arrays, scalars of a floating type, and the run-time size names.
-fn declarations(file: &str, text: &[u8], from: usize, to: usize, split: u8, float_type: &str) -> Result<(Vec<Variable>, SizeAliases)> {
+/// statements): arrays of any element type, scalars of a floating type, and the run-time
+/// size names.
+fn declarations(file: &str, text: &[u8], from: usize, to: usize, split: u8, types: &Types) -> Result<(Vec<Variable>, SizeAliases)> {
     let (mut vars, mut sizes) = (Vec::new(), Vec::new());
     let mut start = from;
     let mut depth = 0i64;
@@ -273,13 +441,13 @@ fn declarations(file: &str, text: &[u8], from: usize, to: usize, split: u8, floa
         }
         let decl = String::from_utf8_lossy(&text[start..i]).to_string();
         let at = start + (decl.len() - decl.trim_start().len());
-        declaration(file, text, at, decl.trim(), float_type, &mut vars, &mut sizes)?;
+        declaration(file, text, at, decl.trim(), types, &mut vars, &mut sizes)?;
         start = i + 1;
     }
     Ok((vars, sizes))
 }
 
-fn declaration(file: &str, text: &[u8], at: usize, decl: &str, float_type: &str, vars: &mut Vec<Variable>, sizes: &mut Vec<(String, String)>) -> Result<()> {
+fn declaration(file: &str, text: &[u8], at: usize, decl: &str, types: &Types, vars: &mut Vec<Variable>, sizes: &mut Vec<(String, String)>) -> Result<()> {
     if decl.is_empty() || decl.starts_with('#') {
         return Ok(());
     }
@@ -290,27 +458,37 @@ fn declaration(file: &str, text: &[u8], at: usize, decl: &str, float_type: &str,
         let (Some(open), Some(close), 1..=5) = (open, close, dims) else {
             return Err(err(file, position(text, at), format!("cannot read the array declaration '{decl}'")));
         };
-        let (v, s) = polybench_array(file, text, at, dims, &decl[open + 1..close])?;
+        let words: Vec<&str> = decl[..p].split_whitespace().collect();
+        let ty = types.resolve(&words).ok_or_else(|| err(file, position(text, at), format!("'{}': not an element type (char, short, int, long, float, double, DATA_TYPE or a typedef of one)", words.join(" "))))?;
+        let (mut v, s) = polybench_array(file, text, at, dims, &decl[open + 1..close])?;
+        v.ty = ty;
         vars.push(v);
         sizes.extend(s);
         return Ok(());
     }
     let words: Vec<&str> = decl.split(|c: char| c.is_whitespace() || c == ',').filter(|w| !w.is_empty()).collect();
-    let Some(ty) = words.first() else { return Ok(()) };
-    let floating = matches!(*ty, "DATA_TYPE" | "double" | "float") || *ty == float_type;
-    if !floating {
-        // `int i, j;` loop counters, `int n` sizes (named by the arrays' declarations or
-        // used as `_PB_N`): nothing to declare
+    // the type words: up to the first word followed by a name, an `[` or a `,`
+    let type_len = words.iter().take_while(|w| types.resolve(&[w]).is_some() || matches!(**w, "const" | "static" | "register" | "volatile" | "signed" | "unsigned" | "DATA_TYPE")).count();
+    if type_len == 0 {
         return Ok(());
     }
-    for item in decl[decl.find(words[0]).unwrap_or(0) + words[0].len()..].split(',') {
-        let item = item.trim();
+    let ty_words = &words[..type_len];
+    let Some(ty) = types.resolve(ty_words) else { return Ok(()) };
+    let floating = types.is_floating(ty_words);
+    let after = decl.find(words[type_len - 1]).unwrap_or(0) + words[type_len - 1].len();
+    for item in decl[after..].split(',') {
+        // `DATA_TYPE *alpha` (init_array's out-parameters): the scalar it points to
+        let item = item.trim().trim_start_matches('*').trim_start();
         let name: String = item.chars().take_while(|&c| c.is_alphanumeric() || c == '_').collect();
         if name.is_empty() {
             return Err(err(file, position(text, at), format!("cannot read the declaration '{decl}'")));
         }
-        let extents = item[name.len()..].split('[').skip(1).map(|e| e.trim_end().trim_end_matches(']').trim().to_string()).collect();
-        vars.push(Variable { name, extents });
+        let extents: Vec<String> = item[name.len()..].split('[').skip(1).map(|e| e.trim_end().trim_end_matches(']').trim().to_string()).collect();
+        // `int i, j;` loop counters and `int n` sizes (named by the arrays' declarations
+        // or used as `_PB_N`) need no declaration; an integer array does
+        if floating || !extents.is_empty() {
+            vars.push(Variable { name, extents, ty: ty.clone() });
+        }
     }
     Ok(())
 }
@@ -336,15 +514,12 @@ fn preset_values(text: &str, preset: &str) -> Vec<(String, String)> {
 fn lower(file: &str, src: &str, input: &CInput) -> Result<(String, Vec<(String, i64)>)> {
     let text = blank_comments(src);
     let region = find_region(file, &text, input)?;
-    let float_type = input.defines.iter().find(|(n, _)| n == "DATA_TYPE").map_or("double", |(_, v)| v.as_str()).to_string();
-    if float_type != "double" && float_type != "float" {
-        return Err(err(file, (1, 1), format!("DATA_TYPE={float_type}: only double and float are element types here")));
-    }
+    let types = data_type(file, src, input)?;
     let close = matching(&text, region.params, (b'(', b')')).unwrap_or(region.params);
-    let (mut vars, mut sizes) = declarations(file, &text, region.params + 1, close, b',', &float_type)?;
+    let (mut vars, mut sizes) = declarations(file, &text, region.params + 1, close, b',', &types)?;
     let body = (close..region.start).find(|&i| text[i] == b'{').map_or(region.start, |b| b + 1);
     if body < region.start {
-        let (v, s) = declarations(file, &text, body, region.start.saturating_sub(0), b';', &float_type)?;
+        let (v, s) = declarations(file, &text, body, region.start.saturating_sub(0), b';', &types)?;
         vars.extend(v);
         sizes.extend(s);
     }
@@ -369,7 +544,9 @@ fn lower(file: &str, src: &str, input: &CInput) -> Result<(String, Vec<(String, 
             "SQRT_FUN" => Some("sqrt".into()),
             "EXP_FUN" => Some("exp".into()),
             "POW_FUN" => Some("pow".into()),
-            "DATA_TYPE" => Some(float_type.clone()),
+            "DATA_TYPE" => Some(types.data_type.clone()),
+            // a cast to a typedef (`(base)` in nussinov's init_array)
+            _ if size.is_none() => types.typedefs.iter().find(|(n, _)| *n == name).map(|(_, t)| t.clone()),
             _ => size.clone(),
         };
         if let Some(r) = &replacement {
@@ -379,7 +556,9 @@ fn lower(file: &str, src: &str, input: &CInput) -> Result<(String, Vec<(String, 
             region_text[s..e].copy_from_slice(format!("{r:<width$}", width = e - s).as_bytes());
         }
         let upper = name.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
-        let size = size.or_else(|| (upper && replacement.is_none() && vars.iter().all(|v| v.name != name)).then_some(name));
+        // a name with a subscript is an array (a temporary declared in the region), not a size
+        let subscripted = text[e..region.end].iter().find(|c| !c.is_ascii_whitespace()) == Some(&b'[');
+        let size = size.or_else(|| (upper && !subscripted && replacement.is_none() && vars.iter().all(|v| v.name != name)).then_some(name));
         if let Some(size) = size.filter(|x| !used_sizes.contains(x)) {
             used_sizes.push(size);
         }
@@ -391,7 +570,7 @@ fn lower(file: &str, src: &str, input: &CInput) -> Result<(String, Vec<(String, 
         }
     }
     let values = size_values(file, src, input, &params)?;
-    let declarations = declaration_text(&params, &vars, &float_type);
+    let declarations = declaration_text(&params, &vars);
     // the declarations on line 1, everything before the region blanked, the region as is
     let mut out: Vec<u8> = region_text[..region.start].iter().map(|&c| if c == b'\n' { c } else { b' ' }).collect();
     let first_newline = out.iter().position(|&c| c == b'\n').unwrap_or(out.len());
@@ -439,14 +618,14 @@ fn size_values(file: &str, src: &str, input: &CInput, params: &[String]) -> Resu
     Ok(values)
 }
 
-fn declaration_text(params: &[String], vars: &[Variable], float_type: &str) -> String {
+fn declaration_text(params: &[String], vars: &[Variable]) -> String {
     let mut d = String::new();
     if !params.is_empty() {
         d.push_str(&format!("param {}; ", params.join(", ")));
     }
     for v in vars {
         let dims: String = v.extents.iter().map(|e| format!("[{e}]")).collect();
-        d.push_str(&format!("{float_type} {}{dims}; ", v.name));
+        d.push_str(&format!("{} {}{dims}; ", v.ty, v.name));
     }
     d
 }
@@ -516,6 +695,44 @@ void kernel_gemm(int ni, int nj, int nk,
         assert_eq!(l.kernel.statements.len(), 2);
         let e = parse_c_kernel("gemm.c", &src, &CInput::default()).unwrap_err().to_string();
         assert!(e.contains("gemm.c:1:1") && e.contains("#pragma scop"), "{e}");
+    }
+
+    /// The element type of each array, as `name:type:size`.
+    fn types(l: &Lowered) -> Vec<String> {
+        l.kernel.arrays.iter().map(|a| format!("{}:{}:{}", a.name, a.elem_type, a.elem_size)).collect()
+    }
+
+    /// PolyBench/C 4.2's header logic for the default data type (floyd-warshall.h).
+    const INT_HEADER: &str = "# if !defined(DATA_TYPE_IS_INT) && !defined(DATA_TYPE_IS_FLOAT) && !defined(DATA_TYPE_IS_DOUBLE)\n#  define DATA_TYPE_IS_INT\n# endif\n\
+#ifdef DATA_TYPE_IS_INT\n#  define DATA_TYPE int\n#endif\n#ifdef DATA_TYPE_IS_FLOAT\n#  define DATA_TYPE float\n#  define SCALAR_VAL(x) x##f\n# endif\n\
+#ifdef DATA_TYPE_IS_DOUBLE\n#  define DATA_TYPE double\n# endif\n";
+
+    #[test]
+    fn element_types_come_from_the_declarations_and_data_type() {
+        let with = |defines: &[(&str, &str)], header: Option<&str>, src: &str| {
+            let input = CInput { defines: defines.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect(), header: header.map(|h| ("h.h".to_string(), h.to_string())), ..Default::default() };
+            types(&parse_c_kernel("gemm.c", src, &input).unwrap())
+        };
+        // PolyBench's default, double
+        assert_eq!(with(&[], None, GEMM), ["C:double:8", "A:double:8", "B:double:8"]);
+        // the header's default (DATA_TYPE_IS_INT), and what -D overrides it with
+        assert_eq!(with(&[], Some(INT_HEADER), GEMM), ["C:int:4", "A:int:4", "B:int:4"]);
+        assert_eq!(with(&[("DATA_TYPE_IS_FLOAT", "1")], Some(INT_HEADER), GEMM), ["C:float:4", "A:float:4", "B:float:4"]);
+        assert_eq!(with(&[("DATA_TYPE_IS_DOUBLE", "")], Some(INT_HEADER), GEMM), ["C:double:8", "A:double:8", "B:double:8"]);
+        for (t, size) in [("char", 1), ("short", 2), ("int", 4), ("long", 8), ("float", 4), ("double", 8)] {
+            assert_eq!(with(&[("DATA_TYPE", t)], Some(INT_HEADER), GEMM)[0], format!("C:{t}:{size}"));
+        }
+        // per array: a typedef (nussinov's `base`) and a plain C type beside DATA_TYPE
+        let mixed = GEMM.replace("static\nvoid", "typedef char base;\nstatic\nvoid").replace("DATA_TYPE POLYBENCH_2D(A,", "base POLYBENCH_2D(A,").replace("DATA_TYPE POLYBENCH_2D(B,", "short POLYBENCH_2D(B,");
+        assert_eq!(with(&[], None, &mixed), ["C:double:8", "A:char:1", "B:short:2"]);
+        // a local integer array is declared; integer scalars (loop counters) are not
+        let local = GEMM.replace("  int i, j, k;", "  int i, j, k;\n  long w[NI];");
+        assert_eq!(with(&[], None, &local), ["C:double:8", "A:double:8", "B:double:8", "w:long:8"]);
+        // not an element type
+        let e = parse_c_kernel("gemm.c", GEMM, &CInput { defines: vec![("DATA_TYPE".into(), "complex".into())], ..Default::default() }).unwrap_err().to_string();
+        assert!(e.contains("DATA_TYPE=complex: not an element type"), "{e}");
+        let e = refused(&GEMM.replace("DATA_TYPE POLYBENCH_2D(A,", "struct_t POLYBENCH_2D(A,"));
+        assert!(e.starts_with("bad.c:10:") && e.contains("'struct_t': not an element type"), "{e}");
     }
 
     fn refused(src: &str) -> String {

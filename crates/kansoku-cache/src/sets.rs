@@ -260,6 +260,10 @@ pub struct SetFormulas {
     /// accesses these formulas count (`build_hierarchy_model`); `None`: a cache alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub above: Option<Box<SetFormulas>>,
+    /// The cache's state at the kernel's start the formulas assume: always cold (a warm
+    /// start is simulated).
+    #[serde(default)]
+    pub start: crate::sim::Start,
 }
 
 /// Counts of one reference at a parameter point.
@@ -566,6 +570,7 @@ pub fn build_set_model(k: &Kernel, opts: &SetModelOptions) -> Result<SetFormulas
         build_seconds: t0.elapsed().as_secs_f64(),
         checked_at: Vec::new(),
         above: None,
+        start: crate::sim::Start::Cold,
     })
 }
 

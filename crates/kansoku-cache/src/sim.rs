@@ -68,6 +68,32 @@ pub struct Program {
     pub data: Vec<DataInfo>,
     addr_lo: i64,
     addr_hi: i64,
+    /// What runs before the kernel, its accesses simulated but not counted (a warm start,
+    /// [`Program::warmed_by`]); `None`: the kernel starts with an empty cache.
+    warmup: Option<Box<Program>>,
+}
+
+/// The cache's state when the kernel starts.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Start {
+    /// Empty: every line's first access misses (a `-DPOLYBENCH_TIME` build of PolyBench,
+    /// which flushes the cache before the kernel).
+    #[default]
+    Cold,
+    /// What the accesses of this code (`init_array`) left in it (a plain PolyBench build:
+    /// the kernel runs right after the arrays are initialised).
+    Warm(String),
+}
+
+impl Start {
+    /// One line for reports.
+    pub fn describe(&self) -> String {
+        match self {
+            Start::Cold => "cold: the cache is empty when the kernel starts (PolyBench with -DPOLYBENCH_TIME flushes it so)".into(),
+            Start::Warm(after) => format!("warm: the cache holds what {after}'s accesses left in it (simulated, not counted)"),
+        }
+    }
 }
 
 fn subst(a: &Affine, params: &ParamValues, loop_vars: &[(String, usize)]) -> LinForm {
@@ -129,7 +155,56 @@ impl Program {
         let nodes = build(k, &k.body, params, &mut vec![], &ref_forms);
         let addr_lo = data.iter().map(|d| d.start as i64).min().unwrap_or(0);
         let addr_hi = data.iter().map(|d| (d.start + d.elems * d.elem_size) as i64).max().unwrap_or(0);
-        Ok(Program { nodes, nrefs: k.refs.len(), depth: k.max_depth(), data, addr_lo, addr_hi })
+        Ok(Program { nodes, nrefs: k.refs.len(), depth: k.max_depth(), data, addr_lo, addr_hi, warmup: None })
+    }
+
+    /// This program after `warm` (the program's initialisation, at the same `params`): the
+    /// arrays `warm` shares with the kernel by name are the kernel's (same addresses), its
+    /// others come after the kernel's, each aligned to `align`. Simulations then run
+    /// `warm`'s accesses first and count only the kernel's.
+    pub fn warmed_by(mut self, warm: &Kernel, params: &ParamValues, align: u64) -> Result<Program> {
+        let params: ParamValues = params.iter().filter(|(n, _)| warm.params.contains(n)).map(|(n, v)| (n.clone(), *v)).collect();
+        let mut next = self.data.iter().map(|d| d.start + d.elems * d.elem_size).max().unwrap_or(0);
+        let align = align.max(1);
+        let mut bases = std::collections::BTreeMap::new();
+        for a in &warm.arrays {
+            let start = match self.data.iter().find(|d| d.name == a.name) {
+                Some(d) => {
+                    if d.elem_size != a.elem_size {
+                        return Err(CacheError::Layout(format!("array '{}' has {}-byte elements in the kernel and {}-byte ones in {} (the warm-up)", a.name, d.elem_size, a.elem_size, warm.file)));
+                    }
+                    d.start
+                }
+                None => {
+                    let s = next.div_ceil(align) * align;
+                    let one = resolve_layout(&Kernel { arrays: vec![a.clone()], ..warm.clone() }, &LayoutSpec::Consecutive { start: s, align }, &params)?;
+                    next = s + one[0].elems * one[0].elem_size;
+                    s
+                }
+            };
+            bases.insert(a.name.clone(), start);
+        }
+        let w = Program::new(warm, &params, &LayoutSpec::Bases(bases))?;
+        self.addr_lo = self.addr_lo.min(w.addr_lo);
+        self.addr_hi = self.addr_hi.max(w.addr_hi);
+        self.warmup = Some(Box::new(w));
+        Ok(self)
+    }
+
+    /// The cache's state at the kernel's start this program assumes.
+    pub fn start(&self, warm_name: &str) -> Start {
+        if self.warmup.is_some() {
+            Start::Warm(warm_name.to_string())
+        } else {
+            Start::Cold
+        }
+    }
+
+    /// The warm-up's accesses, all as one reference `r` (whose counts the caller drops).
+    fn warm_up(&self, mut f: impl FnMut(usize, i64), r: usize) {
+        if let Some(w) = &self.warmup {
+            w.for_each_access(|_, a| f(r, a));
+        }
     }
 
     /// Calls `f(reference, byte address)` for every access in program order.
@@ -144,9 +219,12 @@ impl Program {
     /// outer loops only: milliseconds where the simulation takes minutes, and bounded by
     /// `limit` where it would take years.
     pub fn work(&self, limit: u64) -> Work {
-        let mut w = Work { accesses: 0, iterations: 0, complete: true };
+        // the warm-up is simulated too
+        let mut w = self.warmup.as_ref().map_or(Work { accesses: 0, iterations: 0, complete: true }, |p| p.work(limit));
         let mut vars = vec![0i64; self.depth.max(1)];
-        count_nodes(&self.nodes, &mut vars, limit, &mut w);
+        if w.complete {
+            count_nodes(&self.nodes, &mut vars, limit, &mut w);
+        }
         w
     }
 
@@ -157,7 +235,16 @@ impl Program {
 
     /// [`Program::simulate`], calling `progress(accesses so far)` every 2^24 accesses.
     pub fn simulate_reporting(&self, caches: &[CacheConfig], mut progress: impl FnMut(u64)) -> Vec<Vec<RefStats>> {
-        let mut sims: Vec<CacheSim> = caches.iter().map(|c| CacheSim::new(*c, self.nrefs, self.addr_lo, self.addr_hi)).collect();
+        // one reference more: the warm-up's accesses, dropped below
+        let mut sims: Vec<CacheSim> = caches.iter().map(|c| CacheSim::new(*c, self.nrefs + 1, self.addr_lo, self.addr_hi)).collect();
+        self.warm_up(
+            |r, a| {
+                for s in sims.iter_mut() {
+                    s.access(r, a);
+                }
+            },
+            self.nrefs,
+        );
         let mut n = 0u64;
         if sims.len() == 1 {
             let s = &mut sims[0];
@@ -173,7 +260,12 @@ impl Program {
                 tick(&mut n, &mut progress);
             });
         }
-        sims.into_iter().map(|s| s.stats).collect()
+        sims.into_iter()
+            .map(|mut s| {
+                s.stats.truncate(self.nrefs);
+                s.stats
+            })
+            .collect()
     }
 }
 
@@ -575,13 +667,16 @@ impl Program {
 
     /// [`Program::simulate_hierarchy`], calling `progress(accesses so far)` every 2^24 accesses.
     pub fn simulate_hierarchy_reporting(&self, levels: &[CacheConfig], inclusion: Inclusion, mut progress: impl FnMut(u64)) -> Result<Vec<Vec<RefStats>>> {
-        let mut h = HierarchySim::new(levels, self.nrefs, inclusion)?;
+        let mut h = HierarchySim::new(levels, self.nrefs + 1, inclusion)?;
+        self.warm_up(|r, a| h.access(r, a), self.nrefs);
         let mut n = 0u64;
         self.for_each_access(|r, a| {
             h.access(r, a);
             tick(&mut n, &mut progress);
         });
-        Ok(h.stats())
+        let mut stats = h.stats();
+        stats.iter_mut().for_each(|s| s.truncate(self.nrefs));
+        Ok(stats)
     }
 }
 

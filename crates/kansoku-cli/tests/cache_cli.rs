@@ -198,7 +198,10 @@ fn polybench_c_equals_the_kernel_language() {
 
     // nussinov's ifs restrict its statements' domains; the table says when each runs.
     let info = ok(&["cache", "info", &format!("{dir}/polybench/nussinov.c"), "--size", "MINI"]);
-    assert!(info.contains("S3   line 22") && info.contains("(when "), "{info}");
+    assert!(info.contains("S3   line 28") && info.contains("(when "), "{info}");
+    // each array with its own element type (issue 46): nussinov's seq is char, table int, in PolyBench's layout
+    assert!(info.contains("seq      char             1            0") && info.contains("table    int              4         4096"), "{info}");
+    assert!(info.contains("layout: PolyBench's: each array page-aligned"), "{info}");
 }
 
 /// A realistic L1 at concrete sizes: the set method's misses equal one simulation's at
@@ -322,4 +325,50 @@ fn non_inclusive_l2_formulas_by_the_set_method() {
     let o = kansoku(&["cache", "model", &atax, "--method", "sets", "--extent", "N=8", "--budget", "0"]);
     let e = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success() && e.contains("a larger --budget") && e.contains("--method interpolate"), "{e}");
+}
+
+/// Issue 46: every report says where the arrays are and whether the cache starts cold;
+/// `--warm` runs the C file's `init_array` first (simulated, not counted), also for
+/// `cache model`, which says that the formulas are cold and simulates; without sizes it
+/// refuses rather than answer cold.
+#[test]
+fn reports_say_cold_or_warm_and_warm_runs_init_array_first() {
+    let file = scratch("warm", "gemm.c");
+    std::fs::write(
+        &file,
+        "static void init_array(int ni, int nj, DATA_TYPE *alpha, DATA_TYPE POLYBENCH_2D(C,NI,NJ,ni,nj), DATA_TYPE POLYBENCH_2D(A,NI,NJ,ni,nj))\n\
+         {\n  int i, j;\n  *alpha = 1.5;\n  for (i = 0; i < ni; i++)\n    for (j = 0; j < nj; j++) {\n      C[i][j] = (DATA_TYPE) ((i*j+1) % ni) / ni;\n      A[i][j] = 2;\n    }\n}\n\
+         static void kernel_add(int ni, int nj, DATA_TYPE POLYBENCH_2D(C,NI,NJ,ni,nj), DATA_TYPE POLYBENCH_2D(A,NI,NJ,ni,nj))\n\
+         {\n  int i, j;\n#pragma scop\n  for (i = 0; i < _PB_NI; i++)\n    for (j = 0; j < _PB_NJ; j++)\n      C[i][j] += A[i][j];\n#pragma endscop\n}\n",
+    )
+    .unwrap();
+    let f = file.to_str().unwrap();
+    let run = |extra: &[&str]| -> serde_json::Value {
+        let mut args = vec!["cache", "simulate", f, "-D", "NI=16", "-D", "NJ=16", "--cache", "32KiB,8-way,64B", "--json"];
+        args.extend(extra);
+        serde_json::from_str(&ok(&args)).unwrap()
+    };
+    let cold = run(&[]);
+    assert_eq!(cold["start"], "cold");
+    assert!(cold["layout"].as_str().unwrap().contains("page-aligned"), "{cold}");
+    // C and A, 2 KiB each at 4096 and 0: 64 lines, every one missed once from cold
+    assert_eq!(cold["total_misses"].as_u64(), Some(64));
+    let warm = run(&["--warm"]);
+    assert_eq!(warm["start"]["warm"], "init_array");
+    assert_eq!(warm["total_misses"].as_u64(), Some(0));
+    // the layout is still the user's to choose
+    assert!(run(&["--align", "64"])["layout"].as_str().unwrap().contains("aligned to 64 bytes"));
+    let text = ok(&["cache", "simulate", f, "-D", "NI=16", "-D", "NJ=16"]);
+    assert!(text.contains("cache at the kernel's start: cold"), "{text}");
+    // model: cold formulas say so; --warm is simulated, with a note
+    let o = kansoku(&["cache", "model", f, "-D", "NI=16", "-D", "NJ=16", "--cache", "32KiB,8-way,64B", "--warm", "--json"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success() && err.contains("--warm: the formulas count from a cold cache; the warm start is answered by the simulator"), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["refs"], warm["refs"]);
+    let text = ok(&["cache", "model", f, "-D", "NI=16", "-D", "NJ=16", "--cache", "32KiB,8-way,64B", "--method", "sets"]);
+    assert!(text.contains("cache at the kernel's start: cold"), "{text}");
+    let o = kansoku(&["cache", "model", f, "--warm"]);
+    assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("cannot start warm"), "{}", String::from_utf8_lossy(&o.stderr));
+    std::fs::remove_dir_all(file.parent().unwrap()).ok();
 }

@@ -2,7 +2,7 @@
 
 use anyhow::{bail, Context, Result};
 use kansoku_cache::model::{build_model, Family, KernelFormulas, ModelOptions};
-use kansoku_cache::{kernel_info, parse_params, CacheConfig, Inclusion, Kernel, LayoutSpec, ParamValues, Program, RefStats};
+use kansoku_cache::{kernel_info, parse_params, CacheConfig, Inclusion, Kernel, LayoutSpec, ParamValues, Program, RefStats, Start};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -44,9 +44,10 @@ pub struct CacheArgs {
     /// Base addresses of every array, e.g. `A=0,B=800,C=1600` (otherwise arrays are placed one after the other).
     #[arg(long)]
     pub base: Option<String>,
-    /// Alignment in bytes of each array when placed one after the other.
-    #[arg(long, default_value_t = 64)]
-    pub align: u64,
+    /// Alignment in bytes of each array when placed one after the other (default: 4096 for
+    /// PolyBench-style C, as PolyBench's posix_memalign(…, 4096) places them; 64 otherwise).
+    #[arg(long)]
+    pub align: Option<u64>,
     /// Address of the first array when placed one after the other.
     #[arg(long, default_value_t = 0)]
     pub start: u64,
@@ -71,10 +72,12 @@ impl CacheArgs {
             Inclusion::Inclusive
         }
     }
-    fn layout(&self) -> Result<LayoutSpec> {
+    /// `--base`, else the arrays one after the other (PolyBench's page alignment for a C
+    /// file `kernel`).
+    fn layout(&self, kernel: &Path) -> Result<LayoutSpec> {
         match &self.base {
             Some(b) => Ok(LayoutSpec::parse_bases(b)?),
-            None => Ok(LayoutSpec::Consecutive { start: self.start, align: self.align }),
+            None => Ok(LayoutSpec::default_for(is_c(kernel), self.start, self.align)),
         }
     }
 }
@@ -123,6 +126,8 @@ pub struct SimulateArgs {
     pub param: Option<String>,
     #[command(flatten)]
     pub limit: SimLimit,
+    #[command(flatten)]
+    pub start: StartArgs,
     #[arg(long)]
     pub json: bool,
 }
@@ -211,6 +216,10 @@ pub struct ModelArgs {
     /// For the answers the simulator gives (`--l2`, or `auto` at concrete sizes when the set method does not get there).
     #[command(flatten)]
     pub limit: SimLimit,
+    /// The formulas count from a cold cache; `--warm` is answered by the simulator at the
+    /// sizes given (-D/--size), saying so.
+    #[command(flatten)]
+    pub start: StartArgs,
     /// One reference (`S3:right:1` or `P2`); default: all.
     #[arg(long = "ref", conflicts_with = "all")]
     pub reference: Option<String>,
@@ -276,6 +285,11 @@ pub struct EvalArgs {
     pub json: bool,
 }
 
+/// PolyBench-style C input (`FILE.c`), rather than the kernel language.
+fn is_c(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "c")
+}
+
 pub fn run(cmd: CacheCommand) -> Result<()> {
     match cmd {
         CacheCommand::Info(a) => info(a),
@@ -283,6 +297,18 @@ pub fn run(cmd: CacheCommand) -> Result<()> {
         CacheCommand::Model(a) => model(a),
         CacheCommand::Eval(a) => eval(a),
     }
+}
+
+/// The cache's state when the kernel starts.
+#[derive(clap::Args, Clone, Default)]
+pub struct StartArgs {
+    /// Start warm: the cache holds what the program's initialisation left in it, as in a
+    /// plain PolyBench build (the kernel runs right after `init_array`). For a C file the
+    /// function to run first (default `init_array`); for a kernel-language file, a
+    /// kernel-language file whose nest runs first (arrays shared by name). Without it the
+    /// cache is cold (empty), as in a `-DPOLYBENCH_TIME` build, which flushes it.
+    #[arg(long, num_args = 0..=1, default_missing_value = "init_array", value_name = "FUNCTION|FILE")]
+    pub warm: Option<String>,
 }
 
 /// How to read a C kernel file (`FILE.c`, PolyBench style).
@@ -303,13 +329,8 @@ pub struct CArgs {
 /// A kernel file, and the values its sizes got from a C file's `-D` or `--size` (empty for
 /// the kernel language, whose sizes come from `--param`).
 fn load(path: &Path, c: &CArgs) -> Result<(Kernel, ParamValues)> {
-    if path.extension().is_some_and(|e| e == "c") {
-        let mut defines = Vec::new();
-        for d in &c.define {
-            let (name, value) = d.split_once('=').with_context(|| format!("-D {d}: expected NAME=VALUE"))?;
-            defines.push((name.trim().to_string(), value.trim().to_string()));
-        }
-        let input = kansoku_cache::CInput { function: c.function.clone(), defines, preset: c.size.clone(), header: None };
+    if is_c(path) {
+        let input = kansoku_cache::CInput { function: c.function.clone(), defines: defines(c)?, preset: c.size.clone(), header: None };
         let lowered = kansoku_cache::load_c_kernel(path, &input)?;
         return Ok((lowered.kernel, lowered.sizes.into_iter().collect()));
     }
@@ -317,6 +338,20 @@ fn load(path: &Path, c: &CArgs) -> Result<(Kernel, ParamValues)> {
         bail!("{}: --function, -D and --size are for C files (FILE.c); a kernel-language file takes --param", path.display());
     }
     Ok((kansoku_cache::load_kernel(path)?, ParamValues::new()))
+}
+
+/// `-D NAME=VALUE` as pairs; `-D NAME` alone is `NAME=1`, as for the C preprocessor
+/// (`-D DATA_TYPE_IS_INT`).
+fn defines(c: &CArgs) -> Result<Vec<(String, String)>> {
+    let mut defines = Vec::new();
+    for d in &c.define {
+        let (name, value) = d.split_once('=').unwrap_or((d.as_str(), "1"));
+        if name.trim().is_empty() {
+            bail!("-D {d}: expected NAME=VALUE");
+        }
+        defines.push((name.trim().to_string(), value.trim().to_string()));
+    }
+    Ok(defines)
 }
 
 /// `--param` values over the sizes a C file gave (the explicit ones win); none of either
@@ -347,7 +382,7 @@ fn info(a: InfoArgs) -> Result<()> {
     if a.cache.l2.is_some() {
         bail!("--l2 and --l3 apply to `cache simulate` and `cache model`; `info` describes one cache (--cache)");
     }
-    let info = kernel_info(&k, a.cache.cache()?, &a.cache.layout()?, p.as_ref(), pos)?;
+    let info = kernel_info(&k, a.cache.cache()?, &a.cache.layout(&a.kernel)?, p.as_ref(), pos)?;
     if a.json {
         crate::output::print_json(&info)?;
         return Ok(());
@@ -369,6 +404,7 @@ fn info(a: InfoArgs) -> Result<()> {
     if let Some(p) = &info.position {
         println!("\nPosition information\n  statement {}  side {}  position {}  ({})", p.statement, p.side, p.position, p.reference);
     }
+    println!("  layout: {}", info.layout);
     println!("\nCache information\n  associativity A = {}  line size B = {}  sets S = {}  ({} bytes)", info.cache.assoc, info.cache.line, info.cache.sets, info.cache.size_bytes());
     println!("\nLoop information");
     for l in &info.loops {
@@ -400,6 +436,10 @@ struct SimRow {
 struct SimReport {
     kernel: String,
     cache: CacheConfig,
+    /// Where the arrays are.
+    layout: String,
+    /// The cache's state at the kernel's start (`"cold"`, or `{"warm": "init_array"}`).
+    start: Start,
     params: ParamValues,
     data: Vec<kansoku_cache::config::DataInfo>,
     refs: Vec<SimRow>,
@@ -428,8 +468,16 @@ const HIERARCHY_ACCESSES_PER_SECOND: f64 = 4.6e7;
 
 /// Simulates `levels` on `k` at `p`, after counting the accesses: refused above `limit`,
 /// with a progress bar when it takes more than about a second.
-fn sim_report(k: &Kernel, p: &ParamValues, layout: &LayoutSpec, levels: &[CacheConfig], inclusion: Inclusion, limit: SimLimit) -> Result<SimReport> {
-    let prog = Program::new(k, p, layout)?;
+fn sim_report(k: &Kernel, p: &ParamValues, layout: &LayoutSpec, levels: &[CacheConfig], inclusion: Inclusion, limit: SimLimit, warm: Option<&Warmup>) -> Result<SimReport> {
+    let mut prog = Program::new(k, p, layout)?;
+    if let Some(w) = warm {
+        let align = match layout {
+            LayoutSpec::Consecutive { align, .. } => *align,
+            LayoutSpec::Bases(_) => 64,
+        };
+        prog = prog.warmed_by(&w.kernel, p, align).with_context(|| format!("--warm {}", w.name))?;
+    }
+    let start = prog.start(warm.map_or("", |w| w.name.as_str()));
     let work = prog.work(limit.max_accesses);
     let speed = if levels.len() == 1 { SIM_ACCESSES_PER_SECOND } else { HIERARCHY_ACCESSES_PER_SECOND };
     if !work.complete {
@@ -477,6 +525,8 @@ fn sim_report(k: &Kernel, p: &ParamValues, layout: &LayoutSpec, levels: &[CacheC
     Ok(SimReport {
         kernel: k.file.clone(),
         cache: levels[0],
+        layout: layout.describe(),
+        start,
         params: p.clone(),
         data: prog.data.clone(),
         refs: rows(stats),
@@ -488,10 +538,29 @@ fn sim_report(k: &Kernel, p: &ParamValues, layout: &LayoutSpec, levels: &[CacheC
     })
 }
 
+/// What runs before the kernel for `--warm`, and its name for reports.
+struct Warmup {
+    kernel: Kernel,
+    name: String,
+}
+
+/// `--warm`'s code: a C file's function (`init_array`), or a kernel-language file.
+fn warmup(kernel: &Path, c: &CArgs, start: &StartArgs) -> Result<Option<Warmup>> {
+    let Some(w) = &start.warm else { return Ok(None) };
+    if is_c(kernel) {
+        let input = kansoku_cache::CInput { function: None, defines: defines(c)?, preset: c.size.clone(), header: None };
+        let k = kansoku_cache::load_c_warmup(kernel, &input, w).with_context(|| format!("--warm: reading {w} of {} as the code before the kernel", kernel.display()))?;
+        return Ok(Some(Warmup { kernel: k, name: w.clone() }));
+    }
+    let k = kansoku_cache::load_kernel(Path::new(w)).with_context(|| format!("--warm {w}: for a kernel-language file, a kernel-language file of the code before the kernel"))?;
+    Ok(Some(Warmup { kernel: k, name: w.clone() }))
+}
+
 fn simulate(a: SimulateArgs) -> Result<()> {
     let (k, sizes) = load(&a.kernel, &a.c)?;
     let p = params_over(a.param.as_deref(), &sizes)?.with_context(|| format!("{}: give the sizes with --param (or -D/--size for a C file)", a.kernel.display()))?;
-    let rep = sim_report(&k, &p, &a.cache.layout()?, &a.cache.levels()?, a.cache.inclusion(), a.limit)?;
+    let warm = warmup(&a.kernel, &a.c, &a.start)?;
+    let rep = sim_report(&k, &p, &a.cache.layout(&a.kernel)?, &a.cache.levels()?, a.cache.inclusion(), a.limit, warm.as_ref())?;
     print_simulation(&rep, a.json)
 }
 
@@ -502,6 +571,8 @@ fn print_simulation(rep: &SimReport, json: bool) -> Result<()> {
     }
     let l1 = if rep.lower_levels.is_empty() { "" } else { "L1 " };
     println!("{}  {l1}cache {}  {}", rep.kernel, rep.cache, fmt_params(&rep.params));
+    println!("  layout: {}", rep.layout);
+    println!("  cache at the kernel's start: {}", rep.start.describe());
     print_sim_rows(&rep.refs);
     println!("  {} accesses, {} misses, {:.3} s ({:.1} M accesses/s)", rep.total_accesses, rep.total_misses, rep.seconds, rep.accesses_per_second / 1e6);
     for (i, l) in rep.lower_levels.iter().enumerate() {
@@ -561,6 +632,17 @@ fn model(mut a: ModelArgs) -> Result<()> {
             concrete = Some(sizes);
         }
     }
+    if a.start.warm.is_some() {
+        // The formulas (both methods) count from an empty cache: a warm start is never
+        // answered by them, and never answered cold without a word.
+        let Some(sizes) = concrete else {
+            bail!("--warm: the formulas count from a cold (empty) cache and cannot start warm; give concrete sizes (-D/--size) to simulate the warm start, or leave --warm out for cold formulas");
+        };
+        eprintln!("note: --warm: the formulas count from a cold cache; the warm start is answered by the simulator at {}", fmt_params(&sizes));
+        let (k, _) = load(&a.kernel, &a.c)?;
+        let warm = warmup(&a.kernel, &a.c, &a.start)?;
+        return print_simulation(&sim_report(&k, &sizes, &a.cache.layout(&a.kernel)?, &a.cache.levels()?, a.cache.inclusion(), a.limit, warm.as_ref())?, a.json);
+    }
     if a.cache.l2.is_some() && !(a.cache.non_inclusive && a.method != Method::Interpolate) {
         // LRU state of an inclusive L2 depends on what L1 filters out, and L1's on L2's
         // evictions, so a level's formulas alone do not give it (docs/rooms/seed004-cache.md,
@@ -570,7 +652,7 @@ fn model(mut a: ModelArgs) -> Result<()> {
         };
         eprintln!("note: --l2: the inclusive hierarchy is answered by the simulator at {}", fmt_params(&sizes));
         let (k, _) = load(&a.kernel, &a.c)?;
-        return print_simulation(&sim_report(&k, &sizes, &a.cache.layout()?, &a.cache.levels()?, a.cache.inclusion(), a.limit)?, a.json);
+        return print_simulation(&sim_report(&k, &sizes, &a.cache.layout(&a.kernel)?, &a.cache.levels()?, a.cache.inclusion(), a.limit, None)?, a.json);
     }
     let interpolation_args = !a.vary.is_empty() || a.fix.is_some() || a.from != 1;
     // Interpolation models one level: never a silent answer for L1 alone to an --l2 question.
@@ -595,7 +677,7 @@ fn model(mut a: ModelArgs) -> Result<()> {
                     fmt_params(&sizes)
                 );
                 let (k, _) = load(&a.kernel, &a.c)?;
-                let rep = sim_report(&k, &sizes, &a.cache.layout()?, &a.cache.levels()?, a.cache.inclusion(), a.limit)?;
+                let rep = sim_report(&k, &sizes, &a.cache.layout(&a.kernel)?, &a.cache.levels()?, a.cache.inclusion(), a.limit, None)?;
                 print_simulation(&rep, a.json)
             }
             Err(e) if e.downcast_ref::<SetsUnavailable>().is_some() && a.cache.l2.is_some() => Err(one_level_only(&format!("the set method did not get there ({:#})", with_budget_hint(e, true)))),
@@ -645,7 +727,7 @@ fn sets_model(a: &ModelArgs, at: Option<&ParamValues>) -> Result<()> {
     let (k, _) = load(&a.kernel, &a.c)?;
     let extents = a.extent.as_deref().map(params).transpose()?.unwrap_or_default();
     let k = k.with_fixed_extents(&extents).map_err(|e| SetsUnavailable::new(format!("{e} (--extent)")))?;
-    let mut opts = SetModelOptions::new(a.cache.layout()?, a.cache.cache()?);
+    let mut opts = SetModelOptions::new(a.cache.layout(&a.kernel)?, a.cache.cache()?);
     opts.extents = extents;
     opts.explain = a.explain;
     if let Some(at) = at {
@@ -774,6 +856,8 @@ fn print_set_formulas(f: &kansoku_cache::sets::SetFormulas, explain: bool) {
 
 fn print_level_formulas(f: &kansoku_cache::sets::SetFormulas, explain: bool) {
     println!("{}  cache {}  set method (isl + parametric counting); parameters {} with {}", f.kernel, f.cache, f.params.join(", "), f.context.show(&f.params));
+    println!("  layout: {}", f.layout.describe());
+    println!("  cache at the kernel's start: {}", f.start.describe());
     if !f.extents.is_empty() {
         println!("  array extents fixed at {}", fmt_params(&f.extents));
     }
@@ -836,7 +920,7 @@ fn interpolate_model(a: ModelArgs) -> Result<()> {
     let family = Family { varying, fixed, ties };
     family.check(&k).with_context(|| format!("choosing the size variable for {}", k.file))?;
     let cache = a.cache.cache()?;
-    let mut opts = ModelOptions::new(family, a.cache.layout()?, vec![cache]);
+    let mut opts = ModelOptions::new(family, a.cache.layout(&a.kernel)?, vec![cache]);
     opts.breakdown = a.explain;
     if a.from < 0 {
         bail!("--from {} is negative; sizes start at 0 or 1", a.from);
@@ -867,6 +951,8 @@ fn interpolate_model(a: ModelArgs) -> Result<()> {
         return Ok(());
     }
     print!("{f}");
+    println!("layout: {}", f.layout.describe());
+    println!("cache at the kernel's start: {}", f.start.describe());
     println!(
         "derived in {:.3} s from exact simulations at {} for n = {}..={} (horizon {})",
         f.build_seconds,
@@ -1072,7 +1158,7 @@ pub fn demo_stage(dir: &Path) -> Result<String> {
     let f = build_model(&k, &ModelOptions::new(family.clone(), layout.clone(), vec![cache]))?.pop().unwrap();
     std::fs::write(dir.join("seed-formulas.json"), serde_json::to_string_pretty(&f)?)?;
     let p = parse_params("X=10,Y=10,Z=10")?;
-    let rep = sim_report(&k, &p, &layout, &[cache], Inclusion::Inclusive, SimLimit { max_accesses: u64::MAX })?;
+    let rep = sim_report(&k, &p, &layout, &[cache], Inclusion::Inclusive, SimLimit { max_accesses: u64::MAX }, None)?;
     std::fs::write(dir.join("seed-simulation.json"), serde_json::to_string_pretty(&rep)?)?;
     let r = find_ref(&k, ex::REFERENCE)?;
     let ev = f.eval(&p)?;
