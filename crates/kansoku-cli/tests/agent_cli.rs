@@ -2,6 +2,9 @@
 //! Debian's libraries: call counts against valgrind's callgrind, threads, fork, a crash,
 //! self-timed routines, and the program's output left alone.
 
+mod harness;
+use harness::{skip, Missing};
+
 mod agent_build;
 use agent_build::agent;
 use std::collections::HashMap;
@@ -292,7 +295,7 @@ fn record_takes_marker_hits_from_the_agent_and_drops_samples_in_its_code() {
 fn a_function_the_agent_refuses_falls_back_to_a_uprobe() {
     let _alone = timing_alone();
     if !kansoku_probe::perf::uprobes_available() {
-        eprintln!("skipped: this kernel has no uprobe PMU");
+        skip(Missing::Machine, "this kernel has no uprobe PMU");
         return;
     }
     // glibc's mempcpy jumps to memmove's implementation + 3 (memcpy is the same code):
@@ -436,7 +439,7 @@ fn compiler_reserved_patch_sites_are_used() {
         let o = Command::new(compiler).args(["-O2", "-o"]).arg(&program).arg(&c).args(flags).output().unwrap();
         if name == "xray" && !o.status.success() {
             // clang's XRay runtime is in libclang-rt-NN-dev, which clang only recommends
-            eprintln!("skipped the XRay build: clang could not link it ({})", String::from_utf8_lossy(&o.stderr).lines().last().unwrap_or(""));
+            skip(Missing::Installed { package: "libclang-rt-14-dev" }, format!("the XRay build: clang could not link it ({})", String::from_utf8_lossy(&o.stderr).lines().last().unwrap_or("")));
             continue;
         }
         assert!(o.status.success(), "{name}: {}", String::from_utf8_lossy(&o.stderr));

@@ -3,6 +3,9 @@
 //! collapsed-stack format flame graph tools read, on Debian's gzip, against kansoku's own
 //! per-function counts and against `valgrind --tool=callgrind` of the same run.
 
+mod harness;
+use harness::{skip, Missing};
+
 use std::collections::HashMap;
 use std::path::Path;
 use std::process::{Command, Output};
@@ -73,7 +76,7 @@ fn input(dir: &Path) -> String {
 #[test]
 fn gzip_exports_open_in_callgrind_annotate_pprof_and_flame_graph_tools() {
     if run("valgrind", &["--version"]).is_none() {
-        eprintln!("skipped: valgrind is not installed (scripts/setup installs it)");
+        skip(Missing::Installed { package: "valgrind" }, "valgrind is not installed");
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -142,7 +145,7 @@ fn gzip_exports_open_in_callgrind_annotate_pprof_and_flame_graph_tools() {
 
     // go tool pprof reads the profile.proto: the same total, the hottest function first.
     let Some(o) = run("go", &["tool", "pprof", "-top", &pb]) else {
-        eprintln!("skipped the pprof part: `go` is not installed (scripts/setup installs golang-go)");
+        skip(Missing::Installed { package: "golang-go" }, "the pprof part: `go` is not installed");
         return;
     };
     let top = String::from_utf8_lossy(&o.stdout);

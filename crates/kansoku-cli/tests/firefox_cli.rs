@@ -31,7 +31,7 @@ fn record(seed: &Path, out: &Path, export: Option<&Path>, iterations: &str) -> O
     let o = kansoku(&args);
     let stderr = String::from_utf8_lossy(&o.stderr);
     if !o.status.success() && (stderr.contains("perf_event_paranoid") || stderr.contains("not supported") || stderr.contains("uprobe")) {
-        println!("skipped: perf sampling is not permitted here: {stderr}");
+        skip(Missing::Machine, format!("perf sampling is not permitted here: {stderr}"));
         return None;
     }
     assert!(o.status.success(), "record failed: {stderr}");
@@ -243,7 +243,7 @@ fn recorded_samples_export_to_a_firefox_profile_that_loads_back_whole() {
     }
     let recording = listing(&rec);
     if recording["summary"]["samples"].as_u64() == Some(0) {
-        println!("skipped: the run was too short for one cpu-clock sample");
+        skip(Missing::Machine, "the run was too short for one cpu-clock sample");
         return;
     }
     let shown = d.join("shown.json");
@@ -287,11 +287,11 @@ fn a_perf_data_exports_every_sample_perf_script_lists() {
     let seed = kansoku_examples::build("seed000", d).unwrap();
     let data = d.join("perf.data");
     let Ok(rec) = Command::new("perf").args(["record", "-q", "-o", &s(&data), "-e", "cpu-clock:u", "-c", "20000", "--", &s(&seed), "2000000"]).output() else {
-        println!("skipped: perf is not installed (scripts/setup installs linux-perf)");
+        skip(Missing::Installed { package: "linux-perf" }, "perf is not installed");
         return;
     };
     if !rec.status.success() {
-        println!("skipped: perf record is not permitted here: {}", String::from_utf8_lossy(&rec.stderr));
+        skip(Missing::Machine, format!("perf record is not permitted here: {}", String::from_utf8_lossy(&rec.stderr)));
         return;
     }
     let script = Command::new("perf").args(["script", "-i", &s(&data), "-F", "ip"]).output().unwrap();

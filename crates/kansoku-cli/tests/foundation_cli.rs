@@ -145,7 +145,7 @@ fn demo_page_opens_in_chromium(out: &Path, stdout: &str, scratch: &Path) {
         assert!(html.contains(&format!("<section id=\"{room}\">")), "a section for {room}");
     }
     let Some(chromium) = browser::chromium() else {
-        eprintln!("skipped opening the demo's page: chromium is not installed (scripts/setup installs it)");
+        skip(Missing::Installed { package: "chromium" }, "opening the demo's page: chromium is not installed");
         return;
     };
     let (drawn, broken, _) = browser::pictures_drawn(&chromium, &page);

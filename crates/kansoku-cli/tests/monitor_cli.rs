@@ -23,7 +23,7 @@ fn report(path: &std::path::Path) -> serde_json::Value {
 fn render(svg: &std::path::Path) {
     // Valid SVG: it must render. rsvg-convert comes with scripts/setup (librsvg2-bin).
     let Ok(out) = Command::new("rsvg-convert").arg(svg).arg("-o").arg(svg.with_extension("png")).output() else {
-        eprintln!("skipped rendering {}: rsvg-convert not installed (scripts/setup installs librsvg2-bin)", svg.display());
+        skip(Missing::Installed { package: "librsvg2-bin" }, format!("rendering {}: rsvg-convert is not installed", svg.display()));
         return;
     };
     assert!(out.status.success(), "{} does not render: {}", svg.display(), String::from_utf8_lossy(&out.stderr));
@@ -180,7 +180,7 @@ fn wave_of_a_noise_only_run_reports_no_period() {
     let out = kansoku_cmd().args(["wave", "--time-period", "50000", "--json", "-o"]).arg(&json).arg("--").arg(&bin).arg("300").output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     if !out.status.success() && (err.contains("perf_event_paranoid") || err.contains("not supported")) {
-        println!("skipped: perf sampling is not permitted here: {err}");
+        skip(Missing::Machine, format!("perf sampling is not permitted here: {err}"));
         return;
     }
     assert!(out.status.success(), "{err}");
@@ -223,7 +223,7 @@ fn monitor_samples_every_thread_and_child() {
     let all = samples("threads", &["200000000"], &[]);
     let first = samples("threads", &["200000000"], &["--no-follow"]);
     if let Some(w) = all["warnings"].as_array().unwrap().iter().find(|w| w.as_str().unwrap().contains("not sampled")) {
-        println!("skipped: {w}");
+        skip(Missing::Machine, w);
         return;
     }
     assert!(

@@ -18,11 +18,11 @@ fn s(p: &Path) -> String {
 fn perf_record(program: &Path, out: &Path, iterations: &str) -> Option<()> {
     let run = |args: &[&str]| Command::new("perf").args(args).output();
     let Ok(added) = run(&["probe", "-q", "-x", &s(program), "func_M"]) else {
-        println!("skipped: perf is not installed (scripts/setup installs linux-perf)");
+        skip(Missing::Installed { package: "linux-perf" }, "perf is not installed");
         return None;
     };
     if !added.status.success() {
-        println!("skipped: perf probe cannot add a uprobe here: {}", String::from_utf8_lossy(&added.stderr));
+        skip(Missing::Machine, format!("perf probe cannot add a uprobe here: {}", String::from_utf8_lossy(&added.stderr)));
         return None;
     }
     let rec = run(&["record", "-q", "-o", &s(out), "-e", "cpu-clock:u", "-c", "20000", "-e", "probe_seed000:func_M", "--", &s(program), iterations]);

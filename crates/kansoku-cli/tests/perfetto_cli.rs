@@ -3,6 +3,9 @@
 //! the `tracing-perfetto` crate on crates.io; scripts/setup fetches it), and the decoded
 //! slices, instants and counters are checked against kansoku's own report of the run.
 
+mod harness;
+use harness::{skip, Missing};
+
 mod agent_build;
 use agent_build::agent;
 use std::collections::HashMap;
@@ -52,7 +55,7 @@ fn perfetto_schema() -> Result<PathBuf, String> {
 /// protoc and the schema, or the reason the test is skipped (said on stderr).
 fn consumer() -> Option<PathBuf> {
     if Command::new("protoc").arg("--version").output().is_err() {
-        eprintln!("skipped: protoc is not installed (Debian protobuf-compiler; scripts/setup installs it)");
+        skip(Missing::Installed { package: "protobuf-compiler" }, "protoc is not installed");
         return None;
     }
     // found once: the tests of this file run in parallel and would share the locator's dir
@@ -60,7 +63,7 @@ fn consumer() -> Option<PathBuf> {
     match SCHEMA.get_or_init(perfetto_schema) {
         Ok(p) => Some(p.clone()),
         Err(why) => {
-            eprintln!("skipped: Perfetto's schema is not at hand: {why} (scripts/setup fetches it)");
+            skip(Missing::Installed { package: "the tracing-perfetto crate's schema (cargo fetch)" }, format!("Perfetto's schema is not at hand: {why}"));
             None
         }
     }

@@ -52,7 +52,7 @@ fn report_of_real_analysis_runs_opens_in_chromium_with_every_picture_drawn() {
     assert!(!std::fs::read_to_string(&page).unwrap().contains("<code>index.html</code>"));
 
     let Some(browser) = chromium() else {
-        eprintln!("skipped the browser half: chromium is not installed (scripts/setup installs it)");
+        skip(Missing::Installed { package: "chromium" }, "the browser half: chromium is not installed");
         return;
     };
     let (drawn, broken, _) = pictures_drawn(&browser, &page);
@@ -95,7 +95,7 @@ fn hostile_names_and_huge_files_are_escaped_and_cut() {
     assert_eq!(html.matches("<img ").count(), 1);
 
     let Some(browser) = chromium() else {
-        eprintln!("skipped the browser half: chromium is not installed (scripts/setup installs it)");
+        skip(Missing::Installed { package: "chromium" }, "the browser half: chromium is not installed");
         return;
     };
     let (drawn, broken, dom) = pictures_drawn(&browser, &page);

@@ -13,7 +13,7 @@ fn tool_missing() -> bool {
     match kansoku_probe::valgrind::tool_dir() {
         Ok(_) => false,
         Err(why) => {
-            println!("skipped: {why}");
+            kansoku_examples::skip(kansoku_examples::Missing::Installed { package: "valgrind" }, why);
             true
         }
     }

@@ -32,7 +32,7 @@ fn own_spin(path: &std::path::Path) -> (u64, f64, f64) {
 
 fn check_mechanism(mechanism: Mechanism, singles: usize) {
     if mechanism == Mechanism::Uprobe && !kansoku_probe::perf::uprobes_available() {
-        eprintln!("skipped: no uprobe PMU on this kernel");
+        kansoku_examples::skip(kansoku_examples::Missing::Machine, "no uprobe PMU on this kernel");
         return;
     }
     let program = example("events");
@@ -120,7 +120,7 @@ fn exact_waveform_of_the_51_instruction_loop() {
     let mut engines = vec![kansoku_probe::Engine::Ptrace];
     match kansoku_probe::valgrind::tool_dir() {
         Ok(_) => engines.push(kansoku_probe::Engine::Valgrind),
-        Err(why) => println!("the Valgrind engine is skipped: {why}"),
+        Err(why) => kansoku_examples::skip(kansoku_examples::Missing::Installed { package: "valgrind" }, format!("the Valgrind engine: {why}")),
     }
     let mut data_by_engine = Vec::new();
     for engine in engines {

@@ -30,7 +30,7 @@ fn record(clock: SamplingClock, iterations: u64, marker: Option<&str>) -> (kanso
 #[test]
 fn cpu_clock_samples_land_in_the_program_and_markers_are_exact() {
     if !perf::uprobes_available() {
-        eprintln!("skipped: this kernel has no uprobe PMU");
+        kansoku_examples::skip(kansoku_examples::Missing::Machine, "this kernel has no uprobe PMU");
         return;
     }
     let (outcome, bytes) = record(SamplingClock::CpuClock { period_ns: 20_000 }, 200_000, Some("func_M"));
@@ -69,7 +69,7 @@ fn cpu_clock_samples_land_in_the_program_and_markers_are_exact() {
 #[test]
 fn hardware_instruction_sampling_when_available() {
     if let Err(why) = perf::hardware_counters() {
-        eprintln!("skipped: {why}");
+        kansoku_examples::skip(kansoku_examples::Missing::Machine, why);
         return;
     }
     let (outcome, bytes) = record(SamplingClock::Instructions { period: 10_007 }, 100_000, Some("func_M"));
