@@ -90,6 +90,8 @@ pub fn hardware_counters() -> Result<(), String> {
 }
 
 fn base_attr(type_: u32, config: u64) -> perf_event_attr {
+    // SAFETY: perf_event_attr is a plain C struct of integers and unions of integers, for
+    // which all-zero bytes are a valid value (and the kernel's documented default).
     let mut attr: perf_event_attr = unsafe { std::mem::zeroed() };
     attr.type_ = type_;
     attr.size = std::mem::size_of::<perf_event_attr>() as u32;
@@ -100,11 +102,14 @@ fn base_attr(type_: u32, config: u64) -> perf_event_attr {
 }
 
 fn open(attr: &mut perf_event_attr, pid: i32, cpu: i32, group: i32, what: &str) -> Result<OwnedFd, PerfError> {
+    // SAFETY: `attr` is a valid, initialised perf_event_attr that lives across the call
+    // (the kernel reads it, and any path it points to, during the call only).
     let fd = unsafe { perf_event_open_sys::perf_event_open(attr, pid, cpu, group, sys::PERF_FLAG_FD_CLOEXEC as u64) };
     if fd < 0 {
         let errno = nix::errno::Errno::last();
         return Err(PerfError::Open { what: what.to_string(), errno, hint: paranoid_hint(errno) });
     }
+    // SAFETY: the call succeeded, so `fd` is a new descriptor that nothing else owns.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
@@ -301,6 +306,7 @@ impl Session {
         // Wake the reader when a quarter of the buffer is full rather than every few
         // samples: at 100 k samples/s each wake-up is a context switch the observed
         // program pays for on a small machine. The reader also drains on a timer.
+        // SAFETY: sysconf reads a constant of the system; no memory is passed.
         let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
         attr.set_watermark(1);
         attr.__bindgen_anon_2.wakeup_watermark = (options.buffer_pages.next_power_of_two() * page / 4) as u32;
@@ -339,6 +345,7 @@ impl Session {
         // its ring buffer, so map first, then redirect.
         let ring = Ring::map(&leader, options.buffer_pages)?;
         for fd in &members {
+            // SAFETY: both descriptors are open perf events owned here; the ioctl takes no memory.
             if unsafe { perf_event_open_sys::ioctls::SET_OUTPUT(fd.as_raw_fd(), leader.as_raw_fd()) } < 0 {
                 return Err(PerfError::Redirect(nix::errno::Errno::last()));
             }
@@ -348,6 +355,7 @@ impl Session {
 
     /// Enables the group now (when not waiting for exec).
     pub fn enable(&self) {
+        // SAFETY: the leader is an open perf event owned by this session; the ioctl takes a flag, no memory.
         unsafe {
             perf_event_open_sys::ioctls::ENABLE(self.leader.as_raw_fd(), sys::PERF_IOC_FLAG_GROUP);
         }
@@ -356,6 +364,7 @@ impl Session {
     /// Waits up to `timeout_ms` for data.
     pub fn wait(&self, timeout_ms: i32) {
         let mut pfd = libc::pollfd { fd: self.leader.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        // SAFETY: `pfd` is one valid pollfd that outlives the call, and the count says one.
         unsafe { libc::poll(&mut pfd, 1, timeout_ms) };
     }
 
@@ -380,6 +389,7 @@ impl Session {
 
 fn event_id(fd: &OwnedFd) -> u64 {
     let mut id = 0u64;
+    // SAFETY: `fd` is an open perf event and `id` a u64 the kernel writes during the call.
     unsafe { perf_event_open_sys::ioctls::ID(fd.as_raw_fd(), &mut id) };
     id
 }
@@ -498,14 +508,18 @@ struct Ring {
     scratch: Vec<u8>,
 }
 
-// The mapping belongs to this Ring alone.
+// SAFETY: the mapping belongs to this Ring alone (no other Rust value points into it), so
+// moving the Ring to another thread moves the only access to it.
 unsafe impl Send for Ring {}
 
 impl Ring {
     fn map(fd: &OwnedFd, pages: usize) -> Result<Ring, PerfError> {
+        // SAFETY: sysconf reads a constant of the system; no memory is passed.
         let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
         let pages = pages.next_power_of_two().max(1);
         let len = page * (pages + 1);
+        // SAFETY: a new shared mapping of the perf descriptor at an address the kernel
+        // chooses: it aliases no Rust memory; the result is checked before use.
         let base = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd.as_raw_fd(), 0) };
         if base == libc::MAP_FAILED {
             return Err(PerfError::Mmap(nix::errno::Errno::last()));
@@ -519,39 +533,63 @@ impl Ring {
 
     fn drain(&mut self, f: &mut dyn FnMut(u32, u16, &[u8])) {
         let meta = self.meta();
+        // SAFETY: `meta` is the first page of the live mapping, a perf_event_mmap_page that
+        // the kernel updates concurrently: read and written only through volatile accesses
+        // of aligned u64 fields, never through a reference to the page.
         let head = unsafe { std::ptr::read_volatile(&(*meta).data_head) };
         fence(Ordering::Acquire);
+        // SAFETY: as for `head`.
         let mut tail = unsafe { std::ptr::read_volatile(&(*meta).data_tail) };
-        let data = unsafe { std::slice::from_raw_parts(self.base.add(self.data_offset), self.data_size) };
+        // The kernel keeps writing the part of the data area past `head` while this reads
+        // the part before it, so no `&[u8]` is made over the area (a reference to memory
+        // that changes under it is undefined behaviour): each record is copied out of the
+        // published part [tail, head) through the raw pointer.
+        let data = RingData { base: self.base.wrapping_add(self.data_offset), size: self.data_size };
         while tail + 8 <= head {
             let at = (tail % self.data_size as u64) as usize;
             let mut header = [0u8; 8];
-            copy_wrapping(data, at, &mut header);
+            data.copy_wrapping(at, &mut header);
             let kind = u32::from_le_bytes(header[0..4].try_into().unwrap());
             let misc = u16::from_le_bytes(header[4..6].try_into().unwrap());
             let size = u16::from_le_bytes(header[6..8].try_into().unwrap()) as usize;
-            if size < 8 || tail + size as u64 > head {
+            if size < 8 || size > self.data_size || tail + size as u64 > head {
                 break;
             }
             self.scratch.resize(size - 8, 0);
-            copy_wrapping(data, (at + 8) % self.data_size, &mut self.scratch);
+            data.copy_wrapping((at + 8) % self.data_size, &mut self.scratch);
             f(kind, misc, &self.scratch);
             tail += size as u64;
         }
         fence(Ordering::Release);
+        // SAFETY: as for `head`; data_tail is the one field the reader writes.
         unsafe { std::ptr::write_volatile(&mut (*meta).data_tail, tail) };
     }
 }
 
-fn copy_wrapping(data: &[u8], at: usize, out: &mut [u8]) {
-    let first = out.len().min(data.len() - at);
-    out[..first].copy_from_slice(&data[at..at + first]);
-    let rest = out.len() - first;
-    out[first..].copy_from_slice(&data[..rest]);
+/// The data area of a live perf ring: `size` bytes at `base`, read only by copying.
+struct RingData {
+    base: *const u8,
+    size: usize,
+}
+
+impl RingData {
+    /// Copies `out.len()` bytes starting at offset `at`, wrapping at the end of the area.
+    fn copy_wrapping(&self, at: usize, out: &mut [u8]) {
+        assert!(at < self.size && out.len() <= self.size, "a perf record of {} bytes at {at} in a ring of {}", out.len(), self.size);
+        let first = out.len().min(self.size - at);
+        // SAFETY: [at, at + first) and [0, out.len() - first) lie inside the mapped data
+        // area (checked above); the caller reads only bytes before the published head,
+        // which the kernel does not write until the tail passes them; `out` is ours.
+        unsafe {
+            std::ptr::copy_nonoverlapping(self.base.add(at), out.as_mut_ptr(), first);
+            std::ptr::copy_nonoverlapping(self.base, out.as_mut_ptr().add(first), out.len() - first);
+        }
+    }
 }
 
 impl Drop for Ring {
     fn drop(&mut self) {
+        // SAFETY: base and len are the mapping made in `map`, unmapped once, here.
         unsafe { libc::munmap(self.base as *mut libc::c_void, self.len) };
     }
 }
