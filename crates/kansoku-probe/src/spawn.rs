@@ -84,6 +84,9 @@ impl ExecGate {
             .collect();
         let (read, write) = nix::unistd::pipe().map_err(|e| spawn_err(format!("pipe: {e}")))?;
         let parent = nix::unistd::getpid();
+        // SAFETY: the child calls only async-signal-safe functions before exec or _exit
+        // (prctl, getppid, close, read, execve): everything it needs (path, argv, envp) was
+        // built before the fork, so it allocates nothing and takes no lock.
         match unsafe { fork() }.map_err(|e| spawn_err(format!("fork: {e}")))? {
             ForkResult::Child => {
                 die_with_parent(parent);
@@ -91,9 +94,11 @@ impl ExecGate {
                 let mut byte = [0u8; 1];
                 // EOF without a byte: the parent gave up; do not run the program.
                 if nix::unistd::read(std::os::fd::AsRawFd::as_raw_fd(&read), &mut byte) != Ok(1) {
+                    // SAFETY: _exit ends the forked child at once, running no destructor or atexit handler of the parent's copy.
                     unsafe { libc::_exit(126) }
                 }
                 let _ = nix::unistd::execve(&path, &argv, &envp);
+                // SAFETY: as above: exec failed, so the child ends without running the parent's cleanup.
                 unsafe { libc::_exit(127) }
             }
             ForkResult::Parent { child } => Ok(ExecGate { pid: child, write }),
@@ -114,6 +119,8 @@ pub fn spawn_traced(program: &Path, args: &[String]) -> Result<Pid, ProbeError> 
     let spawn_err = |reason: String| ProbeError::Spawn { program: program.to_path_buf(), reason };
     let (path, argv) = c_argv(program, args)?;
     let parent = nix::unistd::getpid();
+    // SAFETY: the child calls only async-signal-safe functions (prctl, getppid, ptrace,
+    // personality, execv, _exit) on data built before the fork: no allocation, no lock.
     match unsafe { fork() }.map_err(|e| spawn_err(format!("fork failed: {e}")))? {
         ForkResult::Child => {
             die_with_parent(parent);
@@ -124,6 +131,7 @@ pub fn spawn_traced(program: &Path, args: &[String]) -> Result<Pid, ProbeError> 
                 let _ = personality::set(p | Persona::ADDR_NO_RANDOMIZE);
             }
             let _ = execv(&path, &argv);
+            // SAFETY: exec failed; _exit ends the forked child without the parent's cleanup.
             unsafe { libc::_exit(127) }
         }
         ForkResult::Parent { child } => match waitpid(child, None) {
@@ -180,6 +188,8 @@ pub fn wait_retrying(pid: Pid, flags: Option<nix::sys::wait::WaitPidFlag>) -> ni
 /// SIGKILL or the OOM killer) the observed program must not run on unobserved, reparented
 /// to init. If the observer is already gone, the child ends at once.
 pub fn die_with_parent(parent: Pid) {
+    // SAFETY: prctl with integer arguments, getppid and _exit take no memory and are
+    // async-signal-safe, as a forked child before exec requires.
     unsafe {
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
         if libc::getppid() != parent.as_raw() {

@@ -18,6 +18,13 @@ use std::process::{Child, Command, ExitStatus as ProcessStatus, Stdio};
 use kansoku_core::ExitStatus;
 
 use crate::spawn::resolve_program;
+use nix::sys::signal::Signal;
+
+/// Sends `signal` to the process group that Valgrind (started with `process_group(0)`)
+/// leads, so the program it runs and anything that program started get it too.
+fn killpg(leader: u32, signal: Signal) -> nix::Result<()> {
+    nix::sys::signal::killpg(nix::unistd::Pid::from_raw(leader as i32), signal)
+}
 use crate::ProbeError;
 
 /// The instruction limit per superblock we ask VEX for (its default); the path analysis
@@ -70,10 +77,7 @@ impl LackeyRun {
 
     /// Stops the program (Ctrl-C): kills Valgrind's process group.
     pub fn kill(&mut self) {
-        let pid = self.child.id() as i32;
-        unsafe {
-            libc::kill(-pid, libc::SIGKILL);
-        }
+        let _ = killpg(self.child.id(), Signal::SIGKILL);
     }
 }
 
@@ -98,9 +102,11 @@ pub fn spawn_lackey(options: &LackeyOptions) -> Result<LackeyRun, ProbeError> {
 /// before exec, so no other process we, or a test harness, start ever holds it open).
 fn cloexec_pipe(program: &Path) -> Result<(OwnedFd, OwnedFd), ProbeError> {
     let mut fds = [0i32; 2];
+    // SAFETY: `fds` is an array of two ints that pipe2 fills during the call.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
         return Err(ProbeError::Spawn { program: program.to_path_buf(), reason: format!("cannot create a pipe: {}", std::io::Error::last_os_error()) });
     }
+    // SAFETY: pipe2 succeeded, so both are new descriptors that nothing else owns.
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
@@ -114,6 +120,7 @@ fn spawn_valgrind(options: &LackeyOptions, tool: bool, extra: &[String]) -> Resu
     let (read_end, write_end) = cloexec_pipe(&program)?;
     let wfd = write_end.as_raw_fd();
     // A larger pipe lets Valgrind run ahead of the analysis for longer between wake-ups.
+    // SAFETY: an open descriptor of ours and an integer argument; no memory is passed.
     unsafe {
         libc::fcntl(read_end.as_raw_fd(), libc::F_SETPIPE_SZ, 1 << 20);
     }
@@ -129,8 +136,11 @@ fn spawn_valgrind(options: &LackeyOptions, tool: bool, extra: &[String]) -> Resu
         }
     }
     cmd.arg(&program).args(&options.args).stdin(Stdio::inherit()).process_group(0);
+    let parent = nix::unistd::getpid();
+    // SAFETY: the closure runs in the forked child before exec, where only
+    // async-signal-safe calls are allowed: prctl, getppid, _exit (die_with_parent) and
+    // fcntl are; it allocates nothing and touches no lock.
     unsafe {
-        let parent = nix::unistd::getpid();
         cmd.pre_exec(move || {
             crate::spawn::die_with_parent(parent);
             for fd in std::iter::once(wfd).chain(lfd) {
@@ -205,27 +215,20 @@ impl ToolRun {
     /// Ends the program so that Valgrind still ends the run (its tool writes what it holds):
     /// SIGTERM to Valgrind's process group, SIGKILL after `grace` if the run has not ended.
     pub fn end_gently(&mut self, grace: std::time::Duration) {
-        let pid = self.child.id() as i32;
-        unsafe {
-            libc::kill(-pid, libc::SIGTERM);
-        }
+        let pid = self.child.id();
+        let _ = killpg(pid, Signal::SIGTERM);
         let ended = self.ended.clone();
         std::thread::spawn(move || {
             std::thread::sleep(grace);
             if !ended.load(std::sync::atomic::Ordering::SeqCst) {
-                unsafe {
-                    libc::kill(-pid, libc::SIGKILL);
-                }
+                let _ = killpg(pid, Signal::SIGKILL);
             }
         });
     }
 
     /// Stops the program (Ctrl-C): kills Valgrind's process group.
     pub fn kill(&mut self) {
-        let pid = self.child.id() as i32;
-        unsafe {
-            libc::kill(-pid, libc::SIGKILL);
-        }
+        let _ = killpg(self.child.id(), Signal::SIGKILL);
     }
 }
 
