@@ -42,12 +42,14 @@ impl Ctx {
         // SAFETY: isl_ctx_alloc has no preconditions; errors are reported, not aborted on.
         let raw = unsafe { ffi::isl_ctx_alloc() };
         assert!(!raw.is_null(), "isl_ctx_alloc failed (out of memory)");
+        // SAFETY: `raw` is the live context just allocated (checked non-null).
         unsafe { ffi::isl_options_set_on_error(raw, ffi::ISL_ON_ERROR_CONTINUE) };
         Ctx { raw }
     }
 
     /// Bounds the work of each later operation (0 = unbounded); exceeding it is an error.
     pub fn set_max_operations(&self, max: u64) {
+        // SAFETY: self.raw is this Ctx's live context (freed only in Drop).
         unsafe {
             ffi::isl_ctx_set_max_operations(self.raw, max as _);
             ffi::isl_ctx_reset_operations(self.raw);
@@ -105,6 +107,7 @@ impl Ctx {
 
     /// Whether [`Ctx::with_deadline`]'s watchdog aborted this context.
     pub fn aborted(&self) -> bool {
+        // SAFETY: self.raw is this Ctx's live context.
         unsafe { ffi::isl_ctx_aborted(self.raw) != 0 }
     }
 
@@ -122,12 +125,14 @@ impl Ctx {
     /// Reads a set in isl syntax, e.g. `[N] -> { S[i] : 0 <= i < N }`.
     pub fn set(&self, text: &str) -> Result<Set<'_>> {
         let c = CString::new(text).map_err(|_| IslError { op: "read set", msg: "NUL in text".into() })?;
+        // SAFETY: a live context and a NUL-terminated string that outlives the call (isl copies it); wrap checks for NULL.
         Set::wrap(self, unsafe { ffi::isl_set_read_from_str(self.raw, c.as_ptr()) }, "read set")
     }
 
     /// Reads a map in isl syntax, e.g. `[N] -> { S[i] -> L[floor(i/4)] }`.
     pub fn map(&self, text: &str) -> Result<Map<'_>> {
         let c = CString::new(text).map_err(|_| IslError { op: "read map", msg: "NUL in text".into() })?;
+        // SAFETY: as in `set`.
         Map::wrap(self, unsafe { ffi::isl_map_read_from_str(self.raw, c.as_ptr()) }, "read map")
     }
 }
@@ -182,6 +187,7 @@ macro_rules! set_op1 {
         $(#[$m])*
         pub fn $name(self) -> Result<Set<'c>> {
             let ctx = self.ctx;
+            // SAFETY: into_raw hands isl the pointers it takes (__isl_take) and forgets the Rust owners, so each is freed once, by isl; wrap checks the result for NULL.
             Set::wrap(ctx, unsafe { ffi::$f(self.into_raw()) }, stringify!($name))
         }
     };
@@ -191,6 +197,7 @@ macro_rules! set_op2 {
         $(#[$m])*
         pub fn $name(self, other: Set<'c>) -> Result<Set<'c>> {
             let ctx = self.ctx;
+            // SAFETY: into_raw hands isl the pointers it takes (__isl_take) and forgets the Rust owners, so each is freed once, by isl; wrap checks the result for NULL.
             Set::wrap(ctx, unsafe { ffi::$f(self.into_raw(), other.into_raw()) }, stringify!($name))
         }
     };
@@ -200,6 +207,7 @@ macro_rules! map_op1 {
         $(#[$m])*
         pub fn $name(self) -> Result<Map<'c>> {
             let ctx = self.ctx;
+            // SAFETY: into_raw hands isl the pointers it takes (__isl_take) and forgets the Rust owners, so each is freed once, by isl; wrap checks the result for NULL.
             Map::wrap(ctx, unsafe { ffi::$f(self.into_raw()) }, stringify!($name))
         }
     };
@@ -209,6 +217,7 @@ macro_rules! map_op2 {
         $(#[$m])*
         pub fn $name(self, other: Map<'c>) -> Result<Map<'c>> {
             let ctx = self.ctx;
+            // SAFETY: into_raw hands isl the pointers it takes (__isl_take) and forgets the Rust owners, so each is freed once, by isl; wrap checks the result for NULL.
             Map::wrap(ctx, unsafe { ffi::$f(self.into_raw(), other.into_raw()) }, stringify!($name))
         }
     };
@@ -239,6 +248,7 @@ impl<'c> Set<'c> {
         set_compute_divs, isl_set_compute_divs);
 
     pub fn set_is_empty(&self) -> Result<bool> {
+        // SAFETY: self.raw is live while self is (freed only in Drop); isl only reads it (__isl_keep).
         match unsafe { ffi::isl_set_is_empty(self.raw) } {
             r if r < 0 => Err(self.ctx.error("set_is_empty")),
             r => Ok(r != 0),
@@ -246,16 +256,20 @@ impl<'c> Set<'c> {
     }
 
     pub fn set_n_basic_set(&self) -> usize {
+        // SAFETY: self.raw is live while self is (freed only in Drop); isl only reads it (__isl_keep).
         unsafe { ffi::isl_set_n_basic_set(self.raw) }.max(0) as usize
     }
 
     /// Number of points of a set without parameters (or with all parameters fixed).
     pub fn set_count(&self) -> Result<i64> {
+        // SAFETY: self.raw is live (__isl_keep); the result is a new isl_val we own, checked for NULL.
         let v = unsafe { ffi::isl_set_count_val(self.raw) };
         if v.is_null() {
             return Err(self.ctx.error("set_count"));
         }
+        // SAFETY: `v` is the non-null isl_val we own: read, then freed once.
         let n = unsafe { ffi::isl_val_get_num_si(v) };
+        // SAFETY: as above; `v` is not used after.
         unsafe { ffi::isl_val_free(v) };
         Ok(n)
     }
@@ -267,6 +281,9 @@ impl<'c> Set<'c> {
             out: Vec<LiftedBasicSet>,
             failed: bool,
         }
+        /// # Safety
+        /// Called by isl_set_foreach_basic_set only, with a basic set it hands over
+        /// (__isl_take: isl_basic_set_lift consumes it) and `user` = the caller's `Acc`.
         unsafe extern "C" fn each(b: *mut ffi::isl_basic_set, user: *mut c_void) -> c_int {
             let acc = &mut *(user as *mut Acc);
             // The equalities its integer points satisfy made explicit, and redundant
@@ -290,6 +307,8 @@ impl<'c> Set<'c> {
             }
         }
         let mut acc = Acc { out: Vec::new(), failed: false };
+        // SAFETY: self.raw is live (__isl_keep); `user` points at `acc`, which outlives the
+        // call and which only `each` touches, during the call, as the one &mut to it.
         let r = unsafe { ffi::isl_set_foreach_basic_set(self.raw, each, &mut acc as *mut Acc as *mut c_void) };
         if r < 0 || acc.failed {
             return Err(self.ctx.error("set_lifted_basic_sets"));
@@ -300,18 +319,22 @@ impl<'c> Set<'c> {
 
 impl<'c> Clone for Set<'c> {
     fn clone(&self) -> Self {
+        // SAFETY: self.raw is live while self is (freed only in Drop); isl only reads it (__isl_keep). The copy is a new reference that the clone owns.
         Set { ctx: self.ctx, raw: unsafe { ffi::isl_set_copy(self.raw) }, _p: PhantomData }
     }
 }
 
 impl Drop for Set<'_> {
     fn drop(&mut self) {
+        // SAFETY: the Set owns its one reference to self.raw (into_raw forgets the Set
+        // instead), so it is freed once, here.
         unsafe { ffi::isl_set_free(self.raw) };
     }
 }
 
 impl std::fmt::Display for Set<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // SAFETY: self.raw is live while self is (freed only in Drop); isl only reads it (__isl_keep). take_string takes the returned string.
         f.write_str(&take_string(unsafe { ffi::isl_set_to_str(self.raw) }))
     }
 }
@@ -347,21 +370,26 @@ impl<'c> Map<'c> {
 
     pub fn map_domain(self) -> Result<Set<'c>> {
         let ctx = self.ctx;
+        // SAFETY: into_raw hands isl the pointers it takes (__isl_take) and forgets the Rust owners, so each is freed once, by isl; wrap checks the result for NULL.
         Set::wrap(ctx, unsafe { ffi::isl_map_domain(self.into_raw()) }, "map_domain")
     }
     pub fn map_range(self) -> Result<Set<'c>> {
         let ctx = self.ctx;
+        // SAFETY: into_raw hands isl the pointers it takes (__isl_take) and forgets the Rust owners, so each is freed once, by isl; wrap checks the result for NULL.
         Set::wrap(ctx, unsafe { ffi::isl_map_range(self.into_raw()) }, "map_range")
     }
     pub fn map_intersect_domain(self, s: Set<'c>) -> Result<Map<'c>> {
         let ctx = self.ctx;
+        // SAFETY: into_raw hands isl the pointers it takes (__isl_take) and forgets the Rust owners, so each is freed once, by isl; wrap checks the result for NULL.
         Map::wrap(ctx, unsafe { ffi::isl_map_intersect_domain(self.into_raw(), s.into_raw()) }, "map_intersect_domain")
     }
     pub fn map_intersect_range(self, s: Set<'c>) -> Result<Map<'c>> {
         let ctx = self.ctx;
+        // SAFETY: into_raw hands isl the pointers it takes (__isl_take) and forgets the Rust owners, so each is freed once, by isl; wrap checks the result for NULL.
         Map::wrap(ctx, unsafe { ffi::isl_map_intersect_range(self.into_raw(), s.into_raw()) }, "map_intersect_range")
     }
     pub fn map_is_empty(&self) -> Result<bool> {
+        // SAFETY: self.raw is live while self is (freed only in Drop); isl only reads it (__isl_keep).
         match unsafe { ffi::isl_map_is_empty(self.raw) } {
             r if r < 0 => Err(self.ctx.error("map_is_empty")),
             r => Ok(r != 0),
@@ -371,18 +399,21 @@ impl<'c> Map<'c> {
 
 impl<'c> Clone for Map<'c> {
     fn clone(&self) -> Self {
+        // SAFETY: self.raw is live while self is (freed only in Drop); isl only reads it (__isl_keep). The copy is a new reference that the clone owns.
         Map { ctx: self.ctx, raw: unsafe { ffi::isl_map_copy(self.raw) }, _p: PhantomData }
     }
 }
 
 impl Drop for Map<'_> {
     fn drop(&mut self) {
+        // SAFETY: as for Set: the one reference this Map owns, freed once.
         unsafe { ffi::isl_map_free(self.raw) };
     }
 }
 
 impl std::fmt::Display for Map<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // SAFETY: self.raw is live while self is (freed only in Drop); isl only reads it (__isl_keep). take_string takes the returned string.
         f.write_str(&take_string(unsafe { ffi::isl_map_to_str(self.raw) }))
     }
 }
@@ -401,6 +432,8 @@ pub struct LiftedBasicSet {
 }
 
 impl LiftedBasicSet {
+    /// # Safety
+    /// `b` is a live basic set without divisions, which this only reads (__isl_keep).
     unsafe fn from_raw(b: *mut ffi::isl_basic_set) -> Option<LiftedBasicSet> {
         let n_set = ffi::isl_basic_set_dim(b, ffi::ISL_DIM_SET);
         let n_param = ffi::isl_basic_set_dim(b, ffi::ISL_DIM_PARAM);
@@ -416,6 +449,8 @@ impl LiftedBasicSet {
     }
 }
 
+/// # Safety
+/// `m` is null or a matrix that the caller hands over (__isl_take): freed here, once.
 unsafe fn mat_rows(m: *mut ffi::isl_mat) -> Option<Vec<Vec<i64>>> {
     if m.is_null() {
         return None;
