@@ -114,8 +114,9 @@ pub struct Context<'a> {
 /// already resolved (`known`: their edges may be the only way into this jump).
 pub fn resolve(ins: &[DecodedInstruction], jump: usize, cx: &Context, known: &Tables) -> Option<JumpTable> {
     let load = table_load(ins, jump)?;
-    // A branch into the `add`/`jmp` after the load would bypass it.
-    if cx.leaders.range(ins[load.load].next_address()..=ins[jump].address).next().is_some() {
+    // A branch into the `add`/`jmp` after the load would bypass it. When the jump itself
+    // loads (`jmp [rax*8+T]`), nothing lies between them.
+    if load.load < jump && cx.leaders.range(ins[load.load + 1].address..=ins[jump].address).next().is_some() {
         return None;
     }
     let (entries, guard) = guard_bound(ins, &load, cx.leaders)?;

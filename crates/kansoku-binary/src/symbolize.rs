@@ -18,6 +18,15 @@ pub struct Resolved {
     pub function: Option<Arc<FunctionCfg>>,
 }
 
+/// What [`Symbolizer::name`] finds: [`Resolved`] without the function's CFG.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Named {
+    pub module: usize,
+    /// Link-time address inside the module's file.
+    pub link_address: u64,
+    pub function: Option<String>,
+}
+
 /// Symbolises runtime addresses of one recording. Programs are opened lazily once per
 /// path, functions decoded once each, and the last function is remembered, so streaming
 /// millions of addresses costs a range check and a binary search each.
@@ -121,6 +130,19 @@ impl Symbolizer {
         let lo = addr - (link - symbol.address);
         self.last = Some((module, lo, lo + symbol.size, cfg.clone()));
         Some(Resolved { module, link_address: link, function: Some(cfg) })
+    }
+
+    /// The module, link-time address and function name of a runtime address, from the
+    /// symbol (or unwind entry) that holds it: no decoding, for callers that only name
+    /// addresses (a sampling monitor names every sample, and a CFG of a large function
+    /// costs milliseconds). `function` is `None` outside every known function.
+    pub fn name(&mut self, addr: u64) -> Option<Named> {
+        let module = self.module_of(addr)?;
+        self.program(module)?;
+        let program = self.programs.get(&self.modules[module].path)?.as_ref()?;
+        let link = link_address(&self.modules[module], program, addr)?;
+        let function = program.function_at(link).map(|f| f.name.clone());
+        Some(Named { module, link_address: link, function })
     }
 
     /// The location of a runtime address: function, instruction offset, block and offset

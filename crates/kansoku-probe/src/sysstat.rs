@@ -345,9 +345,9 @@ impl Monitor {
                 }
             }
         }
-        let name = match symbolizer.resolve(ip) {
+        let name = match symbolizer.name(ip) {
             Some(r) => match r.function {
-                Some(f) => f.name.clone(),
+                Some(f) => f,
                 None => format!("{}+0x{:x}", short_path(&symbolizer.modules()[r.module].path), r.link_address),
             },
             None if symbolizer.modules().is_empty() => return None,
