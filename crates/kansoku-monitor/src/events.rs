@@ -113,12 +113,65 @@ pub struct EventReport {
 }
 
 struct Activation {
-    routine: usize,
     entry_ns: u64,
-    /// Hits of this thread since the entry.
-    inner_hits: u64,
+    /// The thread's hits counted up to and including the entry: the hits inside the
+    /// activation are the thread's count at its exit minus this (O(1), rather than
+    /// counting a hit into every open activation: a routine left by `longjmp` 80,000
+    /// times left 80,000 open and made that quadratic, 17.3 s).
+    hits_at_entry: u64,
     /// Corrected inclusive time of directly nested completed activations.
     nested_ns: f64,
+}
+
+/// The open activations of one thread, innermost last, with each routine's innermost one
+/// found in O(1): an exit closes the innermost open activation of its routine and drops
+/// those above it, each activation pushed and removed once (amortised O(1) per hit, even
+/// when `longjmp` or exceptions leave thousands open).
+struct OpenCalls<T> {
+    stack: Vec<(usize, T)>,
+    /// Per routine, the positions in `stack` of its open activations, ascending.
+    positions: HashMap<usize, Vec<usize>>,
+}
+
+impl<T> Default for OpenCalls<T> {
+    fn default() -> Self {
+        OpenCalls { stack: Vec::new(), positions: HashMap::new() }
+    }
+}
+
+impl<T> OpenCalls<T> {
+    fn push(&mut self, routine: usize, t: T) {
+        self.positions.entry(routine).or_default().push(self.stack.len());
+        self.stack.push((routine, t));
+    }
+
+    /// Closes the innermost open activation of `routine` and returns it, after giving each
+    /// activation above it (innermost first) to `dropped`; `None` when none is open.
+    fn close(&mut self, routine: usize, mut dropped: impl FnMut(usize, T)) -> Option<T> {
+        let pos = *self.positions.get(&routine)?.last()?;
+        while self.stack.len() > pos + 1 {
+            let (r, t) = self.stack.pop().expect("above pos");
+            self.positions.get_mut(&r).and_then(Vec::pop);
+            dropped(r, t);
+        }
+        self.positions.get_mut(&routine).and_then(Vec::pop);
+        self.stack.pop().map(|(_, t)| t)
+    }
+
+    fn innermost(&mut self) -> Option<&mut T> {
+        self.stack.last_mut().map(|(_, t)| t)
+    }
+
+    fn routines(&self) -> impl Iterator<Item = usize> + '_ {
+        self.stack.iter().map(|&(r, _)| r)
+    }
+}
+
+/// One thread's open activations and its hits so far.
+#[derive(Default)]
+struct ThreadState {
+    open: OpenCalls<Activation>,
+    hits: u64,
 }
 
 /// A stretch of time a thread spent off its CPU (from a context switch out to the switch
@@ -209,7 +262,7 @@ fn analyse_with(points: &[Point], routines: &[String], hits: &[Hit], overhead_ns
     let c = overhead_ns.unwrap_or(0.0).max(0.0);
     let secs = (measured_ns as f64 / 1e9).max(1e-12);
     let mut point_hits = vec![0u64; points.len()];
-    let mut stacks: HashMap<u32, Vec<Activation>> = HashMap::new();
+    let mut threads: HashMap<u32, ThreadState> = HashMap::new();
     let mut inclusive: Vec<Vec<f64>> = vec![Vec::new(); routines.len()];
     let mut raw: Vec<f64> = vec![0.0; routines.len()];
     let mut exclusive: Vec<f64> = vec![0.0; routines.len()];
@@ -222,26 +275,17 @@ fn analyse_with(points: &[Point], routines: &[String], hits: &[Hit], overhead_ns
     for h in hits {
         let Some(p) = points.get(h.point as usize) else { continue };
         point_hits[h.point as usize] += 1;
-        let stack = stacks.entry(h.tid).or_default();
+        let thread = threads.entry(h.tid).or_default();
+        // every hit of the thread counts inside every activation open on it
+        thread.hits += 1;
         match p.role {
-            PointRole::Entry(r) => {
-                for a in stack.iter_mut() {
-                    a.inner_hits += 1;
-                }
-                stack.push(Activation { routine: r, entry_ns: h.time_ns, inner_hits: 0, nested_ns: 0.0 });
-            }
+            PointRole::Entry(r) => thread.open.push(r, Activation { entry_ns: h.time_ns, hits_at_entry: thread.hits, nested_ns: 0.0 }),
             PointRole::Exit(r) => {
-                let Some(pos) = stack.iter().rposition(|a| a.routine == r) else {
+                let Some(a) = thread.open.close(r, |dropped, _| abandoned[dropped] += 1) else {
                     unmatched[r] += 1;
-                    for a in stack.iter_mut() {
-                        a.inner_hits += 1;
-                    }
                     continue;
                 };
-                for dropped in stack.drain(pos + 1..) {
-                    abandoned[dropped.routine] += 1;
-                }
-                let a = stack.pop().expect("position found above");
+                let inner_hits = thread.hits - 1 - a.hits_at_entry;
                 let (preempted, blocked) = off.within(h.tid, a.entry_ns, h.time_ns);
                 if preempted > 0.0 {
                     preempted_calls[r] += 1;
@@ -249,7 +293,7 @@ fn analyse_with(points: &[Point], routines: &[String], hits: &[Hit], overhead_ns
                 preempted_ns[r] += preempted;
                 blocked_ns[r] += blocked;
                 let raw_ns = h.time_ns.saturating_sub(a.entry_ns) as f64 - preempted - blocked;
-                let uncorrected = raw_ns - c * (a.inner_hits + 1) as f64;
+                let uncorrected = raw_ns - c * (inner_hits + 1) as f64;
                 if uncorrected < 0.0 {
                     clamped[r] += 1;
                 }
@@ -257,25 +301,17 @@ fn analyse_with(points: &[Point], routines: &[String], hits: &[Hit], overhead_ns
                 inclusive[r].push(corrected);
                 raw[r] += raw_ns;
                 exclusive[r] += (corrected - a.nested_ns).max(0.0);
-                if let Some(parent) = stack.last_mut() {
+                if let Some(parent) = thread.open.innermost() {
                     parent.nested_ns += corrected;
                 }
-                // This exit is itself a hit inside every enclosing activation.
-                for outer in stack.iter_mut() {
-                    outer.inner_hits += 1;
-                }
             }
-            PointRole::Single => {
-                for a in stack.iter_mut() {
-                    a.inner_hits += 1;
-                }
-            }
+            PointRole::Single => {}
         }
     }
     let mut unfinished = vec![0u64; routines.len()];
-    for stack in stacks.values() {
-        for a in stack {
-            unfinished[a.routine] += 1;
+    for thread in threads.values() {
+        for r in thread.open.routines() {
+            unfinished[r] += 1;
         }
     }
     let point_stats = points
@@ -335,17 +371,15 @@ pub struct Call {
 /// of one thread nest: each lies inside every call that was open at its entry and closed
 /// after its exit. In the order of their exits.
 pub fn calls(points: &[Point], hits: &[Hit]) -> Vec<Call> {
-    let mut stacks: HashMap<u32, Vec<(usize, u64)>> = HashMap::new();
+    let mut stacks: HashMap<u32, OpenCalls<u64>> = HashMap::new();
     let mut done = Vec::new();
     for h in hits {
         let Some(p) = points.get(h.point as usize) else { continue };
         let stack = stacks.entry(h.tid).or_default();
         match p.role {
-            PointRole::Entry(r) => stack.push((r, h.time_ns)),
+            PointRole::Entry(r) => stack.push(r, h.time_ns),
             PointRole::Exit(r) => {
-                let Some(pos) = stack.iter().rposition(|&(open, _)| open == r) else { continue };
-                let (_, entry_ns) = stack[pos];
-                stack.truncate(pos);
+                let Some(entry_ns) = stack.close(r, |_, _| {}) else { continue };
                 done.push(Call { routine: r, tid: h.tid, entry_ns, exit_ns: h.time_ns });
             }
             PointRole::Single => {}
@@ -634,5 +668,90 @@ mod tests {
         assert_eq!(percentile_at_resolution(&v, 0.5, 0.0), 50.0);
         assert!((percentile_at_resolution(&v, 0.5, 1.0) - 50.0).abs() <= 0.5);
         assert_eq!(h.iter().map(|b| b.2).sum::<u64>(), 100);
+    }
+
+    /// The pairing as it was before the per-routine index: every hit scanned every open
+    /// activation (quadratic under `longjmp`), simple enough to be right by reading it.
+    /// Returns per routine (calls, abandoned, unmatched, unfinished, inner hits of each call).
+    fn pairing_by_scanning(points: &[Point], routines: usize, hits: &[Hit]) -> Vec<(u64, u64, u64, u64, Vec<u64>)> {
+        let mut out = vec![(0, 0, 0, 0, Vec::new()); routines];
+        let mut stacks: HashMap<u32, Vec<(usize, u64)>> = HashMap::new();
+        for h in hits {
+            let stack = stacks.entry(h.tid).or_default();
+            match points[h.point as usize].role {
+                PointRole::Entry(r) => {
+                    stack.iter_mut().for_each(|a| a.1 += 1);
+                    stack.push((r, 0));
+                }
+                PointRole::Exit(r) => {
+                    let Some(pos) = stack.iter().rposition(|a| a.0 == r) else {
+                        out[r].2 += 1;
+                        stack.iter_mut().for_each(|a| a.1 += 1);
+                        continue;
+                    };
+                    for (d, _) in stack.drain(pos + 1..) {
+                        out[d].1 += 1;
+                    }
+                    let (_, inner) = stack.pop().unwrap();
+                    out[r].0 += 1;
+                    out[r].4.push(inner);
+                    stack.iter_mut().for_each(|a| a.1 += 1);
+                }
+                PointRole::Single => stack.iter_mut().for_each(|a| a.1 += 1),
+            }
+        }
+        for a in stacks.values().flatten() {
+            out[a.0].3 += 1;
+        }
+        out
+    }
+
+    proptest::proptest! {
+        /// Entries, exits, lone exits, longjmp-like abandonment and singles on three
+        /// threads: the indexed pairing counts exactly what scanning counts, and each
+        /// call's overhead correction sees the same number of enclosed hits.
+        #[test]
+        fn indexed_pairing_equals_scanning(seq in proptest::collection::vec((0u32..5, 0u32..3), 0..400)) {
+            let (p, r) = pts();
+            let hits: Vec<Hit> = seq.iter().enumerate().map(|(i, &(point, tid))| hit(point, tid, i as u64 * 1000)).collect();
+            let want = pairing_by_scanning(&p, r.len(), &hits);
+            // with 1 ns charged per hit and 1000 ns between hits, the raw mean minus the
+            // corrected mean gives the mean enclosed hits + 1
+            let rep = analyse(&p, &r, &hits, Some(1.0), 1);
+            for (k, (calls, abandoned, unmatched, unfinished, inner)) in want.iter().enumerate() {
+                let got = &rep.routines[k];
+                proptest::prop_assert_eq!((got.calls, got.abandoned, got.unmatched_exits, got.unfinished), (*calls, *abandoned, *unmatched, *unfinished));
+                if *calls > 0 {
+                    let mean_inner = inner.iter().sum::<u64>() as f64 / *calls as f64;
+                    proptest::prop_assert!((got.raw_mean_ns - got.mean_ns - (mean_inner + 1.0)).abs() < 1e-6);
+                }
+            }
+            let calls_listed = calls(&p, &hits);
+            for (k, w) in want.iter().enumerate() {
+                proptest::prop_assert_eq!(calls_listed.iter().filter(|c| c.routine == k).count() as u64, w.0);
+            }
+        }
+    }
+
+    #[test]
+    fn eighty_thousand_longjmp_exits_count_exactly() {
+        // g calls f, f longjmps back into g 80,000 times (f's exit never runs), then g
+        // returns: every f is abandoned when g exits, g completes once
+        let (p, r) = pts();
+        let mut hits = vec![hit(2, 1, 0)];
+        for i in 0..80_000u64 {
+            hits.push(hit(0, 1, 1 + i));
+        }
+        hits.push(hit(3, 1, 100_000));
+        // then f is left by longjmp 80,000 times with no enclosing probed routine: each
+        // stays open to the end
+        for i in 0..80_000u64 {
+            hits.push(hit(0, 2, 200_000 + i));
+        }
+        let rep = analyse(&p, &r, &hits, Some(1.0), 1);
+        let (f, g) = (&rep.routines[0], &rep.routines[1]);
+        assert_eq!((f.calls, f.abandoned, f.unfinished), (0, 80_000, 80_000));
+        assert_eq!((g.calls, g.abandoned), (1, 0));
+        assert_eq!(g.raw_mean_ns - g.mean_ns, 80_001.0, "g encloses the 80,000 entries of f");
     }
 }
