@@ -123,8 +123,71 @@ pub fn parse_c_warmup(file: &str, src: &str, input: &CInput, function: &str) -> 
         }
         i += 1;
     }
+    let text = split_chained_array_assignments(&text);
     let input = CInput { function: Some(function.to_string()), ..input.clone() };
     Ok(parse_c_kernel(file, &String::from_utf8_lossy(&text), &input)?.kernel)
+}
+
+/// `A[i] = B[i] = e;` (heat-3d's init_array) as `{B[i] = e; A[i] = B[i];}`: the same lines
+/// written in the same order (the read of B[i] hits the line just written, which changes
+/// no LRU state), so the cache the warm-up leaves is the same. The kernel language chains
+/// assignments through scalars only. Lines are kept (the statement's own newlines move to
+/// its end).
+fn split_chained_array_assignments(text: &[u8]) -> Vec<u8> {
+    let blanked = blank_comments(&String::from_utf8_lossy(text));
+    let b = &blanked;
+    // the end of `NAME[...]...` from `at`, if there is one
+    let lvalue = |at: usize| -> Option<usize> {
+        let mut e = (at..b.len()).find(|&j| !is_ident(b[j]))?;
+        if e == at || b[at].is_ascii_digit() {
+            return None;
+        }
+        let mut subscripted = false;
+        loop {
+            let next = (e..b.len()).find(|&j| !b[j].is_ascii_whitespace())?;
+            if b[next] != b'[' {
+                return subscripted.then_some(e);
+            }
+            e = matching(b, next, (b'[', b']'))? + 1;
+            subscripted = true;
+        }
+    };
+    // the position after a plain `=` (not `==`) that follows `at` (after spaces)
+    let assign = |at: usize| -> Option<usize> {
+        let eq = (at..b.len()).find(|&j| !b[j].is_ascii_whitespace())?;
+        (b[eq] == b'=' && b.get(eq + 1) != Some(&b'=')).then_some(eq + 1)
+    };
+    let mut edits = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        let start_of_statement = is_ident(b[i]) && (i == 0 || !is_ident(b[i - 1])) && b[..i].iter().rposition(|c| !c.is_ascii_whitespace()).map_or(true, |p| matches!(b[p], b';' | b'{' | b'}' | b')'));
+        if start_of_statement {
+            let chained = lvalue(i).and_then(|e1| {
+                let s2 = assign(e1)?;
+                let s2 = (s2..b.len()).find(|&j| !b[j].is_ascii_whitespace())?;
+                let e2 = lvalue(s2)?;
+                let rest = assign(e2)?;
+                let semi = (rest..b.len()).find(|&j| b[j] == b';')?;
+                Some((e1, s2, e2, rest, semi))
+            });
+            if let Some((e1, s2, e2, rest, semi)) = chained {
+                let t = |x: usize, y: usize| String::from_utf8_lossy(&text[x..y]).replace('\n', " ");
+                let newlines = text[i..=semi].iter().filter(|&&c| c == b'\n').count();
+                let first = t(i, e1);
+                let second = t(s2, e2);
+                let replacement = format!("{{{second} = {}; {first} = {second};}}{}", t(rest, semi), "\n".repeat(newlines));
+                edits.push((i, semi + 1, replacement));
+                i = semi + 1;
+                continue;
+            }
+        }
+        i += 1;
+    }
+    let mut out = text.to_vec();
+    for (from, to, r) in edits.into_iter().rev() {
+        out.splice(from..to, r.into_bytes());
+    }
+    out
 }
 
 /// The `#include "NAME"` files of a C source, in order (the CLI reads the one that exists).
@@ -733,6 +796,19 @@ void kernel_gemm(int ni, int nj, int nk,
         assert!(e.contains("DATA_TYPE=complex: not an element type"), "{e}");
         let e = refused(&GEMM.replace("DATA_TYPE POLYBENCH_2D(A,", "struct_t POLYBENCH_2D(A,"));
         assert!(e.starts_with("bad.c:10:") && e.contains("'struct_t': not an element type"), "{e}");
+    }
+
+    #[test]
+    fn a_warm_up_reads_init_array_as_polybench_writes_it() {
+        // heat-3d's chained assignment, a scalar through a pointer, a temporary array
+        let src = "static void init_array(int n, DATA_TYPE *alpha, DATA_TYPE POLYBENCH_1D(A,N,n), DATA_TYPE POLYBENCH_1D(B,N,n))\n{\n  int i;\n  *alpha = 1.5;\n  for (i = 0; i < n; i++)\n    A[i] = B[i] =\n      (DATA_TYPE) (i + n) / n;\n  POLYBENCH_1D_ARRAY_DECL(T, DATA_TYPE, N, n);\n  for (i = 0; i < n; i++)\n    (POLYBENCH_ARRAY(T))[i] = A[i];\n  POLYBENCH_FREE_ARRAY(T);\n  A[0] = 1;\n}\n";
+        let k = parse_c_warmup("init.c", src, &CInput::default(), "init_array").unwrap();
+        let refs: Vec<String> = k.refs.iter().map(|r| format!("{}{}", if r.is_write { "w " } else { "r " }, k.ref_text(r))).collect();
+        assert_eq!(refs, ["w B[i]", "r B[i]", "w A[i]", "r A[i]", "w T[i]", "w A[0]"]);
+        let names: Vec<&str> = k.arrays.iter().map(|a| a.name.as_str()).collect();
+        assert_eq!(names, ["A", "B", "T"]);
+        // the lines after the chained assignment keep their numbers
+        assert_eq!(k.statements.last().unwrap().pos.line, 12);
     }
 
     fn refused(src: &str) -> String {
