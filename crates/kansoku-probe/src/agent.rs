@@ -120,10 +120,76 @@ impl TimeBase {
 }
 
 /// The memfd shared with the agent, mapped.
+///
+/// The observed program can reach the file (its descriptor is in `/proc/self/fd`) and
+/// write into it, so everything read from it is outside input: a head that jumps more than
+/// a ring ahead or goes back, a record naming a point the plan does not have (or an exit
+/// bit its point does not have), a time stamp before the run or after the read, or going
+/// back within a thread, makes the ring *broken*. A broken ring's hits up to the first
+/// inconsistency are kept, what was inconsistent is said once ([`SharedFile::broken`]),
+/// and it is read no more (its tail is moved to its head, so its writer never waits).
+/// Each drain reads at most one ring's worth of records per ring: time and memory are
+/// bounded whatever the file holds.
 struct SharedFile {
     fd: OwnedFd,
     base: *mut u8,
     tails: Vec<u64>,
+    /// Per ring, the last time stamp read (a thread's stamps do not go back).
+    last_time: Vec<u64>,
+    /// Per ring, whether it was found inconsistent.
+    broken_ring: Vec<bool>,
+    /// What was found inconsistent, in words.
+    broken: Vec<String>,
+    /// The checks records must pass, when the plan is known.
+    checks: Option<RecordChecks>,
+}
+
+/// What a record may hold: its point is planned, its exit bit is its point's, its time
+/// lies after `earliest` (the run's start, in the agent's clock) and not after the read.
+struct RecordChecks {
+    is_exit: Vec<bool>,
+    earliest: u64,
+    tsc: bool,
+}
+
+/// Time stamps may go back this much within a thread (the TSCs of two cores differ by
+/// a few ticks, a migration between them can show it) or lie this far outside the run
+/// before a ring counts as broken: 10^8 ticks or ns, tens of milliseconds.
+const CLOCK_SLACK: u64 = 100_000_000;
+
+impl RecordChecks {
+    fn now(&self) -> u64 {
+        if self.tsc {
+            // SAFETY: rdtsc has no side effects; x86-64 has it.
+            unsafe { core::arch::x86_64::_rdtsc() }
+        } else {
+            monotonic_ns()
+        }
+    }
+
+    /// What is wrong with record `r`, read after `previous` in its ring, if anything.
+    fn check(&self, r: &Record, previous: u64, now: &mut u64) -> Option<String> {
+        let point = r.what >> 1;
+        match self.is_exit.get(point as usize) {
+            None => return Some(format!("names point {point}, and the plan has {}", self.is_exit.len())),
+            Some(&exit) if exit != (r.what & 1 == 1) => return Some(format!("marks point {point} as {}, which it is not", if exit { "an entry" } else { "an exit" })),
+            _ => {}
+        }
+        if r.time == 0 {
+            return None;
+        }
+        if r.time > *now {
+            // the stamp may have been written after `now` was read: read the clock again
+            *now = self.now();
+        }
+        if r.time.saturating_add(CLOCK_SLACK) < self.earliest || r.time > now.saturating_add(CLOCK_SLACK) {
+            return Some(format!("has time stamp {}, outside the run ({}..{})", r.time, self.earliest, now));
+        }
+        if r.time.saturating_add(CLOCK_SLACK) < previous {
+            return Some(format!("has time stamp {}, before the thread's previous one ({previous})", r.time));
+        }
+        None
+    }
 }
 
 impl SharedFile {
@@ -143,7 +209,7 @@ impl SharedFile {
             (*c).version = VERSION;
             (*c).clock = if tsc { CLOCK_TSC } else { CLOCK_MONOTONIC };
         }
-        Ok(SharedFile { fd, base, tails: vec![0; MAX_RINGS] })
+        Ok(SharedFile { fd, base, tails: vec![0; MAX_RINGS], last_time: vec![0; MAX_RINGS], broken_ring: vec![false; MAX_RINGS], broken: Vec::new(), checks: None })
     }
 
     fn control(&self) -> &Control {
@@ -157,20 +223,39 @@ impl SharedFile {
     fn drain(&mut self, out: &mut Vec<Hit>, over: &mut u64, last: bool) -> u64 {
         let mut unstamped = 0;
         let rings = (self.control().rings_claimed.load(Ordering::Acquire) as usize).min(MAX_RINGS);
+        let mut now = self.checks.as_ref().map_or(0, RecordChecks::now);
         for k in 0..rings {
+            // SAFETY: ring k < MAX_RINGS lies inside the mapping of file_size() bytes;
+            // its header is atomics, which any bytes are valid for.
             let header = unsafe { &*(self.base.add(ring_offset(k)) as *const RingHeader) };
             let head = header.head.load(Ordering::Acquire);
             let tail = self.tails[k];
-            if head <= tail {
+            let tid = header.tid.load(Ordering::Relaxed);
+            if self.broken_ring[k] {
+                header.tail.store(head, Ordering::Release);
                 continue;
             }
-            let tid = header.tid.load(Ordering::Relaxed);
+            // the tail is kansoku's: written back every time, in case it was overwritten
+            if head <= tail || head - tail > RING_RECORDS {
+                if head < tail || head - tail > RING_RECORDS {
+                    let what = if head < tail { format!("its head went back from {tail} to {head}") } else { format!("its head jumped to {head}, more than a ring ({RING_RECORDS} records) ahead of the {tail} read") };
+                    self.break_ring(k, tid, what);
+                    header.tail.store(head, Ordering::Release);
+                } else {
+                    header.tail.store(tail, Ordering::Release);
+                }
+                continue;
+            }
             let records = unsafe { self.base.add(ring_offset(k) + std::mem::size_of::<RingHeader>()) as *const Record };
-            // A head more than a ring ahead would be a writer that ignored the tail: read
-            // what the ring holds, never past it.
             let mut done = head;
-            for i in head.saturating_sub(RING_RECORDS).max(tail)..head {
+            for i in tail..head {
+                // SAFETY: the index is taken modulo the ring's length, inside the mapping.
                 let r = unsafe { std::ptr::read_volatile(records.add((i % RING_RECORDS) as usize)) };
+                if let Some(wrong) = self.checks.as_ref().and_then(|c| c.check(&r, self.last_time[k], &mut now)) {
+                    self.break_ring(k, tid, format!("its record {i} {wrong}"));
+                    done = head;
+                    break;
+                }
                 if r.time == 0 {
                     if !last {
                         done = i;
@@ -179,16 +264,22 @@ impl SharedFile {
                     unstamped += 1;
                     continue;
                 }
+                self.last_time[k] = r.time;
                 if out.len() >= MAX_HITS {
                     *over += 1;
                     continue;
                 }
-                out.push(Hit { point: (r.what >> 1).min(u32::MAX as u64) as u32, tid, time_ns: r.time });
+                out.push(Hit { point: (r.what >> 1) as u32, tid, time_ns: r.time });
             }
             self.tails[k] = done;
             header.tail.store(done, Ordering::Release);
         }
         unstamped
+    }
+
+    fn break_ring(&mut self, k: usize, tid: u32, what: String) {
+        self.broken_ring[k] = true;
+        self.broken.push(format!("ring {k} (its header names thread {tid}): {what}; its later records were not read"));
     }
 }
 
@@ -299,6 +390,17 @@ impl AgentSession {
         self.shared.control()
     }
 
+    /// Checks every record against the plan from now on: `is_exit[p]` says whether point
+    /// `p` is an exit; `earliest` is the run's start in the agent's clock.
+    fn check_records(&mut self, is_exit: Vec<bool>, earliest: u64) {
+        self.shared.checks = Some(RecordChecks { is_exit, earliest, tsc: self.tsc });
+    }
+
+    /// What was found inconsistent in the rings (the program wrote into them).
+    pub fn broken(&self) -> Vec<String> {
+        self.shared.broken.clone()
+    }
+
     /// The address ranges of the agent's trampolines in the program.
     pub fn trampolines(&self) -> Vec<(u64, u64)> {
         self.control().pools.iter().map(|p| p.load(Ordering::Relaxed)).filter(|&b| b != 0).map(|b| (b, b + POOL_BYTES as u64)).collect()
@@ -316,6 +418,9 @@ pub fn run_agent(mut plan: Plan, args: &[String], progress: &mut dyn FnMut(u64))
     let tsc = session.tsc;
     session.control().hold.store(1, Ordering::Release);
     let start_pair = clock_pair();
+    // the calibration's exit is a point of its own role but an exit in the ring
+    let is_exit = plan.points.iter().enumerate().map(|(i, p)| p.is_return || plan.calibration.is_some_and(|(_, b)| b as usize == i)).collect();
+    session.check_records(is_exit, if tsc { start_pair.0 } else { start_pair.1 });
     let gate = ExecGate::spawn_with_env(&plan.program, args, &session.env)?;
     let mut switches = SwitchLog::open(gate.pid.as_raw());
     let start = Instant::now();
@@ -366,11 +471,10 @@ pub fn run_agent(mut plan: Plan, args: &[String], progress: &mut dyn FnMut(u64))
             plan.program.display()
         )));
     }
-    let notes = point_notes(&mut plan, control);
-    let n = plan.points.len();
-    let before = hits.len();
-    hits.retain(|h| (h.point as usize) < n);
-    let invalid = before - hits.len();
+    let mut broken = control_broken(&session, &plan);
+    // what the agent planted is read from the control block: not when it was overwritten
+    let notes = if broken.is_empty() { point_notes(&mut plan, control) } else { Vec::new() };
+    broken.extend(session.broken());
     for h in hits.iter_mut() {
         h.time_ns = time.ns(h.time_ns);
     }
@@ -379,21 +483,52 @@ pub fn run_agent(mut plan: Plan, args: &[String], progress: &mut dyn FnMut(u64))
     hits.sort_by_key(|h| (h.time_ns, h.point));
     let mut notes = notes;
     notes.extend(fallback_notes);
-    if invalid > 0 {
-        notes.push(format!("{invalid} records named no planned point (the program wrote into the agent's memory?) and were dropped"));
-    }
     if over > 0 {
         notes.push(format!("kansoku kept the first {MAX_HITS} hits; {over} more are counted as lost"));
     }
     if unstamped > 0 {
         notes.push(format!("{unstamped} entries were cut off by the program's end before their time stamp was written, and dropped"));
     }
-    let lost = control.lost.load(Ordering::Relaxed) + over;
+    // a hit costs the agent nanoseconds: more than one lost per nanosecond on every CPU
+    // is a count the program overwrote
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
+    let agent_lost = control.lost.load(Ordering::Relaxed);
+    let lost = if agent_lost > measured_ns.max(1).saturating_mul(cpus) {
+        broken.push(format!("the agent's count of lost hits reads {agent_lost}, more than one per nanosecond on each of the {cpus} CPUs over the {measured_ns} ns run: it was overwritten, and how many hits were lost is not known"));
+        over
+    } else {
+        agent_lost + over
+    };
     if let Some(why) = &switches.problem {
         notes.push(format!("times are wall-clock times: context switches could not be recorded ({why})"));
     }
     let clock_resolution_ns = time.resolution_ns();
-    Ok(EventOutcome { plan, mechanism: Mechanism::Agent, hits, measured_ns, exit, interrupted, lost, notes, off_cpu: switches.off_cpu(), clock_resolution_ns })
+    Ok(EventOutcome { plan, mechanism: Mechanism::Agent, hits, measured_ns, exit, interrupted, lost, notes, off_cpu: switches.off_cpu(), clock_resolution_ns, broken })
+}
+
+/// The control block's fields kansoku wrote, changed, and point states the agent never
+/// writes (a state it has no code for, an alias of a point the plan does not have): the
+/// program wrote into the control block.
+fn control_broken(session: &AgentSession, plan: &Plan) -> Vec<String> {
+    let control = session.control();
+    let mut broken = Vec::new();
+    let clock = if session.tsc { CLOCK_TSC } else { CLOCK_MONOTONIC };
+    // SAFETY: volatile reads of plain integers of the mapping, which the program may change.
+    let (magic, version, got_clock) = unsafe { (std::ptr::read_volatile(&control.magic), std::ptr::read_volatile(&control.version), std::ptr::read_volatile(&control.clock)) };
+    if (magic, version, got_clock) != (MAGIC, VERSION, clock) {
+        broken.push(format!("the control block's magic, version and clock read 0x{magic:x}, {version}, {got_clock}, not what kansoku wrote (0x{MAGIC:x}, {VERSION}, {clock}); what the agent planted is not known"));
+    }
+    for (i, p) in plan.points.iter().enumerate() {
+        let s = &control.points[i];
+        let state = s.state.load(Ordering::Acquire);
+        let alias = s.alias_of.load(Ordering::Relaxed);
+        if state > POINT_ALIAS {
+            broken.push(format!("point {} reads state {state}, which the agent never writes", p.point.name));
+        } else if state == POINT_ALIAS && alias as usize >= plan.points.len() {
+            broken.push(format!("point {} reads as an alias of point {alias}, and the plan has {}", p.point.name, plan.points.len()));
+        }
+    }
+    broken
 }
 
 /// Uprobes on the functions the agent found but refused to patch (a branch into their

@@ -129,6 +129,9 @@ pub struct EventOutcome {
     /// The step the hits' clock moves in, ns, measured at the end of the run (0: it moved
     /// on every read, finer than a read takes). This VM's TSC moves in 10 ns steps.
     pub clock_resolution_ns: f64,
+    /// What was found inconsistent in the agent's shared memory (the program wrote into
+    /// it): the hits are those read before each inconsistency. Empty when nothing was.
+    pub broken: Vec<String>,
 }
 
 /// Why a probe spec could not be planted.
@@ -519,7 +522,7 @@ fn run_uprobes(plan: Plan, args: &[String], progress: &mut dyn FnMut(u64)) -> Re
     hits.sort_by_key(|h| (h.time_ns, h.point));
     let notes = switches.problem.iter().map(|why| format!("times are wall-clock times: context switches could not be recorded ({why})")).collect();
     let clock_resolution_ns = clock_step(monotonic_ns);
-    Ok(EventOutcome { plan, mechanism: Mechanism::Uprobe, hits, measured_ns, exit, interrupted, lost, notes, off_cpu: switches.off_cpu(), clock_resolution_ns })
+    Ok(EventOutcome { plan, mechanism: Mechanism::Uprobe, hits, measured_ns, exit, interrupted, lost, notes, off_cpu: switches.off_cpu(), clock_resolution_ns, broken: Vec::new() })
 }
 
 fn ptrace_err(operation: &'static str, pid: Pid) -> impl Fn(Errno) -> ProbeError {
@@ -830,7 +833,7 @@ fn run_traps_pinned(plan: Plan, args: &[String], progress: &mut dyn FnMut(u64)) 
     }
     hits.sort_by_key(|h| (h.time_ns, h.point));
     let clock_resolution_ns = clock_step(monotonic_ns);
-    Ok(EventOutcome { plan, mechanism: Mechanism::Trap, hits, measured_ns, exit, interrupted, lost: 0, notes: Vec::new(), off_cpu: Vec::new(), clock_resolution_ns })
+    Ok(EventOutcome { plan, mechanism: Mechanism::Trap, hits, measured_ns, exit, interrupted, lost: 0, notes: Vec::new(), off_cpu: Vec::new(), clock_resolution_ns, broken: Vec::new() })
 }
 
 #[cfg(test)]

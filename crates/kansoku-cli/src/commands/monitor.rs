@@ -379,6 +379,9 @@ pub struct EventsJson {
     pub exit: String,
     pub interrupted: bool,
     pub lost: u64,
+    /// What was inconsistent in the agent's shared memory (the program wrote into it); the
+    /// figures count only the hits read before each inconsistency.
+    pub broken: Vec<String>,
     pub calibration: Option<Calibration>,
     /// The first point of the calibration pair (a probe, or `calibrate:FUNC`).
     pub calibrated_at: Option<String>,
@@ -437,7 +440,7 @@ pub fn run_events(args: EventArgs) -> Result<EventsJson> {
         kansoku_core::ExitStatus::Killed(s) => format!("killed by {}", crate::output::signal_name(s)),
         other => format!("{other:?}"),
     };
-    let out = EventsJson { mechanism: mechanism.to_string(), program: r.plan.program.display().to_string(), exit, interrupted: r.interrupted, lost: r.lost, calibration, calibrated_at, report };
+    let out = EventsJson { mechanism: mechanism.to_string(), program: r.plan.program.display().to_string(), exit, interrupted: r.interrupted, lost: r.lost, broken: r.broken.clone(), calibration, calibrated_at, report };
     if let Some(dir) = &args.svg {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         for rt in &out.report.routines {
@@ -513,6 +516,16 @@ pub fn events_text(e: &EventsJson, limit: usize) -> String {
         if e.lost > 0 { format!(", {} LOST", e.lost) } else { String::new() },
         if e.interrupted { " (interrupted: what was measured so far)" } else { "" }
     );
+    if !e.broken.is_empty() {
+        out.push_str("THE AGENT'S SHARED MEMORY WAS OVERWRITTEN (the program wrote into it): the figures below count only the hits read before each inconsistency, and may be incomplete:\n");
+        // a program that overwrote every ring gets the first few said, and a count
+        for b in e.broken.iter().take(8) {
+            out.push_str(&format!("  {b}\n"));
+        }
+        if e.broken.len() > 8 {
+            out.push_str(&format!("  and {} more (all in --json)\n", e.broken.len() - 8));
+        }
+    }
     if let Some(c) = &e.calibration {
         let how = if e.mechanism == "agent" { "an empty routine of the agent's own, probed".to_string() } else { format!("two points on consecutive instructions at {}", e.calibrated_at.as_deref().unwrap_or("?")) };
         out.push_str(&format!(

@@ -1,0 +1,214 @@
+//! The agent's shared memory is outside input (issue 44): the observed program can find
+//! the memfd in /proc/self/fd and write into it. Programs built here do, in the ways that
+//! hung kansoku or made it print garbage before: ring heads moved forward, random bytes
+//! over the control block and the rings, an absurd lost count; and the legitimate extremes
+//! beside them, 300 threads (more than the 256 rings) and 200 forks. Each run must end with
+//! the program's own exit status and a report that says what was inconsistent, in bounded
+//! memory; a run that does not end within a generous limit is killed and fails.
+
+mod agent_build;
+use agent_build::agent;
+use kansoku_core::agent_abi::{control_size, ring_size, MAX_RINGS};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const HOSTILE: &str = r#"
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+volatile long sink;
+__attribute__((noinline)) void work(int n) { for (int i = 0; i < n; i++) sink += i; }
+
+static unsigned char *shared(size_t *size) {
+    const char *path = getenv("KANSOKU_AGENT_SHM");
+    if (!path) { fprintf(stderr, "no KANSOKU_AGENT_SHM\n"); exit(3); }
+    int fd = open(path, O_RDWR);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) { perror(path); exit(3); }
+    *size = st.st_size;
+    void *p = mmap(0, st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) { perror("mmap"); exit(3); }
+    return p;
+}
+
+static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + t.tv_nsec * 1e-9; }
+static void *thread_main(void *arg) { for (int i = 0; i < 1000; i++) work(1); return arg; }
+
+int main(int argc, char **argv) {
+    const char *mode = argv[1];
+    size_t control = strtoul(argv[2], 0, 0), ring = strtoul(argv[3], 0, 0), rings = strtoul(argv[4], 0, 0), size;
+    for (int i = 0; i < 1000; i++) work(3);
+    if (!strcmp(mode, "heads")) {
+        unsigned char *m = shared(&size);
+        // 3 ms of moving every ring's head forward
+        for (double end = now() + 0.003; now() < end;)
+            for (size_t k = 0; k < rings; k++) *(volatile uint64_t *)(m + control + k * ring + 8) += 4096;
+    } else if (!strcmp(mode, "random")) {
+        unsigned char *m = shared(&size);
+        uint64_t x = 0x9e3779b97f4a7c15;
+        // the control block, every ring's header and the first 64 KiB of each ring's records
+        for (size_t i = 0; i < control; i += 8) { x ^= x << 13; x ^= x >> 7; x ^= x << 17; *(uint64_t *)(m + i) = x; }
+        for (size_t k = 0; k < rings; k++)
+            for (size_t i = 0; i < 64 + 65536; i += 8) { x ^= x << 13; x ^= x >> 7; x ^= x << 17; *(uint64_t *)(m + control + k * ring + i) = x; }
+    } else if (!strcmp(mode, "lost")) {
+        unsigned char *m = shared(&size);
+        *(volatile uint64_t *)(m + 24) = 3040900993826735515ull;
+    } else if (!strcmp(mode, "threads")) {
+        pthread_t t[300];
+        for (int i = 0; i < 300; i++) pthread_create(&t[i], 0, thread_main, 0);
+        for (int i = 0; i < 300; i++) pthread_join(t[i], 0);
+    } else if (!strcmp(mode, "forks")) {
+        for (int i = 0; i < 200; i++) {
+            pid_t p = fork();
+            if (p == 0) { work(5); _exit(0); }
+            waitpid(p, 0, 0);
+        }
+    }
+    for (int i = 0; i < 1000; i++) work(3);
+    puts("done");
+    return 7;
+}
+"#;
+
+fn hostile() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let dir = std::env::temp_dir().join(format!("kansoku-agent-hostile-{}", std::process::id()));
+            std::fs::create_dir_all(&dir).unwrap();
+            let c = dir.join("hostile.c");
+            std::fs::write(&c, HOSTILE).unwrap();
+            let out = dir.join("hostile");
+            let o = Command::new("cc").args(["-O2", "-g", "-pthread", "-o"]).arg(&out).arg(&c).output().unwrap();
+            assert!(o.status.success(), "cc: {}", String::from_utf8_lossy(&o.stderr));
+            out
+        })
+        .clone()
+}
+
+/// What one run gave: the JSON report, kansoku's exit code, its stdout (the program's)
+/// and stderr, and its peak resident memory in KiB.
+struct Run {
+    report: serde_json::Value,
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+    peak_kib: u64,
+}
+
+/// `kansoku monitor events --probe work` of the hostile program in `mode`; killed (and
+/// the test failed) after 120 s. kansoku's peak memory is its VmHWM, read every 10 ms
+/// while it runs (its rusage would include the program's, whose 256 rings of 2 MiB each
+/// are faulted in when claimed).
+fn run(mode: &str) -> Run {
+    let dir = hostile().parent().unwrap().to_path_buf();
+    let report = dir.join(format!("{mode}.json"));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kansoku"))
+        .args(["monitor", "events", "--mechanism", "agent", "--json", "--probe", "work", "-o"])
+        .arg(&report)
+        .arg("--")
+        .arg(hostile())
+        .args([mode, &control_size().to_string(), &ring_size().to_string(), &MAX_RINGS.to_string()])
+        .env("KANSOKU_AGENT", agent())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let status = format!("/proc/{}/status", child.id());
+    let start = Instant::now();
+    let mut peak_kib = 0;
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > Duration::from_secs(120) {
+            child.kill().unwrap();
+            let o = child.wait_with_output().unwrap();
+            panic!("{mode}: kansoku did not end within 120 s; killed. stderr: {}", String::from_utf8_lossy(&o.stderr));
+        }
+        let hwm = std::fs::read_to_string(&status).unwrap_or_default();
+        if let Some(kib) = hwm.lines().find_map(|l| l.strip_prefix("VmHWM:")).and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok()) {
+            peak_kib = peak_kib.max(kib);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let o = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+    let text = std::fs::read_to_string(&report).unwrap_or_else(|e| panic!("{mode}: no report ({e}): {stderr}"));
+    Run { report: serde_json::from_str(&text).unwrap(), code: o.status.code(), stdout: String::from_utf8_lossy(&o.stdout).into_owned(), stderr, peak_kib }
+}
+
+fn calls(v: &serde_json::Value) -> u64 {
+    v["report"]["routines"].as_array().unwrap().iter().find(|r| r["name"] == "work").unwrap()["calls"].as_u64().unwrap()
+}
+
+fn broken(v: &serde_json::Value) -> Vec<String> {
+    v["broken"].as_array().unwrap().iter().map(|b| b.as_str().unwrap().to_string()).collect()
+}
+
+/// The program ran to its end as itself, and kansoku stayed within 256 MB.
+fn ran_as_itself(r: &Run, mode: &str) {
+    assert_eq!((r.code, r.stdout.as_str()), (Some(7), "done\n"), "{mode}: {}", r.stderr);
+    assert!(r.peak_kib <= 256 << 10, "{mode}: kansoku's peak RSS {} KiB", r.peak_kib);
+}
+
+#[test]
+fn heads_moved_forward_are_reported_not_followed() {
+    let r = run("heads");
+    ran_as_itself(&r, "heads");
+    let b = broken(&r.report);
+    assert!(b.iter().any(|s| s.starts_with("ring 0 ") && (s.contains("its head jumped to") || s.contains("its head went back"))), "{b:?}");
+    // what was read before the heads moved, never more than the program made
+    assert!(calls(&r.report) <= 2000, "{}", calls(&r.report));
+}
+
+#[test]
+fn random_bytes_are_reported_and_nothing_read_from_them_is_printed() {
+    let r = run("random");
+    ran_as_itself(&r, "random");
+    let b = broken(&r.report);
+    assert!(b.iter().any(|s| s.starts_with("the control block's magic")), "{b:?}");
+    assert!(b.iter().any(|s| s.starts_with("ring ")), "{b:?}");
+    assert!(calls(&r.report) <= 2000, "{}", calls(&r.report));
+    // the random lost count is not printed as a count
+    assert_eq!(r.report["lost"], 0);
+    assert!(r.report["report"]["hits"].as_u64().unwrap() <= 4000);
+}
+
+#[test]
+fn an_absurd_lost_count_is_reported_not_printed() {
+    let r = run("lost");
+    ran_as_itself(&r, "lost");
+    assert_eq!(r.report["lost"], 0);
+    let b = broken(&r.report);
+    assert!(b.iter().any(|s| s.contains("lost hits reads 3040900993826735515") && s.contains("not known")), "{b:?}");
+    assert_eq!(calls(&r.report), 2000, "the rings themselves are intact");
+}
+
+#[test]
+fn three_hundred_threads_fill_the_rings_and_the_rest_is_counted_lost() {
+    let r = run("threads");
+    ran_as_itself(&r, "threads");
+    assert!(broken(&r.report).is_empty(), "{:?}", broken(&r.report));
+    // the main thread and 255 workers get rings; the other 45 workers' 1,000 calls
+    // (an entry and an exit each) are lost
+    let lost = r.report["lost"].as_u64().unwrap();
+    assert_eq!(calls(&r.report) + lost / 2, 2000 + 300 * 1000, "calls {} lost {lost}", calls(&r.report));
+    assert_eq!(lost, 45 * 2000);
+}
+
+#[test]
+fn two_hundred_forks_are_each_counted() {
+    let r = run("forks");
+    ran_as_itself(&r, "forks");
+    assert!(broken(&r.report).is_empty(), "{:?}", broken(&r.report));
+    assert_eq!((calls(&r.report), r.report["lost"].as_u64().unwrap()), (2000 + 200, 0));
+}
