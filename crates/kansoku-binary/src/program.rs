@@ -105,6 +105,10 @@ pub struct Program {
     pub is_pie: bool,
     pub build_id: Option<String>,
     pub has_static_symbols: bool,
+    /// The detached debug file whose symbols and lines name the functions of a stripped
+    /// program (libc6-dbg's for libc), found by GNU build id or `.gnu_debuglink` as gdb,
+    /// perf and valgrind find it ([`DEBUG_DIRECTORY`]).
+    pub debug_file: Option<PathBuf>,
     /// The dynamic linker named in `PT_INTERP` (None: a static executable or a library).
     pub interpreter: Option<PathBuf>,
     /// The entry point (`e_entry`), a link-time address.
@@ -168,13 +172,17 @@ impl Program {
         let interpreter = interpreter_of(&data);
         let entry = file.entry();
         let module = module_name(&path);
-        let functions = collect_functions(&file, &data, &code, has_static_symbols, &module);
+        let debug = if has_static_symbols { None } else { detached_debug(&path, &file, build_id.as_deref()) };
+        let debug_object = debug.as_ref().and_then(|(_, bytes)| object::File::parse(&**bytes).ok());
+        let functions = collect_functions(&file, &data, &code, has_static_symbols, debug_object.as_ref(), &module);
+        let debug_file = debug_object.is_some().then(|| debug.map(|(p, _)| p)).flatten();
         Ok(Program {
             path,
             data: Arc::new(data),
             is_pie,
             build_id,
             has_static_symbols,
+            debug_file,
             interpreter,
             entry,
             functions,
@@ -288,7 +296,7 @@ impl Program {
 
     /// Source file and line of a link-time address, when the program has DWARF lines.
     pub fn source_line(&self, addr: u64) -> Option<SourceLine> {
-        let loader = self.lines.get_or_init(|| addr2line::Loader::new(&self.path).ok()).as_ref()?;
+        let loader = self.lines.get_or_init(|| addr2line::Loader::new(self.debug_file.as_ref().unwrap_or(&self.path)).ok()).as_ref()?;
         let loc = loader.find_location(addr).ok()??;
         Some(SourceLine { file: loc.file?.to_string(), line: loc.line? })
     }
@@ -332,8 +340,13 @@ fn interpreter_of(data: &[u8]) -> Option<PathBuf> {
     Some(PathBuf::from(std::str::from_utf8(path).ok()?))
 }
 
-fn collect_functions(file: &object::File, data: &[u8], code: &[CodeSection], has_static: bool, module: &str) -> Vec<FunctionSymbol> {
-    let mut funcs = merge_aliases(symbol_functions(file, has_static));
+fn collect_functions(file: &object::File, data: &[u8], code: &[CodeSection], has_static: bool, debug: Option<&object::File>, module: &str) -> Vec<FunctionSymbol> {
+    // A detached debug file's `.symtab` is the stripped program's own, at its addresses.
+    let (symbols, has_static) = match debug {
+        Some(d) => (symbol_functions(d, true), true),
+        None => (symbol_functions(file, has_static), has_static),
+    };
+    let mut funcs = merge_aliases(symbols);
     add_unless_covered(&mut funcs, plt_functions(file, data));
     if !has_static {
         let unwind = crate::unwind::fde_ranges(&eh_frame_input(file, data));
@@ -480,6 +493,52 @@ fn unnamed(module: &str, address: u64, size: u64, source: SymbolSource) -> Funct
     FunctionSymbol { name: format!("{module}+0x{address:x}"), address, size, source, aliases: Vec::new() }
 }
 
+/// Where distributions install detached debug files (Debian's `-dbg` and `-dbgsym`
+/// packages, Fedora's debuginfo): gdb's default `debug-file-directory`.
+pub const DEBUG_DIRECTORY: &str = "/usr/lib/debug";
+
+/// The largest detached debug file read (libLLVM's is over a gigabyte).
+const MAX_DEBUG_BYTES: u64 = 2 << 30;
+
+/// A stripped program's detached debug file, looked up as gdb does: by build id
+/// (`DEBUG_DIRECTORY/.build-id/xx/rest.debug`), then by `.gnu_debuglink` beside the
+/// program, in its `.debug/` directory and under `DEBUG_DIRECTORY` by its directory. A
+/// file found is used only if it has the program's build id, or, when the program has
+/// none, the CRC-32 the link names (a stale debug file would name the wrong functions).
+fn detached_debug(path: &Path, file: &object::File, build_id: Option<&str>) -> Option<(PathBuf, Vec<u8>)> {
+    let debug = Path::new(DEBUG_DIRECTORY);
+    let mut candidates = Vec::new();
+    if let Some(id) = build_id.filter(|id| id.len() > 2) {
+        candidates.push(debug.join(".build-id").join(&id[..2]).join(format!("{}.debug", &id[2..])));
+    }
+    let link = file.gnu_debuglink().ok().flatten();
+    if let Some((name, _)) = link {
+        let name = Path::new(std::str::from_utf8(name).ok()?);
+        let dir = path.parent().unwrap_or(Path::new("/"));
+        candidates.push(dir.join(name));
+        candidates.push(dir.join(".debug").join(name));
+        candidates.push(debug.join(dir.strip_prefix("/").unwrap_or(dir)).join(name));
+    }
+    candidates.into_iter().filter(|c| c.as_path() != path).find_map(|c| {
+        let bytes = kansoku_core::input::read_regular(&c, MAX_DEBUG_BYTES).ok()?;
+        let debug_file = object::File::parse(&*bytes).ok()?;
+        let matches = match build_id {
+            Some(id) => debug_file.build_id().ok().flatten().map(hex).as_deref() == Some(id),
+            None => link.is_some_and(|(_, crc)| crc32(&bytes) == crc),
+        };
+        matches.then_some((c, bytes))
+    })
+}
+
+/// The CRC-32 (IEEE, reflected) that `.gnu_debuglink` records of its debug file.
+fn crc32(bytes: &[u8]) -> u32 {
+    let mut table = [0u32; 256];
+    for (i, t) in table.iter_mut().enumerate() {
+        *t = (0..8).fold(i as u32, |c, _| if c & 1 != 0 { 0xedb8_8320 ^ (c >> 1) } else { c >> 1 });
+    }
+    !bytes.iter().fold(!0u32, |c, &b| table[((c ^ u32::from(b)) & 0xff) as usize] ^ (c >> 8))
+}
+
 /// Where `.eh_frame` is and the bases its pointer encodings may be relative to.
 fn eh_frame_input<'a>(file: &object::File, data: &'a [u8]) -> crate::unwind::EhFrameInput<'a> {
     let section_address = |name: &str| file.section_by_name(name).map(|s| s.address());
@@ -530,4 +589,14 @@ fn plt_functions(file: &object::File, data: &[u8]) -> Vec<FunctionSymbol> {
         }
     }
     stubs
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn crc32_is_the_ieee_checksum_debuglink_records() {
+        // the standard check value of CRC-32/ISO-HDLC, which binutils' `--add-gnu-debuglink` uses
+        assert_eq!(super::crc32(b"123456789"), 0xcbf4_3926);
+        assert_eq!(super::crc32(b""), 0);
+    }
 }

@@ -44,3 +44,49 @@ fn every_function_of_the_sample_is_analysed() {
         }
     }
 }
+
+const LIBC: &str = "/usr/lib/x86_64-linux-gnu/libc.so.6";
+
+/// The text symbols `nm` reads from `file`: (address, name).
+fn nm_functions(file: &Path) -> Vec<(u64, String)> {
+    let out = std::process::Command::new("nm").arg("--defined-only").arg(file).output().expect("nm runs (binutils)");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            let (a, kind, name) = (w.next()?, w.next()?, w.next()?);
+            matches!(kind, "t" | "T").then(|| Some((u64::from_str_radix(a, 16).ok()?, name.to_string())))?
+        })
+        .collect()
+}
+
+/// Debian's libc is stripped; libc6-dbg installs its symbols under /usr/lib/debug by build
+/// id, where gdb, perf and valgrind find them. Its local functions (`_int_malloc`) are
+/// named, at the addresses `nm` reads from that file, and a runtime address inside one
+/// is symbolised by that name, not `libc.so.6+0x...`.
+#[test]
+fn libc_s_local_functions_come_from_its_debug_file() {
+    let libc = Program::open(LIBC).unwrap();
+    assert!(!libc.has_static_symbols, "Debian's libc is stripped");
+    let debug = libc.debug_file.clone().expect("libc6-dbg's file for libc's build id (scripts/setup installs libc6-dbg)");
+    let id = libc.build_id.clone().unwrap();
+    assert_eq!(debug, Path::new(&format!("/usr/lib/debug/.build-id/{}/{}.debug", &id[..2], &id[2..])));
+    let nm = nm_functions(&debug);
+    let in_text: Vec<&(u64, String)> = nm.iter().filter(|(a, _)| libc.section_name(*a) == Some(".text")).collect();
+    assert!(in_text.len() > 2000, "{}", in_text.len());
+    for (address, name) in &in_text {
+        let f = libc.function_at(*address).unwrap_or_else(|| panic!("{name} at {address:#x}"));
+        assert!(f.address == *address && (f.name == *name || f.aliases.contains(name)), "{name} at {address:#x}: {f:?}");
+    }
+    for name in ["_int_malloc", "_int_free"] {
+        let f = libc.function_named(name).unwrap();
+        assert_eq!(Some(f.address), nm.iter().find(|(_, n)| n == name).map(|(a, _)| *a));
+        // mapped as the loader maps libc: its first segment at some page-aligned base
+        let base = 0x7f00_0000_0000;
+        let module = kansoku_core::Module { path: LIBC.into(), build_id: Some(id.clone()), start: base, end: base + 0x20_0000, file_offset: 0 };
+        let mut symbolizer = kansoku_binary::Symbolizer::new(&[module]);
+        let runtime = base + libc.file_offset_of_vaddr(f.address + 4).unwrap();
+        assert_eq!(symbolizer.locate(runtime).function, name);
+        assert_eq!(symbolizer.name(runtime).and_then(|n| n.function).as_deref(), Some(name));
+    }
+}

@@ -270,3 +270,31 @@ fn every_table_shaped_jump_in_debian_libraries_is_followed() {
         assert!(tables > 0);
     }
 }
+
+/// A program stripped as distributions strip it, its symbols kept in a debug file that
+/// `.gnu_debuglink` names (binutils' recipe): without a build id, the file is found
+/// beside the program and checked by the link's CRC-32, and gives back the unstripped
+/// program's functions; a debug file that does not match (CRC) is not used.
+#[test]
+fn symbols_come_back_from_the_gnu_debuglink_file() {
+    let full = compile("interp", &["-O2", "-g", "-Wl,--build-id=none"]);
+    let dir = full.parent().unwrap().join(format!("debuglink-{}", unique()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (program, debug) = (dir.join("interp"), dir.join("interp.debug"));
+    let run = |args: &[&std::ffi::OsStr]| assert!(Command::new("objcopy").args(args).status().expect("objcopy runs").success());
+    run(&["--only-keep-debug".as_ref(), full.as_os_str(), debug.as_os_str()]);
+    run(&["--strip-all".as_ref(), "--add-gnu-debuglink".as_ref(), debug.as_os_str(), full.as_os_str(), program.as_os_str()]);
+    let unstripped = Program::open(&full).unwrap();
+    let p = Program::open(&program).unwrap();
+    assert!(!p.has_static_symbols && p.build_id.is_none());
+    assert_eq!(p.debug_file.as_deref(), Some(debug.as_path()));
+    let names = |p: &Program| text_functions(p).iter().map(|f| (f.address, f.name.clone())).collect::<Vec<_>>();
+    assert_eq!(names(&p), names(&unstripped));
+    assert!(p.function_named("run").is_ok() && p.source_line(p.function_named("run").unwrap().address).is_some());
+    // Another build's debug file under the linked name: its CRC differs, it is not read.
+    let other = compile("interp", &["-O1", "-g", "-Wl,--build-id=none"]);
+    run(&["--only-keep-debug".as_ref(), other.as_os_str(), debug.as_os_str()]);
+    let p = Program::open(&program).unwrap();
+    assert!(p.debug_file.is_none() && p.function_named("run").is_err());
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -115,7 +115,9 @@ fn list_functions(program: &Program, json: bool) -> Result<()> {
         if program.is_pie { "position-independent" } else { "fixed addresses" },
         program.build_id.as_deref().unwrap_or("none")
     );
-    if !program.has_static_symbols {
+    if let Some(debug) = &program.debug_file {
+        println!("(stripped: symbols and lines from the detached debug file {})", debug.display());
+    } else if !program.has_static_symbols {
         println!("(no static symbol table: names from dynamic symbols and PLT relocations, other functions from .eh_frame, named module+0xaddress)");
     }
     let mut t = Table::new(&["address", ">size", "source", "name"]);
