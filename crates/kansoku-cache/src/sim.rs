@@ -71,6 +71,8 @@ pub struct Program {
     /// What runs before the kernel, its accesses simulated but not counted (a warm start,
     /// [`Program::warmed_by`]); `None`: the kernel starts with an empty cache.
     warmup: Option<Box<Program>>,
+    /// Byte addresses touched before the warm-up, oldest first ([`Program::allocated_by_glibc`]).
+    touched_before: Vec<i64>,
 }
 
 /// The cache's state when the kernel starts.
@@ -155,7 +157,7 @@ impl Program {
         let nodes = build(k, &k.body, params, &mut vec![], &ref_forms);
         let addr_lo = data.iter().map(|d| d.start as i64).min().unwrap_or(0);
         let addr_hi = data.iter().map(|d| (d.start + d.elems * d.elem_size) as i64).max().unwrap_or(0);
-        Ok(Program { nodes, nrefs: k.refs.len(), depth: k.max_depth(), data, addr_lo, addr_hi, warmup: None })
+        Ok(Program { nodes, nrefs: k.refs.len(), depth: k.max_depth(), data, addr_lo, addr_hi, warmup: None, touched_before: Vec::new() })
     }
 
     /// This program after `warm` (the program's initialisation, at the same `params`): the
@@ -191,6 +193,28 @@ impl Program {
         Ok(self)
     }
 
+    /// The warm start of a PolyBench program also holds what its allocation touched: glibc's
+    /// `posix_memalign(&p, 4096, bytes)` (PolyBench's `xmalloc`) writes the chunk's size
+    /// field at `p - 8`, and, below the mmap threshold (128 KiB), gives the room after the
+    /// array back as a free chunk whose header and list links it writes at `p + nb - 8` and
+    /// `p + nb` (`nb` = bytes + 8 rounded up to 16, at least 32: glibc 2.36 `_int_memalign`).
+    /// When the array's size is not a multiple of the line, that is the array's last line,
+    /// which is then warm although the initialisation never writes the array (atax's `y` and
+    /// `tmp`). Each array once, in declaration order, before the warm-up.
+    pub fn allocated_by_glibc(mut self) -> Program {
+        const MMAP_THRESHOLD: u64 = 128 * 1024;
+        for d in &self.data {
+            let (mem, bytes) = (d.start as i64, d.elems * d.elem_size);
+            self.touched_before.push(mem - 8);
+            // _int_malloc(nb + alignment + MINSIZE) comes from the heap below the threshold
+            let nb = ((bytes + 8 + 15) & !15).max(32);
+            if nb + 4096 + 32 < MMAP_THRESHOLD {
+                self.touched_before.extend([mem + nb as i64 - 8, mem + nb as i64]);
+            }
+        }
+        self
+    }
+
     /// The cache's state at the kernel's start this program assumes.
     pub fn start(&self, warm_name: &str) -> Start {
         if self.warmup.is_some() {
@@ -202,6 +226,9 @@ impl Program {
 
     /// The warm-up's accesses, all as one reference `r` (whose counts the caller drops).
     fn warm_up(&self, mut f: impl FnMut(usize, i64), r: usize) {
+        for &a in &self.touched_before {
+            f(r, a);
+        }
         if let Some(w) = &self.warmup {
             w.for_each_access(|_, a| f(r, a));
         }

@@ -354,7 +354,7 @@ fn reports_say_cold_or_warm_and_warm_runs_init_array_first() {
     // C and A, 2 KiB each at 4096 and 0: 64 lines, every one missed once from cold
     assert_eq!(cold["total_misses"].as_u64(), Some(64));
     let warm = run(&["--warm"]);
-    assert_eq!(warm["start"]["warm"], "init_array");
+    assert_eq!(warm["start"]["warm"], "PolyBench's allocation (glibc's posix_memalign) and init_array");
     assert_eq!(warm["total_misses"].as_u64(), Some(0));
     // the layout is still the user's to choose
     assert!(run(&["--align", "64"])["layout"].as_str().unwrap().contains("aligned to 64 bytes"));

@@ -477,7 +477,13 @@ fn sim_report(k: &Kernel, p: &ParamValues, layout: &LayoutSpec, levels: &[CacheC
         };
         prog = prog.warmed_by(&w.kernel, p, align).with_context(|| format!("--warm {}", w.name))?;
     }
-    let start = prog.start(warm.map_or("", |w| w.name.as_str()));
+    // a PolyBench program allocates its arrays before it initialises them
+    let glibc = warm.is_some() && is_c(Path::new(&k.file)) && *layout == LayoutSpec::polybench();
+    if glibc {
+        prog = prog.allocated_by_glibc();
+    }
+    let what = warm.map(|w| if glibc { format!("PolyBench's allocation (glibc's posix_memalign) and {}", w.name) } else { w.name.clone() });
+    let start = prog.start(what.as_deref().unwrap_or(""));
     let work = prog.work(limit.max_accesses);
     let speed = if levels.len() == 1 { SIM_ACCESSES_PER_SECOND } else { HIERARCHY_ACCESSES_PER_SECOND };
     if !work.complete {
