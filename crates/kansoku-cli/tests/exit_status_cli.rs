@@ -16,10 +16,8 @@ fn the_programs_exit_status_is_passed_through() {
     let out = out.to_str().unwrap();
     // Static, so that single-stepping it takes milliseconds: exits with argv[1], or raises
     // the signal -argv[1].
-    let src = dir.path().join("ends.c");
-    std::fs::write(&src, "#include <signal.h>\n#include <stdlib.h>\nint main(int c, char **v) { int n = atoi(v[1]); if (n < 0) raise(-n); return n; }\n").unwrap();
-    let ends = dir.path().join("ends");
-    assert!(Command::new("cc").args(["-O1", "-static", "-o"]).arg(&ends).arg(&src).status().unwrap().success());
+    let src = "#include <signal.h>\n#include <stdlib.h>\nint main(int c, char **v) { int n = atoi(v[1]); if (n < 0) raise(-n); return n; }\n";
+    let ends = kansoku_examples::build_source("ends", src, &kansoku_examples::test_build_dir(), &["-O1", "-static"]).unwrap();
     let ends = ends.to_str().unwrap();
     assert_eq!(code(&["trace", "exact", "-o", out, "--", ends, "3"]), Some(3));
     assert_eq!(code(&["trace", "exact", "-o", out, "--", ends, "-11"]), Some(128 + 11));

@@ -139,19 +139,15 @@ fn alive(pid: u32) -> bool {
 }
 
 /// A program that runs until killed, in C so that the trace is of our own loop.
-fn spinner_program(dir: &std::path::Path) -> std::path::PathBuf {
-    let src = dir.join("spin.c");
-    std::fs::write(&src, "int main(void) { volatile unsigned long n = 0; for (;;) n++; }\n").unwrap();
-    let exe = dir.join("spin");
-    let st = Command::new("cc").args(["-O1", "-o"]).arg(&exe).arg(&src).status().unwrap();
-    assert!(st.success());
-    exe
+fn spinner_program() -> std::path::PathBuf {
+    let src = "int main(void) { volatile unsigned long n = 0; for (;;) n++; }\n";
+    kansoku_examples::build_source("spin", src, &kansoku_examples::test_build_dir(), &["-O1"]).unwrap()
 }
 
 #[test]
 fn sigkill_of_the_recorder_keeps_the_recording_and_ends_the_program() {
     let dir = tempfile::tempdir().unwrap();
-    let spin = spinner_program(dir.path());
+    let spin = spinner_program();
     let ksk = dir.path().join("killed.ksk");
     let mut k = Command::new(env!("CARGO_BIN_EXE_kansoku"))
         .args(["trace", "exact", "-o", ksk.to_str().unwrap(), "--"])
@@ -200,7 +196,7 @@ fn sigkill_of_the_recorder_keeps_the_recording_and_ends_the_program() {
 #[test]
 fn ctrl_c_during_an_exact_trace_finishes_the_recording() {
     let dir = tempfile::tempdir().unwrap();
-    let spin = spinner_program(dir.path());
+    let spin = spinner_program();
     // Before, 10 runs in 26 ended with "waiting for process N failed: EINTR" and no trailer.
     for round in 0..5 {
         let ksk = dir.path().join(format!("int{round}.ksk"));

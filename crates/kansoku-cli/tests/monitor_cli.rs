@@ -164,7 +164,6 @@ fn wave_exact_finds_the_loop_period() {
 #[test]
 fn wave_of_a_noise_only_run_reports_no_period() {
     let dir = tempfile::tempdir().unwrap();
-    let src = dir.path().join("noise.c");
     let mut c = String::from("#include <stdint.h>\n#include <stdlib.h>\nstatic volatile uint64_t sink;\nstatic uint64_t rng = 88172645463325252ull;\nstatic uint64_t next(void) { rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17; return rng; }\n");
     for f in 0..16 {
         c.push_str(&format!("__attribute__((noinline)) void f{f}(uint64_t n) {{ for (uint64_t i = 0; i < n; i++) sink += i * {}; }}\n", f + 3));
@@ -173,9 +172,7 @@ fn wave_of_a_noise_only_run_reports_no_period() {
     // The run lasts a given CPU time, not a given number of steps, so that a fast machine
     // still gives enough samples (CI once ran 60,000 steps in 42 ms).
     c.push_str("#include <time.h>\nint main(int argc, char **argv) { clock_t end = atol(argv[1]) * (CLOCKS_PER_SEC / 1000); while (clock() < end) { for (int s = 0; s < 64; s++) { uint64_t r = next(); table[r & 15]((r >> 8) % 4000 + 1); } } return 0; }\n");
-    std::fs::write(&src, c).unwrap();
-    let bin = dir.path().join("noise");
-    assert!(Command::new("cc").args(["-O1", "-o"]).arg(&bin).arg(&src).status().unwrap().success());
+    let bin = kansoku_examples::build_source("noise", &c, &kansoku_examples::test_build_dir(), &["-O1"]).unwrap();
     let json = dir.path().join("wave.json");
     let out = kansoku_cmd().args(["wave", "--time-period", "50000", "--json", "-o"]).arg(&json).arg("--").arg(&bin).arg("300").output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);

@@ -138,10 +138,8 @@ fn bad_input_is_explained() {
 }
 
 /// A compressor linked against Debian's zlib: nearly all of its blocks run in libz.so.
-fn zlib_program(dir: &std::path::Path) -> std::path::PathBuf {
-    let src = dir.join("squeeze.c");
-    std::fs::write(
-        &src,
+fn zlib_program() -> std::path::PathBuf {
+    let src =
         "#include <zlib.h>\n#include <stdio.h>\n#include <stdlib.h>\n\
          __attribute__((noinline, used)) int never_called(int x) { return x * 3; }\n\
          int main(int argc, char **argv) {\n\
@@ -152,19 +150,13 @@ fn zlib_program(dir: &std::path::Path) -> std::path::PathBuf {
            for (int r = 0; r < rounds; r++) { uLongf n = sizeof out; if (compress(out, &n, in, sizeof in) != Z_OK) return 2; total += n; }\n\
            printf(\"%lu\\n\", total);\n\
            return 0;\n\
-         }\n",
-    )
-    .unwrap();
-    let bin = dir.join("squeeze");
-    let cc = Command::new("cc").args(["-O2", "-g", "-o"]).arg(&bin).arg(&src).arg("-lz").output().unwrap();
-    assert!(cc.status.success(), "zlib1g-dev (scripts/setup): {}", String::from_utf8_lossy(&cc.stderr));
-    bin
+         }\n";
+    kansoku_examples::build_source("squeeze", src, &kansoku_examples::test_build_dir(), &["-O2", "-g", "-lz"]).expect("zlib1g-dev (scripts/setup)")
 }
 
 #[test]
 fn work_outside_the_program_and_unknown_functions_are_said() {
-    let dir = tempfile::tempdir().unwrap();
-    let prog = zlib_program(dir.path());
+    let prog = zlib_program();
     let prog = prog.to_str().unwrap();
     let o = kansoku(&["paths", "--", prog, "2"]);
     let err = String::from_utf8_lossy(&o.stderr);
@@ -227,16 +219,11 @@ fn path_shares_are_instruction_shares_equal_to_callgrinds() {
 #[test]
 fn loops_mode_flags_paths_that_repeat_blocks() {
     let dir = tempfile::tempdir().unwrap();
-    let src = dir.path().join("irreducible.c");
-    std::fs::write(
-        &src,
+    let src =
         "#include <stdlib.h>\n\
          __attribute__((noinline)) int irr(int n, int x) { int i = 0; if (x) goto B; A: i++; if (i > n) return i; B: i += 2; if (i < n) goto A; return i; }\n\
-         int main(int argc, char **argv) { int s = 0; for (int k = 0; k < 50; k++) s += irr(atoi(argv[1]), k & 1); return s == 0; }\n",
-    )
-    .unwrap();
-    let bin = dir.path().join("irreducible");
-    assert!(Command::new("cc").args(["-O1", "-g", "-o"]).arg(&bin).arg(&src).status().unwrap().success());
+         int main(int argc, char **argv) { int s = 0; for (int k = 0; k < 50; k++) s += irr(atoi(argv[1]), k & 1); return s == 0; }\n";
+    let bin = kansoku_examples::build_source("irreducible", src, &kansoku_examples::test_build_dir(), &["-O1", "-g"]).unwrap();
     let json = dir.path().join("p.json");
     let o = kansoku(&["paths", "--back-edges", "loops", "--function", "irr", "-o", json.to_str().unwrap(), "--", bin.to_str().unwrap(), "40"]);
     let err = String::from_utf8_lossy(&o.stderr);
@@ -262,7 +249,7 @@ fn paths_counted_in_the_tool_equal_the_stream_on_real_programs() {
     let input = dir.path().join("input");
     let text: Vec<u8> = (0..200_000u32).flat_map(|i| format!("line {} of {}\n", i % 977, i % 13).into_bytes()).take(300_000).collect();
     std::fs::write(&input, text).unwrap();
-    let zlib = zlib_program(dir.path());
+    let zlib = zlib_program();
     for (name, program) in [("gzip", vec!["gzip", "-c", "-k", input.to_str().unwrap()]), ("zlib", vec![zlib.to_str().unwrap(), "2"])] {
         let counted = live_json(&["paths", "--scope", "all"], &program);
         let streamed = live_json(&["paths", "--scope", "all", "--count-in", "stream"], &program);

@@ -244,20 +244,21 @@ int main(void) {
 }
 "#;
 
-fn build_threaded(dir: &Path) -> PathBuf {
-    let c = dir.join("threaded.c");
-    std::fs::write(&c, THREADED).unwrap();
-    let exe = dir.join("threaded");
-    let o = Command::new("cc").args(["-O2", "-g", "-pthread", "-o"]).arg(&exe).arg(&c).output().unwrap();
-    assert!(o.status.success(), "cc: {}", String::from_utf8_lossy(&o.stderr));
-    exe
+fn build_threaded() -> PathBuf {
+    kansoku_examples::build_source("threaded", THREADED, &kansoku_examples::test_build_dir().join("perfetto_cli"), &["-O2", "-g", "-pthread"]).unwrap()
+}
+
+/// CALLS, built once per test run.
+fn build_calls() -> String {
+    let exe = kansoku_examples::build_source("calls", CALLS, &kansoku_examples::test_build_dir().join("perfetto_cli"), &["-O2", "-g"]).unwrap();
+    exe.to_str().unwrap().to_string()
 }
 
 #[test]
 fn monitor_events_perfetto_trace_decodes_to_the_reported_calls_nesting_off_cpu_and_calibration() {
     let Some(schema) = consumer() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let program = build_threaded(dir.path());
+    let program = build_threaded();
     let (report, trace) = (dir.path().join("report.json"), dir.path().join("run.pftrace"));
     let o = Command::new(env!("CARGO_BIN_EXE_kansoku"))
         .env("KANSOKU_AGENT", agent())
@@ -380,12 +381,10 @@ fn exact_trace_perfetto_export_has_the_calls_kansoku_counts_nested_with_markers_
     let Some(schema) = consumer() else { return };
     let dir = tempfile::tempdir().unwrap();
     let d = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
-    std::fs::write(d("calls.c"), CALLS).unwrap();
-    let o = Command::new("cc").args(["-O2", "-g", "-o", &d("calls"), &d("calls.c")]).output().unwrap();
-    assert!(o.status.success(), "cc: {}", String::from_utf8_lossy(&o.stderr));
+    let program = build_calls();
 
     // the whole run: slices per function = the calls kansoku's callgrind export counts
-    kansoku(&["trace", "exact", "-o", &d("t.ksk"), "--", &d("calls")]);
+    kansoku(&["trace", "exact", "-o", &d("t.ksk"), "--", &program]);
     kansoku(&["paths", "--source", &d("t.ksk"), "--export", &format!("perfetto={}", d("t.pftrace")), "--export", &format!("callgrind={}", d("t.cg"))]);
     let t = trace_of(&decode(&schema, Path::new(&d("t.pftrace"))));
     let all = slices(&t);
@@ -414,7 +413,7 @@ fn exact_trace_perfetto_export_has_the_calls_kansoku_counts_nested_with_markers_
     eprintln!("whole run: {} slices (work {}, leaf {}, rec {}), index {index} of {traced} traced instructions", all.len(), per_function["work"], per_function["leaf"], per_function["rec"]);
 
     // a marker window: one instant per marker hit, one iteration slice from each
-    kansoku(&["trace", "exact", "--marker", "work", "--iterations", "3", "-o", &d("m.ksk"), "--", &d("calls")]);
+    kansoku(&["trace", "exact", "--marker", "work", "--iterations", "3", "-o", &d("m.ksk"), "--", &program]);
     kansoku(&["paths", "--source", &d("m.ksk"), "--export", &format!("perfetto={}", d("m.pftrace"))]);
     let t = trace_of(&decode(&schema, Path::new(&d("m.pftrace"))));
     let show: serde_json::Value = serde_json::from_slice(&kansoku(&["show", &d("m.ksk"), "--json", "--limit", "1"]).stdout).unwrap();
@@ -448,10 +447,8 @@ fn wave_perfetto_export_has_a_counter_value_per_point() {
     let Some(schema) = consumer() else { return };
     let dir = tempfile::tempdir().unwrap();
     let d = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
-    std::fs::write(d("calls.c"), CALLS).unwrap();
-    let o = Command::new("cc").args(["-O2", "-g", "-o", &d("calls"), &d("calls.c")]).output().unwrap();
-    assert!(o.status.success(), "cc: {}", String::from_utf8_lossy(&o.stderr));
-    kansoku(&["wave", "--exact", "--marker", "work", "--max-instructions", "3000", "--json", "-o", &d("w.json"), "--export", &format!("perfetto={}", d("w.pftrace")), "--", &d("calls")]);
+    let program = build_calls();
+    kansoku(&["wave", "--exact", "--marker", "work", "--max-instructions", "3000", "--json", "-o", &d("w.json"), "--export", &format!("perfetto={}", d("w.pftrace")), "--", &program]);
     let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d("w.json")).unwrap()).unwrap();
     let t = trace_of(&decode(&schema, Path::new(&d("w.pftrace"))));
     let code = counter(&t, "code address");

@@ -62,12 +62,7 @@ fn placed(events: &[Event]) -> Vec<(String, u64)> {
 /// A program of `rep movsb` (counts 0 to 4) and `repe cmpsb` (counts 0 to 8, stopping
 /// early where the bytes differ), around a store that makes them differ.
 fn rep_program() -> PathBuf {
-    let dir = test_build_dir();
-    std::fs::create_dir_all(&dir).unwrap();
-    let src = dir.join("rep_strings.c");
-    std::fs::write(
-        &src,
-        r#"#include <stdlib.h>
+    let src = r#"#include <stdlib.h>
 static char src[256], dst[256];
 __attribute__((noinline)) void copy(long n) {
     void *d = dst, *s = src; long c = n;
@@ -88,13 +83,8 @@ int main(int argc, char **argv) {
     for (long i = 0; i < n; i++) region(i);
     return 0;
 }
-"#,
-    )
-    .unwrap();
-    let bin = dir.join(format!("rep_strings-{}", std::process::id()));
-    let ok = std::process::Command::new("cc").args(["-O1", "-g", "-o"]).arg(&bin).arg(&src).status().unwrap().success();
-    assert!(ok, "cc failed");
-    bin
+"#;
+    kansoku_examples::build_source("rep_strings", src, &test_build_dir(), &["-O1", "-g"]).unwrap()
 }
 
 #[test]
