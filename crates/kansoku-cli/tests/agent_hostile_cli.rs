@@ -212,3 +212,81 @@ fn two_hundred_forks_are_each_counted() {
     assert!(broken(&r.report).is_empty(), "{:?}", broken(&r.report));
     assert_eq!((calls(&r.report), r.report["lost"].as_u64().unwrap()), (2000 + 200, 0));
 }
+
+/// `kill -TERM` or `kill -INT` to kansoku alone (as `timeout` or a service manager sends
+/// it): the program gets the signal and cleans up, kansoku writes what it measured and
+/// exits as the program did, as `time` and `perf stat` do (before: the program was
+/// SIGKILLed and kansoku exited 137).
+#[test]
+fn a_signal_to_kansoku_reaches_the_program_which_ends_as_it_chooses() {
+    let dir = hostile().parent().unwrap().to_path_buf();
+    let c = dir.join("cleanup.c");
+    std::fs::write(
+        &c,
+        r#"#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+volatile long sink;
+volatile sig_atomic_t stop;
+__attribute__((noinline)) void work(int n) { for (int i = 0; i < n; i++) sink += i; }
+static void on_term(int s) { (void)s; stop = 1; }
+int main(int argc, char **argv) {
+    if (argv[1][0] == 'h') signal(SIGTERM, on_term);
+    long calls = 0;
+    while (!stop) { work(100); calls++; if (calls % 1000 == 0) usleep(1000); }
+    printf("cleaned up after %ld calls\n", calls);
+    return 3;
+}
+"#,
+    )
+    .unwrap();
+    let program = dir.join("cleanup");
+    let o = Command::new("cc").args(["-O2", "-g", "-o"]).arg(&program).arg(&c).output().unwrap();
+    assert!(o.status.success(), "cc: {}", String::from_utf8_lossy(&o.stderr));
+    for (mode, signal, code) in [("handles", libc::SIGTERM, 3), ("default", libc::SIGINT, 128 + libc::SIGINT)] {
+        let report = dir.join(format!("signal-{mode}.json"));
+        let child = Command::new(env!("CARGO_BIN_EXE_kansoku"))
+            .args(["monitor", "events", "--mechanism", "agent", "--json", "--probe", "work", "-o"])
+            .arg(&report)
+            .arg("--")
+            .arg(&program)
+            .arg(mode)
+            .env("KANSOKU_AGENT", agent())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // wait until the program runs under the agent (its calls reach the ring), then signal kansoku alone
+        std::thread::sleep(Duration::from_millis(1500));
+        // SAFETY: kill with integer arguments.
+        unsafe { libc::kill(child.id() as i32, signal) };
+        let start = Instant::now();
+        let pid = child.id();
+        let o = loop {
+            if std::fs::metadata(format!("/proc/{pid}/stat")).map(|_| std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default().contains(") Z ")).unwrap_or(true) {
+                break child.wait_with_output().unwrap();
+            }
+            if start.elapsed() > Duration::from_secs(60) {
+                // SAFETY: kill with integer arguments.
+                unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+                panic!("{mode}: kansoku did not end within 60 s of the signal");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(code), "{mode}: {stderr}");
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap_or_else(|e| panic!("{mode}: no report ({e}): {stderr}"))).unwrap();
+        assert_eq!(v["interrupted"], true);
+        if mode == "handles" {
+            let out = String::from_utf8_lossy(&o.stdout);
+            let made: u64 = out.trim().strip_prefix("cleaned up after ").and_then(|s| s.strip_suffix(" calls")).unwrap_or_else(|| panic!("{out}")).parse().unwrap();
+            // every call the program made was counted: it ended on its own
+            assert_eq!(calls(&v), made, "{stderr}");
+        } else {
+            assert!(v["exit"].as_str().unwrap().contains("SIGINT"), "{}", v["exit"]);
+            assert!(calls(&v) > 0);
+        }
+    }
+}

@@ -154,14 +154,18 @@ pub enum ChildState {
     Ended(kansoku_core::ExitStatus),
 }
 
-/// One look at a child that runs freely while an observer drains its data: on Ctrl-C
-/// (first time only) the child is killed; then whether it runs, is stopped, or has ended.
+/// One look at a child that runs freely while an observer drains its data: on Ctrl-C or
+/// SIGTERM (first time only) the request is passed on to the child
+/// ([`crate::interrupt::forward`]), which ends as it chooses; then whether it runs, is
+/// stopped, or has ended.
 /// `interrupted` records whether the user stopped the run.
 pub fn poll_child(pid: Pid, interrupted: &mut bool) -> Result<ChildState, ProbeError> {
     use kansoku_core::ExitStatus;
+    // the program gets the request (it can clean up) and ends as it chooses; a second
+    // Ctrl-C ends kansoku, and the program with it (PR_SET_PDEATHSIG)
     if crate::interrupt::requested() && !*interrupted {
         *interrupted = true;
-        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+        crate::interrupt::forward(pid.as_raw());
     }
     let flags = nix::sys::wait::WaitPidFlag::WNOHANG | nix::sys::wait::WaitPidFlag::WUNTRACED;
     match waitpid(pid, Some(flags)) {
