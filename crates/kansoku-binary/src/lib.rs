@@ -16,6 +16,7 @@ mod jump_table;
 pub mod maps;
 mod plt;
 pub mod program;
+mod successors;
 pub mod symbolize;
 mod unwind;
 
@@ -23,4 +24,5 @@ pub use cfg::{BasicBlock, FunctionCfg, Loop};
 pub use decode::{DecodedInstruction, InstructionKind};
 pub use jump_table::JumpTable;
 pub use program::{BinaryError, FunctionSymbol, Program, SourceLine, SymbolSource};
+pub use successors::{static_successors, StaticSuccessors};
 pub use symbolize::Symbolizer;
