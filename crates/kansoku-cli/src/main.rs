@@ -3,6 +3,18 @@
 //! This crate only orchestrates: it parses arguments, calls the library rooms, and prints
 //! tables or JSON. Every subcommand lives in its own module under `commands/`.
 
+/// `eprintln!` that never panics: std's panics when stderr cannot be written
+/// (`2>/dev/full`, a full disk), which made kansoku exit 101 after its work was done. A
+/// message that cannot be written is lost (there is nowhere else to say it); what kansoku
+/// measured still goes where it was asked to, and the exit code is the command's. Defined
+/// before the modules, so it shadows std's in every one of them.
+macro_rules! eprintln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 mod commands;
 mod exports;
 mod output;

@@ -54,3 +54,23 @@ fn a_run_that_observed_nothing_is_a_failure() {
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(err.contains("ran nothing under /bin/false") && err.contains("exited with status 1"), "{err}");
 }
+
+/// With stderr unwritable (`2>/dev/full`) kansoku's messages are lost, not a panic: before,
+/// `trace exact` and `show` exited 101 after their work was done.
+#[test]
+fn a_full_stderr_is_no_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("t.ksk");
+    let src = "int main(int c, char **v) { (void)v; return c == 1 ? 6 : 0; }\n";
+    let six = kansoku_examples::build_source("six", src, &kansoku_examples::test_build_dir(), &["-O1", "-static"]).unwrap();
+    let full = || std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+    let run = |args: &[&str]| Command::new(env!("CARGO_BIN_EXE_kansoku")).args(args).stdout(std::process::Stdio::null()).stderr(full()).status().unwrap().code();
+    // its summary on stderr could not be written: kansoku's own failure (1), not a panic
+    assert_eq!(run(&["trace", "exact", "--engine", "ptrace", "-o", out.to_str().unwrap(), "--", six.to_str().unwrap()]), Some(1));
+    assert_eq!(run(&["show", out.to_str().unwrap()]), Some(0), "the recording was written whole");
+    // a recording cut short: show warns on stderr, and shows what was recorded
+    let cut = dir.path().join("cut.ksk");
+    let bytes = std::fs::read(&out).unwrap();
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    assert_eq!(run(&["show", cut.to_str().unwrap()]), Some(0));
+}
