@@ -26,11 +26,16 @@ fn branchy(dir: &Path) -> PathBuf {
 
 /// Compiles crates/kansoku-reconstruct/c/NAME.c into `dir`.
 fn program(dir: &Path, name: &str) -> PathBuf {
+    program_linked(dir, name, &[])
+}
+
+/// [`program`], linked with `libraries` (`-lz`).
+fn program_linked(dir: &Path, name: &str, libraries: &[&str]) -> PathBuf {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../kansoku-reconstruct/c/{name}.c"));
     let out = dir.join(name);
     let mut cmd = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()));
-    cmd.args(kansoku_examples::CFLAGS).arg("-o").arg(&out).arg(&src);
-    assert!(cmd.status().expect("cc").success());
+    cmd.args(kansoku_examples::CFLAGS).arg("-o").arg(&out).arg(&src).args(libraries);
+    assert!(cmd.status().expect("cc").success(), "cc {name}.c {libraries:?} failed");
     out
 }
 
@@ -41,7 +46,202 @@ fn lcs(rec: &Path, exact: &Path, solver: &str) -> (f64, String) {
 
 /// Does the JSON report's `warnings` list hold one containing `text`?
 fn warned(v: &serde_json::Value, text: &str) -> bool {
-    v["warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().contains(text))
+    v["warnings"].as_array().unwrap().iter().any(|w| w["message"].as_str().unwrap().contains(text))
+}
+
+/// The kinds of the JSON report's warnings; every warning names what would fix it.
+fn warning_kinds(v: &serde_json::Value) -> Vec<String> {
+    let w = v["warnings"].as_array().unwrap();
+    assert!(w.iter().all(|w| !w["fix"].as_str().unwrap().is_empty() && !w["message"].as_str().unwrap().is_empty()), "{w:?}");
+    w.iter().map(|w| w["kind"].as_str().unwrap().to_string()).collect()
+}
+
+/// crates/kansoku-reconstruct/c/zblocks.c against Debian's zlib (zlib1g-dev, scripts/setup).
+fn zblocks(dir: &Path) -> PathBuf {
+    program_linked(dir, "zblocks", &["-lz"])
+}
+
+fn json_of(stderr_or_stdout: &str) -> serde_json::Value {
+    let at = stderr_or_stdout.find("{\n").expect("a JSON report");
+    serde_json::from_str(&stderr_or_stdout[at..]).unwrap()
+}
+
+/// Issue 42: `--marker F`, `F@LIB` and `F@plt` name a function wherever it lives, with
+/// the same meaning for `trace exact` (both engines), `wave` and `record` (agent and
+/// uprobe): an iteration starts at each entry of F.
+#[test]
+fn markers_name_functions_in_libraries() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let z = zblocks(d);
+    let trace = |marker: &str, engine: &str| -> (serde_json::Value, PathBuf) {
+        let out = d.join(format!("{marker}-{engine}.ksk"));
+        let o = kansoku(&["trace", "exact", "--engine", engine, "--marker", marker, "--iterations", "3", "--json", "-o", &s(&out), "--", &s(&z), "10"]);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "{marker} {engine}: {stderr}");
+        (json_of(&stderr), out)
+    };
+    // `adler32` is not the program's (it calls it through its PLT): libz's, as `adler32@libz`
+    let (plain, plain_file) = trace("adler32", "valgrind");
+    let (lib, _) = trace("adler32@libz", "valgrind");
+    let (plt, plt_file) = trace("adler32@plt", "valgrind");
+    for v in [&plain, &lib, &plt] {
+        assert_eq!(v["marker_hits"], 3, "{v}");
+    }
+    assert_eq!(plain["instructions"], lib["instructions"]);
+    // every iteration starts at libz's adler32
+    let first = read_lines_of(&plain_file, 0);
+    assert!(first[0].starts_with("adler32:0"), "{:?}", &first[..3]);
+    // through the PLT, iteration 0 holds the dynamic linker's binding of adler32
+    let (p0, p1) = (read_lines_of(&plt_file, 0), read_lines_of(&plt_file, 1));
+    assert!(p0[0].starts_with("adler32@plt:0") && p1[0].starts_with("adler32@plt:0"));
+    assert!(p0.len() > p1.len() + 500, "{} vs {}", p0.len(), p1.len());
+    // (the loader's code, named `_dl_…` when its symbols are found, else `ld-linux…+0x…`)
+    assert!(p0.iter().any(|k| k.starts_with("_dl_") || k.starts_with("ld-linux")), "no binding in iteration 0");
+    assert!(!p1.iter().any(|k| k.starts_with("_dl_") || k.starts_with("ld-linux")), "binding in iteration 1");
+    // the single-stepping engine runs to the program's entry point, where libz is mapped
+    let (ptrace, ptrace_file) = trace("adler32@libz", "ptrace");
+    assert_eq!(ptrace["marker_hits"], 3);
+    assert!(read_lines_of(&ptrace_file, 1)[0].starts_with("adler32:0"));
+    // wrong names say which library and what it loads
+    let e = err(&["trace", "exact", "--marker", "adler32@libnope", "-o", &s(&d.join("x.ksk")), "--", &s(&z), "10"]);
+    assert!(e.contains("--marker 'adler32@libnope'") && e.contains("libz.so.1"), "{e}");
+    let e = err(&["record", "--marker", "nosuch", "-o", &s(&d.join("x.ksk")), "--", &s(&z), "10"]);
+    assert!(e.contains("define a function named 'nosuch'"), "{e}");
+    // the waveform starts at the same entry
+    let o = kansoku(&["wave", "--exact", "--marker", "adler32@libz", "--max-instructions", "500", "-o", &s(&d.join("w.svg")), "--", &s(&z), "10"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // record: one marker hit per call, by the agent and by a uprobe
+    for by in ["agent", "uprobe"] {
+        let r = d.join(format!("r-{by}.ksk"));
+        let o = kansoku(&["record", "--time-period", "50000", "--marker", "adler32@libz", "--marker-by", by, "--json", "-o", &s(&r), "--", &s(&z), "3000"]);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        if !o.status.success() && (stderr.contains("perf_event_paranoid") || stderr.contains("not supported")) {
+            kansoku_examples::skip(kansoku_examples::Missing::Machine, format!("record: perf sampling is not permitted here: {stderr}"));
+            return;
+        }
+        assert!(o.status.success(), "{stderr}");
+        assert_eq!(json_of(&stderr)["markers"], 3000, "{by}: {stderr}");
+        let show = ok(&["show", &s(&r)]);
+        assert!(show.contains("marker_function=\"adler32\""), "{show}");
+    }
+}
+
+/// Issue 42: a loop whose first iteration alone differs (libz's adler32 through the PLT:
+/// iteration 0 runs the dynamic linker's binding). The odd iteration is a class of its
+/// own, set aside by name; `phase` still applies to the rest and rebuilds it exactly, and
+/// both `reconstruct --exact` and `compare` compare with an iteration of its class and
+/// say which. (docs/BENCHMARKS.md has the periods 7, 31, 101 and 997.)
+#[test]
+fn an_odd_first_iteration_keeps_phase_for_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let z = zblocks(d);
+    let exact = d.join("e.ksk");
+    ok(&["trace", "exact", "--marker", "adler32@plt", "--iterations", "70", "-o", &s(&exact), "--", &s(&z), "80"]);
+    let rec = d.join("r.ksk");
+    ok(&["sample", "--period", "31", "-o", &s(&rec), &s(&exact)]);
+    let trace = d.join("t.trace");
+    let out = ok(&["reconstruct", &s(&rec), "--exact", &s(&exact), "-o", &s(&trace), "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["solver"], "phase", "{v}");
+    assert_eq!(v["comparison"]["lcs_ratio"].as_f64(), Some(1.0), "{v}");
+    assert_eq!(v["compared_iteration"], 1);
+    let classes = v["classes"].as_array().unwrap();
+    assert_eq!(classes.len(), 2);
+    assert_eq!((classes[0]["iterations"].as_u64(), classes[1]["iterations"].as_u64(), classes[1]["first_iteration"].as_u64()), (Some(68), Some(1), Some(0)));
+    assert_eq!(v["class"], classes[0]["length"]);
+    // set aside with a warning that names it and how to rebuild it; nothing else is wrong
+    assert_eq!(warning_kinds(&v), ["iterations_differ"]);
+    assert!(warned(&v, "1 × ") && warned(&v, "(first: iteration 0)"), "{v}");
+    // compare defaults to the trace's class, and says so
+    let o = kansoku(&["compare", &s(&trace), &s(&exact), "--json"]);
+    assert!(o.status.success());
+    let c: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!((c["iteration"].as_u64(), c["lcs_ratio"].as_f64()), (Some(1), Some(1.0)));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("compared with iteration 1"));
+    // --iteration stays: iteration 0 is the odd one
+    let c: serde_json::Value = serde_json::from_str(&ok(&["compare", &s(&trace), &s(&exact), "--iteration", "0", "--json"])).unwrap();
+    assert!(c["lcs_ratio"].as_f64().unwrap() < 0.5, "{c}");
+    // --class rebuilds the odd class: too few samples for its positions, and said
+    let len0 = classes[1]["length"].as_u64().unwrap().to_string();
+    let v: serde_json::Value = serde_json::from_str(&ok(&["reconstruct", &s(&rec), "--class", &len0, "--exact", &s(&exact), "--json"])).unwrap();
+    assert_eq!(v["compared_iteration"], 0);
+    let kinds = warning_kinds(&v);
+    assert!(v["comparison"]["lcs_ratio"].as_f64().unwrap() < 0.99 && kinds.iter().any(|k| k == "positions_missing" || k == "coverage"), "{v}");
+}
+
+/// Issue 42: real loops whose iterations differ — libz's adler32 over blocks of three
+/// lengths (`--marker adler32@libz`), a hash-table lookup (chains of different lengths),
+/// an interpreter's dispatch (opcodes, several of one length) — sampled every 31
+/// instructions: every class rebuilt is either its exact iteration (lcs ≥ 0.99 against
+/// the first exact iteration of its class) or carries a warning that says why not.
+#[test]
+fn loops_whose_iterations_differ_are_exact_per_class_or_warned() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let z = zblocks(d);
+    let hash = program(d, "hashlook");
+    let interp = program(d, "interp");
+    let cases: [(&str, &str, Vec<String>); 3] = [
+        ("zlib", "adler32@libz", vec![s(&z), "130".into(), "vary".into()]),
+        ("hash", "lookup", vec![s(&hash), "1300".into()]),
+        ("interp", "step", vec![s(&interp), "12".into()]),
+    ];
+    for (name, marker, args) in cases {
+        let exact = d.join(format!("{name}.ksk"));
+        let mut cmd = vec!["trace", "exact", "--marker", marker, "--iterations", "1200", "-o"];
+        let e = s(&exact);
+        cmd.push(&e);
+        cmd.push("--");
+        cmd.extend(args.iter().map(String::as_str));
+        ok(&cmd);
+        let rec = d.join(format!("{name}-31.ksk"));
+        ok(&["sample", "--period", "31", "-o", &s(&rec), &s(&exact)]);
+        let out = ok(&["reconstruct", &s(&rec), "--exact", &s(&exact), "-o", &s(&d.join(format!("{name}.trace"))), "--json"]);
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        let classes = v["classes"].as_array().unwrap();
+        assert!(classes.len() >= 3, "{name}: {} classes", classes.len());
+        let mut rows = vec![(v["class"].as_u64().unwrap(), v["comparison"]["lcs_ratio"].as_f64().unwrap(), warning_kinds(&v))];
+        for t in v["class_traces"].as_array().unwrap() {
+            rows.push((t["length"].as_u64().unwrap(), t["comparison"]["lcs_ratio"].as_f64().unwrap(), warning_kinds(&serde_json::json!({"warnings": t["warnings"]}))));
+        }
+        for (length, lcs, kinds) in &rows {
+            let warned = kinds.iter().any(|k| k != "iterations_differ");
+            assert!(*lcs >= 0.99 || warned, "{name}: the class of {length} instructions has lcs {lcs} and no warning");
+        }
+        if name == "zlib" {
+            // three block lengths, a third of the iterations each, each rebuilt exactly
+            let exact_rows = rows.iter().filter(|(_, lcs, _)| *lcs == 1.0).count();
+            assert_eq!(exact_rows, 3, "{rows:?}");
+        }
+        if name == "interp" {
+            // opcodes of equal length share a class; its samples conflict, and that is said
+            assert!(rows.iter().any(|(_, lcs, kinds)| *lcs < 0.99 && kinds.iter().any(|k| k == "solver_replaced")), "{rows:?}");
+        }
+    }
+}
+
+/// `function:offset` of every instruction of iteration `n` (marker hit n to n + 1) of an exact trace.
+fn read_lines_of(exact: &Path, n: usize) -> Vec<String> {
+    let mut reader = kansoku_core::RecordingReader::open(exact).unwrap();
+    let mut sym = kansoku_binary::Symbolizer::new(&[]);
+    let (mut markers, mut out) = (0, Vec::new());
+    while let Some(event) = reader.next_event().unwrap() {
+        match event {
+            kansoku_core::Event::Module(m) => sym.add_module(m),
+            kansoku_core::Event::Marker { .. } => {
+                markers += 1;
+                if markers == n + 2 {
+                    break;
+                }
+            }
+            kansoku_core::Event::Instruction { addr } if markers == n + 1 => out.push(sym.locate(addr).function_offset()),
+            _ => {}
+        }
+    }
+    assert_eq!(markers, n + 2, "iteration {n} of {} is not complete", exact.display());
+    out
 }
 
 fn s(p: &Path) -> String {

@@ -152,7 +152,7 @@ fn parse_number(s: &str) -> Option<u64> {
 
 /// The shared libraries a dynamic program loads at start, as its dynamic linker lists
 /// them (`ld.so --list`, which reads the program without running it).
-fn libraries_of(program: &Program, path: &Path) -> Result<Vec<(String, PathBuf)>, String> {
+pub(crate) fn libraries_of(program: &Program, path: &Path) -> Result<Vec<(String, PathBuf)>, String> {
     let interpreter = program.interpreter.as_ref().ok_or_else(|| format!("{} is statically linked: it loads no shared libraries", path.display()))?;
     let out = std::process::Command::new(interpreter)
         .arg("--list")
@@ -177,7 +177,7 @@ fn libraries_of(program: &Program, path: &Path) -> Result<Vec<(String, PathBuf)>
 
 /// Whether library file `name` is what the user called `lib`: `libz.so.1` is `libz.so.1`,
 /// `libz`, `libz.so` and `z`.
-fn library_matches(name: &str, lib: &str) -> bool {
+pub(crate) fn library_matches(name: &str, lib: &str) -> bool {
     name == lib || name.starts_with(&format!("{lib}.")) || name.starts_with(&format!("lib{lib}."))
 }
 
@@ -352,7 +352,7 @@ pub fn plan(program_path: &Path, specs: &[String], mechanism: Mechanism, calibra
 /// The link-time address in `lib` of the implementation the dynamic linker picks for the
 /// GNU IFUNC `name` on this machine, asked in kansoku's own process (for a library it has
 /// loaded already: libc, libm).
-fn ifunc_implementation(lib: &Path, name: &str) -> Option<u64> {
+pub(crate) fn ifunc_implementation(lib: &Path, name: &str) -> Option<u64> {
     use std::os::unix::ffi::OsStrExt;
     let path = std::ffi::CString::new(lib.as_os_str().as_bytes()).ok()?;
     let symbol = std::ffi::CString::new(name).ok()?;
@@ -673,7 +673,7 @@ fn run_traps(plan: Plan, args: &[String], progress: &mut dyn FnMut(u64)) -> Resu
 
 /// Runs the stopped tracee to `address` with a temporary `int3` there, and leaves it stopped
 /// at `address` with the original byte back.
-fn run_to(pid: Pid, address: u64) -> Result<(), ProbeError> {
+pub(crate) fn run_to(pid: Pid, address: u64) -> Result<(), ProbeError> {
     let at = address as ptrace::AddressType;
     let word = ptrace::read(pid, at).map_err(ptrace_err("PEEKDATA", pid))?;
     ptrace::write(pid, at, (word & !0xff) | 0xcc).map_err(ptrace_err("POKEDATA", pid))?;

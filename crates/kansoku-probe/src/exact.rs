@@ -155,11 +155,9 @@ fn trace_ptrace<W: Write>(
     progress: &mut dyn FnMut(u64),
 ) -> Result<TraceOutcome, ProbeError> {
     let program_path = resolve_program(&options.program)?;
-    let marker_vaddr = match &options.marker {
-        Some(name) => {
-            let program = Program::open(&program_path)?;
-            Some((program.function_named(name)?.address, program))
-        }
+    // `F`, `F@LIB` or `F@plt` (crate::marker)
+    let marker_site = match &options.marker {
+        Some(spec) => Some(crate::marker::resolve(&program_path, spec)?),
         None => None,
     };
     let pid = spawn_traced(&program_path, &options.args)?;
@@ -170,9 +168,18 @@ fn trace_ptrace<W: Write>(
     tracer.refresh_modules(out)?;
     let start = Instant::now();
 
-    if let Some((vaddr, program)) = &marker_vaddr {
-        let path = program_path.to_string_lossy();
-        let addr = runtime_address(&tracer.modules, program, &path, *vaddr).ok_or_else(|| ProbeError::MarkerNotMapped {
+    if let Some((site, file)) = &marker_site {
+        if site.in_library {
+            // the dynamic linker maps the libraries before the program's entry point runs
+            let program = Program::open(&program_path)?;
+            let entry = runtime_address(&tracer.modules, &program, &program_path.to_string_lossy(), program.entry)
+                .ok_or_else(|| ProbeError::MarkerNotMapped { marker: "the entry point".into(), program: program_path.clone() })?;
+            if !tracer.run_to(entry)? {
+                return Ok(tracer.outcome(StopReason::MarkerNeverHit, start));
+            }
+            tracer.refresh_modules(out)?;
+        }
+        let addr = site.runtime_address(&tracer.modules, file).ok_or_else(|| ProbeError::MarkerNotMapped {
             marker: options.marker.clone().unwrap_or_default(),
             program: program_path.clone(),
         })?;

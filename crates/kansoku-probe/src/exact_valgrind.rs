@@ -25,7 +25,7 @@ use std::path::PathBuf;
 use std::rc::Rc;
 use std::time::Instant;
 
-use kansoku_binary::maps::{module_from_text, runtime_address};
+use kansoku_binary::maps::module_from_text;
 use kansoku_binary::Program;
 use kansoku_core::fxhash::FxHashMap;
 use kansoku_core::sbstream::{ExitKind, Item, StreamDecoder};
@@ -136,8 +136,8 @@ pub struct Transcriber<'w, S: ExactSink> {
     /// The thread the recording named last.
     recorded_thread: Option<u32>,
     recording: bool,
-    /// The marker's link address and program, until its module arrives; then its runtime address.
-    marker_link: Option<(u64, Program, String)>,
+    /// The marker's site and the file holding it, until its module arrives; then its runtime address.
+    marker_link: Option<(crate::marker::MarkerSite, Program)>,
     marker: Option<u64>,
     iterations: Option<u64>,
     max_instructions: Option<u64>,
@@ -155,8 +155,8 @@ pub struct Transcriber<'w, S: ExactSink> {
 }
 
 impl<'w, S: ExactSink> Transcriber<'w, S> {
-    /// `marker`: the marker function's link address in `program` (at `program_path`).
-    pub fn new(out: &'w mut S, options: &ExactTraceOptions, marker: Option<(u64, Program, String)>, start: Instant) -> Self {
+    /// `marker`: the marker function's site and the file holding it.
+    pub fn new(out: &'w mut S, options: &ExactTraceOptions, marker: Option<(crate::marker::MarkerSite, Program)>, start: Instant) -> Self {
         Transcriber {
             out,
             shapes: FxHashMap::default(),
@@ -243,8 +243,8 @@ impl<'w, S: ExactSink> Transcriber<'w, S> {
 
     /// The marker's runtime address, once the program's module is known.
     fn resolve_marker(&mut self) {
-        if let Some((vaddr, program, path)) = &self.marker_link {
-            if let Some(addr) = runtime_address(&self.modules, program, path, *vaddr) {
+        if let Some((site, file)) = &self.marker_link {
+            if let Some(addr) = site.runtime_address(&self.modules, file) {
                 self.marker = Some(addr);
                 self.marker_link = None;
             }
@@ -413,10 +413,10 @@ pub fn trace_valgrind<W: Write>(options: &ExactTraceOptions, out: &mut Recording
 pub fn run_transcribed<S: ExactSink>(options: &ExactTraceOptions, data: bool, drain: bool, out: &mut S, progress: &mut dyn FnMut(u64)) -> Result<TraceOutcome, ProbeError> {
     let program_path = resolve_program(&options.program)?;
     let marker = match &options.marker {
-        Some(name) => {
-            let program = Program::open(&program_path)?;
-            let vaddr = program.function_named(name)?.address;
-            Some((vaddr, program, program_path.to_string_lossy().into_owned()))
+        Some(spec) => {
+            // `F`, `F@LIB` or `F@plt` (crate::marker): resolved when its module arrives
+            let (site, file) = crate::marker::resolve(&program_path, spec)?;
+            Some((site, file))
         }
         None => None,
     };

@@ -14,6 +14,7 @@
 //!   a file) run one way into a `kansoku_core::feed::BlockSink`.
 //! * [`interrupt`] — Ctrl-C as a request to stop observing and keep what was recorded.
 //! * [`sysstat`] — `/proc/stat`, `/proc/diskstats`, a process's CPU time, threads and children (seed 001 sampling).
+//! * [`marker`] — marker functions by name: `F`, `F@LIB`, `F@plt` (issue 42).
 //! * [`events`] — seed 001's event method: measurement points as uprobes or as ptrace traps (restore, step, re-arm).
 //! * [`wave`] — seed 001's program waveform: sampled (or single-stepped) code and data addresses.
 
@@ -27,6 +28,7 @@ pub mod procfs;
 pub mod sampler;
 pub mod sysstat;
 pub mod events;
+pub mod marker;
 pub mod wave;
 pub mod spawn;
 pub mod valgrind;
@@ -52,6 +54,8 @@ pub enum ProbeError {
     Perf(#[from] perf::PerfError),
     #[error(transparent)]
     Spec(#[from] events::SpecError),
+    #[error("--marker '{spec}': {reason}")]
+    Marker { spec: String, reason: String },
     #[error("process {pid} does not exist (or has already exited)")]
     NoSuchProcess { pid: i32 },
     #[error(transparent)]

@@ -79,18 +79,18 @@ pub fn record_samples<W: Write>(
     let mut uprobes = Vec::new();
     let mut agent = None;
     if let Some(marker) = &options.marker {
-        let program = Program::open(&program_path)?;
-        let f = program.function_named(marker)?;
+        // `F`, `F@LIB` or `F@plt`, in the program or a library it loads (crate::marker)
+        let (site, file) = crate::marker::resolve(&program_path, marker)?;
         if options.marker_by_agent {
-            let path = std::fs::canonicalize(&program_path).unwrap_or_else(|_| program_path.clone());
-            let text = plan_line(0, None, Some(&path.to_string_lossy()), f.address, f.size, false, marker);
+            let path = std::fs::canonicalize(&site.module).unwrap_or_else(|_| site.module.clone());
+            let text = plan_line(0, None, Some(&path.to_string_lossy()), site.vaddr, site.size, false, marker);
             agent = Some(AgentSession::new(&program_path, &text, true)?);
         } else {
-            let file_offset = program.file_offset_of_vaddr(f.address).ok_or_else(|| ProbeError::MarkerNotMapped {
+            let file_offset = file.file_offset_of_vaddr(site.vaddr).ok_or_else(|| ProbeError::MarkerNotMapped {
                 marker: marker.clone(),
-                program: program_path.clone(),
+                program: site.module.clone(),
             })?;
-            uprobes.push(UprobeSpec { path: program_path.clone(), file_offset, is_return: false });
+            uprobes.push(UprobeSpec { path: site.module.clone(), file_offset, is_return: false });
         }
     }
     let env = agent.as_ref().map(|a| a.env.clone()).unwrap_or_default();

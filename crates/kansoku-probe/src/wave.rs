@@ -380,8 +380,8 @@ fn ptrace_err(operation: &'static str, pid: Pid) -> impl Fn(Errno) -> ProbeError
 }
 
 fn exact(program_path: &std::path::Path, args: &[String], marker: &str, max: u64, progress: &mut dyn FnMut(u64)) -> Result<WaveOutcome, ProbeError> {
-    let program = Program::open(program_path)?;
-    let marker_vaddr = program.function_named(marker)?.address;
+    // `F`, `F@LIB` or `F@plt` (crate::marker)
+    let (site, file) = crate::marker::resolve(program_path, marker)?;
     let pid = spawn_traced(program_path, args)?;
     let group = Pid::from_raw(-pid.as_raw());
     let finish = |pid: Pid| {
@@ -396,9 +396,20 @@ fn exact(program_path: &std::path::Path, args: &[String], marker: &str, max: u64
         finish(pid);
         return Err(ptrace_err("SETOPTIONS", pid)(e));
     }
-    let modules = crate::procfs::ModuleReader::default().code_modules(pid.as_raw())?;
-    let path = program_path.to_string_lossy().into_owned();
-    let addr = kansoku_binary::maps::runtime_address(&modules, &program, &path, marker_vaddr)
+    let mut modules = crate::procfs::ModuleReader::default().code_modules(pid.as_raw())?;
+    if site.in_library {
+        // the dynamic linker maps the libraries before the program's entry point runs
+        let program = Program::open(program_path)?;
+        let entry = kansoku_binary::maps::runtime_address(&modules, &program, &program_path.to_string_lossy(), program.entry)
+            .ok_or_else(|| ProbeError::MarkerNotMapped { marker: "the entry point".into(), program: program_path.to_path_buf() });
+        if let Err(e) = entry.and_then(|entry| crate::events::run_to(pid, entry)) {
+            finish(pid);
+            return Err(e);
+        }
+        modules = crate::procfs::ModuleReader::default().code_modules(pid.as_raw())?;
+    }
+    let addr = site
+        .runtime_address(&modules, &file)
         .ok_or_else(|| ProbeError::MarkerNotMapped { marker: marker.into(), program: program_path.to_path_buf() })?;
     // Run to the marker (one-shot int3).
     let word = ptrace::read(pid, addr as ptrace::AddressType).map_err(ptrace_err("PEEKDATA", pid))?;

@@ -78,7 +78,7 @@ fn main() {
             }
         }
         observations.push(Observation::Marker { time_ns: (n * t) as u64, instructions: Some((n * t) as u64) });
-        let options = Options { split: Split::Marker, solver: Solver::Patent, scores, period: Some(p as u64), top_k, linkage, sequences: None, stop: None };
+        let options = Options { split: Split::Marker, solver: Solver::Patent, scores, period: Some(p as u64), top_k, linkage, sequences: None, stop: None, class: None };
         let start = Instant::now();
         let r = reconstruct(&observations, &Names::new(), &options, &mut |_, _| {}).expect("reconstructs");
         let seconds = start.elapsed().as_secs_f64();

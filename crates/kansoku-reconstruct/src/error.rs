@@ -23,6 +23,8 @@ pub enum ReconstructError {
     NoSequences,
     #[error("--solver phase does not apply: {0}")]
     PhaseNotApplicable(String),
+    #[error("{0}")]
+    NoSuchClass(String),
     #[error("--solver exact: {0}")]
     TooLarge(String),
     #[error("score file {path}: {what}")]

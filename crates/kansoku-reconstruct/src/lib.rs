@@ -24,6 +24,7 @@
 
 pub mod ambiguity;
 pub mod chain;
+pub mod classes;
 pub mod error;
 pub mod exact;
 pub mod flow;
@@ -85,6 +86,10 @@ pub struct Options {
     /// Polled during long work (Ctrl-C): when it returns true the solvers stop and the
     /// best trace so far is returned, marked `interrupted`.
     pub stop: Option<fn() -> bool>,
+    /// Rebuild the iterations of this length (instructions between marker hits) only.
+    /// `None`: when iterations differ in length, the class with the most iterations
+    /// ([`classes`]); the others are listed and set aside, with a warning.
+    pub class: Option<u64>,
 }
 
 /// Most sequences the seed's loop takes (it keeps a matrix of all pairs: 200 MB at 10,000;
@@ -151,13 +156,76 @@ pub struct Reconstruction {
     /// Whether the search for an alternative ran (at most [`ambiguity::LIMIT`] sequences).
     pub alternative_checked: Option<bool>,
     pub order_warning: Option<String>,
+    /// Iterations that differ in length: every class (most iterations first), the one
+    /// this trace rebuilds, and the warning that the others are not in it.
+    pub classes: Option<Vec<classes::IterationClass>>,
+    pub class: Option<u64>,
+    pub class_warning: Option<String>,
+    /// `phase`: positions of the iteration no sample fell on (the trace lacks them).
+    pub missing_warning: Option<String>,
     pub seconds: f64,
+}
+
+/// Something the user must know about a trace: why it may not be the exact iteration of
+/// its class, and what would fix that.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Warning {
+    /// A stable name: `coverage`, `positions_missing`, `iterations_differ`,
+    /// `solver_replaced`, `order_not_fixed`, `interrupted`, or one the caller adds.
+    pub kind: String,
+    pub message: String,
+    /// What would fix it (a command-line change, or another recording).
+    pub fix: String,
+}
+
+impl Warning {
+    pub fn new(kind: &str, message: impl Into<String>, fix: impl Into<String>) -> Warning {
+        Warning { kind: kind.to_string(), message: message.into(), fix: fix.into() }
+    }
+}
+
+impl Reconstruction {
+    /// Every reason this trace may not be the exact iteration of its class, structured.
+    pub fn warnings(&self) -> Vec<Warning> {
+        let mut out = Vec::new();
+        if let Some(w) = &self.class_warning {
+            let fix = match &self.classes {
+                Some(c) if c.len() > 1 => format!("--class LENGTH rebuilds another class (lengths: {})", c.iter().map(|c| c.length.to_string()).collect::<Vec<_>>().join(", ")),
+                _ => "--class LENGTH rebuilds another class".into(),
+            };
+            out.push(Warning::new("iterations_differ", w.clone(), fix));
+        }
+        if let Some(w) = &self.coverage_warning {
+            out.push(Warning::new("coverage", w.clone(), "record more iterations than the period, or sample with a shorter period that shares no factor with the iteration's length"));
+        }
+        if let Some(w) = &self.missing_warning {
+            out.push(Warning::new("positions_missing", w.clone(), "record more iterations, or sample with a shorter period"));
+        }
+        if let Some(w) = &self.fallback {
+            out.push(Warning::new("solver_replaced", w.clone(), "record instruction counts at samples and marker hits (kansoku record --period N, or kansoku sample) so --solver phase applies"));
+        }
+        if let Some(w) = &self.order_warning {
+            out.push(Warning::new("order_not_fixed", w.clone(), "--solver phase with instruction counts, or a shorter period"));
+        }
+        if self.interrupted {
+            out.push(Warning::new(
+                "interrupted",
+                format!("interrupted (Ctrl-C): this trace is the best found until then (the {} partial sequences merged as far as the solver came, the rest joined in recording order), not a finished reconstruction", self.sequences_used),
+                "run again to the end",
+            ));
+        }
+        out
+    }
 }
 
 /// Cuts, selects and solves.
 pub fn reconstruct(observations: &[Observation], names: &Names, options: &Options, progress: &mut dyn FnMut(usize, usize)) -> Result<Reconstruction, ReconstructError> {
     let started = std::time::Instant::now();
-    let splitting = split::split(observations, &options.split, options.period, names)?;
+    let mut splitting = split::split(observations, &options.split, options.period, names)?;
+    let (all_classes, class, class_warning) = choose_class(&splitting, options.class)?;
+    if let Some(length) = class {
+        splitting = classes::restrict(&splitting, length);
+    }
     let mut rec = Reconstruction {
         trace: vec![],
         length: 0,
@@ -186,6 +254,10 @@ pub fn reconstruct(observations: &[Observation], names: &Names, options: &Option
         alternative: None,
         alternative_checked: None,
         order_warning: None,
+        classes: all_classes,
+        class,
+        class_warning,
+        missing_warning: None,
         seconds: 0.0,
     };
     if options.solver == Solver::Phase {
@@ -196,6 +268,21 @@ pub fn reconstruct(observations: &[Observation], names: &Names, options: &Option
                 rec.samples_used = p.samples as usize;
                 rec.covered_positions = Some(p.covered);
                 rec.conflicts = Some(p.conflicts);
+                if p.covered == p.iteration_length {
+                    // Every position received a sample: the period's arithmetic (which
+                    // assumes back-to-back iterations of one length; iterations of other
+                    // classes in between shift the phase) did not limit this recording.
+                    rec.coverage_warning = None;
+                }
+                if p.covered < p.iteration_length {
+                    rec.missing_warning = Some(format!(
+                        "{} of the iteration's {} instructions received no sample: the trace lacks them ({} samples in {} iterations)",
+                        p.iteration_length - p.covered,
+                        p.iteration_length,
+                        p.samples,
+                        splitting.sequences.len()
+                    ));
+                }
                 return Ok(finish(rec, started));
             }
             Err(e) => {
@@ -274,6 +361,42 @@ pub fn reconstruct(observations: &[Observation], names: &Names, options: &Option
     }
     check_order(&mut rec, &sequences, &order, &splitting, options);
     Ok(finish(rec, started))
+}
+
+/// Which class of iterations to rebuild: `asked`, else (when lengths differ) the one with
+/// the most iterations. Returns all classes, the one chosen and the warning that the
+/// others are set aside.
+fn choose_class(splitting: &split::Splitting, asked: Option<u64>) -> Result<(Option<Vec<classes::IterationClass>>, Option<u64>, Option<String>), ReconstructError> {
+    let all = classes::by_length(splitting);
+    let Some(list) = &all else {
+        if let Some(length) = asked {
+            return Err(ReconstructError::NoSuchClass(format!("--class {length}: the iterations' lengths are not known (the recording has no instruction counts at marker hits, or --split is not marker)")));
+        }
+        return Ok((None, None, None));
+    };
+    let chosen = match asked {
+        Some(length) => list.iter().find(|c| c.length == length).ok_or_else(|| {
+            ReconstructError::NoSuchClass(format!("--class {length}: no complete iteration is {length} instructions long (lengths: {})", list.iter().map(|c| c.length.to_string()).collect::<Vec<_>>().join(", ")))
+        })?,
+        None if list.len() == 1 => return Ok((all.clone(), None, None)),
+        None => &list[0],
+    };
+    let others: Vec<&classes::IterationClass> = list.iter().filter(|c| c.length != chosen.length).collect();
+    let warning = (!others.is_empty()).then(|| {
+        let set_aside: usize = others.iter().map(|c| c.iterations).sum();
+        let shown: Vec<String> = others.iter().take(6).map(|c| format!("{} × {} instructions (first: iteration {})", c.iterations, c.length, c.first_iteration)).collect();
+        format!(
+            "iterations differ in length: this trace is the class of {} instructions ({} of {} complete iterations, {:.1} %); {set_aside} iterations in {} other class(es) are not in it: {}{}",
+            chosen.length,
+            chosen.iterations,
+            splitting.sequences.len(),
+            chosen.share * 100.0,
+            others.len(),
+            shown.join(", "),
+            if others.len() > 6 { ", …" } else { "" }
+        )
+    });
+    Ok((all.clone(), Some(chosen.length), warning))
 }
 
 /// What follows every ordering: with control-flow scores, the cycle opened at the marker

@@ -51,6 +51,9 @@ pub struct PartialSequence {
     pub positions: Vec<Option<u64>>,
     /// Per sample: nanoseconds since the iteration's start.
     pub times: Vec<u64>,
+    /// Instructions from this iteration's marker hit to the next, when both hits carry
+    /// counts (`--split marker`): what sorts iterations into classes ([`crate::classes`]).
+    pub length: Option<u64>,
 }
 
 /// The partial sequences and what the cut learned about the iterations.
@@ -99,9 +102,10 @@ pub fn split(observations: &[Observation], how: &Split, period: Option<u64>, nam
             for o in observations {
                 match *o {
                     Observation::Marker { time_ns, instructions } => {
-                        if let Some(seq) = current.take() {
+                        if let Some(mut seq) = current.take() {
                             if let (Some(a), Some(b)) = (start.1, instructions) {
                                 lengths.push(b.saturating_sub(a));
+                                seq.length = Some(b.saturating_sub(a));
                             }
                             out.sequences.push(seq);
                         }

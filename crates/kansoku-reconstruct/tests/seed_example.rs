@@ -13,6 +13,7 @@ fn options(solver: Solver, split: Split, period: Option<u64>) -> Options {
         linkage: patent::Linkage::default(),
         sequences: None,
         stop: None,
+        class: None,
     }
 }
 

@@ -14,13 +14,13 @@ use kansoku_core::{Event, Header, RecordingKind, RecordingReader};
 use kansoku_reconstruct::patent::Linkage;
 use kansoku_reconstruct::{
     compare, compare_order, compare_shares, reconstruct, Comparison, Granularity, Names, Observation, Options, OrderComparison, Reconstruction,
-    Scores, ShareComparison, Solver, Split, Weighting,
+    Scores, ShareComparison, Solver, Split, Warning, Weighting,
 };
 use serde::Serialize;
 
 use crate::output::{print_json, Table};
 
-#[derive(clap::Args)]
+#[derive(clap::Args, Clone)]
 pub struct Args {
     /// A sampled recording (`kansoku record` or `kansoku sample`).
     pub recording: PathBuf,
@@ -63,6 +63,11 @@ pub struct Args {
     /// Sampling period in instructions, when the recording does not say.
     #[arg(long)]
     pub period: Option<u64>,
+    /// Rebuild the iterations this many instructions long (between marker hits). Default:
+    /// when iterations differ in length, the class with the most iterations, and with -o
+    /// each other class holding at least one sample per instruction into OUTPUT.class-LENGTH.
+    #[arg(long)]
+    pub class: Option<u64>,
     /// Score the result against this exact trace (its first complete iteration).
     #[arg(long)]
     pub exact: Option<PathBuf>,
@@ -104,9 +109,10 @@ pub struct CompareArgs {
     pub trace: PathBuf,
     /// The exact trace; its first complete marker-to-marker iteration (or all of it without markers).
     pub exact: PathBuf,
-    /// Which complete iteration of the exact trace to compare with (0 = first).
-    #[arg(long, default_value_t = 0)]
-    pub iteration: usize,
+    /// Which complete iteration of the exact trace to compare with (0 = first). Default:
+    /// the first of the trace's own class (the length its file names), else 0.
+    #[arg(long)]
+    pub iteration: Option<usize>,
     /// Also draw both traces as a timeline coloured by function, with the positions
     /// where they differ marked.
     #[arg(long)]
@@ -125,6 +131,10 @@ pub struct CompareArgs {
 pub struct CompareReport {
     #[serde(flatten)]
     pub comparison: Comparison,
+    /// The exact iteration compared with, and the class (instructions between marker
+    /// hits) the trace names, whose first exact iteration is the default.
+    pub iteration: usize,
+    pub class: Option<u64>,
     pub weighted: Option<WeightedComparison>,
     /// The exact trace ran on Valgrind's CPU: what of its iteration may differ on the real one.
     pub engine_note: Option<EngineNote>,
@@ -260,7 +270,7 @@ pub struct Loaded {
     pub modules: Vec<kansoku_core::Module>,
     /// The marker function the recording was cut at, when the header names it.
     pub marker: Option<String>,
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Warning>,
 }
 
 /// Addresses from here up are the kernel's (x86-64 canonical upper half).
@@ -277,7 +287,14 @@ pub fn load_samples(path: &Path) -> Result<Loaded> {
             header.kind
         );
     }
-    let marker = header.parameters.get("marker").and_then(|v| v.as_str()).map(str::to_string);
+    // The marker's function as samples are symbolised: named by the recorder, else from
+    // the spec (`adler32@libz` → `adler32`; `adler32@plt` is the stub's own name).
+    let marker = header
+        .parameters
+        .get("marker_function")
+        .or_else(|| header.parameters.get("marker"))
+        .and_then(|v| v.as_str())
+        .map(|m| kansoku_probe::marker::marker_function_name(m).to_string());
     let mut sym = Symbolizer::new(&[]);
     let mut names = Names::new();
     let mut observations = Vec::new();
@@ -306,28 +323,31 @@ pub fn load_samples(path: &Path) -> Result<Loaded> {
             _ => {}
         }
     }
-    let mut warnings = std::mem::take(&mut sym.warnings);
-    warnings.extend(reader.warnings().iter().cloned());
+    let mut warnings: Vec<Warning> = std::mem::take(&mut sym.warnings)
+        .into_iter()
+        .map(|w| Warning::new("unsymbolised", w, "keep the recorded program and libraries where they were recorded (or give their debug files)"))
+        .collect();
+    warnings.extend(reader.warnings().iter().map(|w| Warning::new("recording_damaged", w.clone(), "record again")));
     if kernel + outside > 0 {
         let share = |n: u64| 100.0 * n as f64 / samples.max(1) as f64;
-        warnings.push(format!(
+        warnings.push(Warning::new("samples_dropped", format!(
             "{} of {samples} samples dropped: {kernel} ({:.1} %) in kernel code, {outside} ({:.1} %) outside the recorded modules (the uprobe trampoline the marker probe runs, or code mapped without a module event); the trace holds the program's own instructions only",
             kernel + outside,
             share(kernel),
             share(outside)
-        ));
+        ), "nothing to fix: they are not the program's instructions; they are left out of the trace"));
     }
     if let Some(at) = reader.truncated_at() {
-        warnings.push(format!("{} is cut off at byte {at}; using what was readable", path.display()));
+        warnings.push(Warning::new("recording_cut", format!("{} is cut off at byte {at}; using what was readable", path.display()), "record again and let the recorder finish"));
     }
     if at_marker * 10 > samples {
         // The marker's uprobe traps on the first instruction and resumes the program at the
         // second; a timer sample taken during the trap reports one of them as the user
         // address. Kept (the instructions do run), but said.
-        warnings.push(format!(
+        warnings.push(Warning::new("probe_time_in_trace", format!(
             "{at_marker} of {samples} samples ({:.1} %) fell on the marker's first two instructions, where its uprobe traps into the kernel and resumes: most of that is the probe's time, not the program's; the trace and its time shares carry it",
             100.0 * at_marker as f64 / samples.max(1) as f64
-        ));
+        ), "kansoku record --marker-by agent (a marker of about 20 ns, no trap)"));
     }
     let weighting = match header.parameters.get("clock").and_then(|v| v.as_str()) {
         Some("cpu-clock") => Weighting::Time,
@@ -350,9 +370,30 @@ pub struct Report {
     #[serde(flatten)]
     pub reconstruction: Reconstruction,
     pub comparison: Option<Comparison>,
-    /// Everything the user should know: damaged or cut recordings, unsymbolised samples,
-    /// a solver replaced, an order the samples do not determine.
-    pub warnings: Vec<String>,
+    /// With --exact: the exact iteration compared with (the first of the trace's class).
+    pub compared_iteration: Option<usize>,
+    /// With -o and iterations of several lengths: the other classes rebuilt.
+    pub class_traces: Vec<ClassTrace>,
+    /// Everything the user should know, each with a kind and what would fix it: damaged or
+    /// cut recordings, unsymbolised samples, iterations set aside, a solver replaced, an
+    /// order the samples do not determine.
+    pub warnings: Vec<Warning>,
+}
+
+/// Another class of iterations, rebuilt into its own file.
+#[derive(Serialize)]
+pub struct ClassTrace {
+    pub length: u64,
+    pub iterations: usize,
+    pub share: f64,
+    pub samples: usize,
+    pub solver: Solver,
+    pub trace_length: usize,
+    pub covered_positions: Option<u64>,
+    pub output: PathBuf,
+    pub comparison: Option<Comparison>,
+    pub compared_iteration: Option<usize>,
+    pub warnings: Vec<Warning>,
 }
 
 /// Said of every time-sampled recording.
@@ -413,7 +454,7 @@ pub fn reconstruct_file(args: &Args) -> Result<(Report, Vec<String>, Names)> {
             if args.likelihood.is_none() {
                 choices.likelihood_reason = format!("the recorded program was read: control-flow scores for {known} of {} sampled instructions; --likelihood seed for the seed's tables", sampled.len());
             }
-            loaded.warnings.extend(flow_warnings);
+            loaded.warnings.extend(flow_warnings.into_iter().map(|w| Warning::new("cfg_scores_partial", w, "make the sampled modules readable (or --likelihood seed)")));
             scores = scores.with_flow(flow);
         }
     }
@@ -443,6 +484,7 @@ pub fn reconstruct_file(args: &Args) -> Result<(Report, Vec<String>, Names)> {
         linkage: args.linkage,
         sequences: args.sequences,
         stop: Some(kansoku_probe::interrupt::requested),
+        class: args.class,
     };
     if args.period == Some(0) {
         bail!("--period must be at least 1 (got 0)");
@@ -454,55 +496,40 @@ pub fn reconstruct_file(args: &Args) -> Result<(Report, Vec<String>, Names)> {
     })
     .with_context(|| format!("reconstructing from {}", args.recording.display()))?;
     bar.finish_and_clear();
-    let lines: Vec<String> = rec
-        .trace
-        .iter()
-        .map(|i| format!("0x{:x} {} {}", i.addr, i.display(&loaded.names, Granularity::Function), i.display(&loaded.names, Granularity::Block)))
-        .collect();
-    if let Some(out) = &args.output {
-        let mut text = format!(
-            "# kansoku reconstructed trace: {} instructions, solver {:?}, by {:?}\n",
-            rec.trace.len(),
-            rec.solver,
-            args.by,
-        )
-        .to_lowercase();
-        // Read back by `kansoku compare`: how to judge the trace, and where its samples are.
-        text.push_str(&format!("{WEIGHTING} {}\n{RECORDING} {}\n", weighting_name(loaded.weighting), args.recording.display()));
-        if let Some(a) = &rec.alternative {
-            // Read back by `kansoku compare --svg` to draw the span.
-            text.push_str(&format!("{UNCERTAIN} {} {}: another order scores {} and gives a different trace here\n", a.first_difference, a.last_difference, a.likelihood));
-        }
-        for l in &lines {
-            text.push_str(l);
-            text.push('\n');
-        }
-        std::fs::write(out, text).with_context(|| format!("writing {}", out.display()))?;
-    }
-    let comparison = match &args.exact {
-        Some(exact) => {
-            let keys: Vec<String> = rec.trace.iter().map(|i| i.display(&loaded.names, Granularity::Function)).collect();
-            Some(compare_keys(&keys, exact, 0)?)
-        }
-        None => None,
-    };
-    let mut warnings = loaded.warnings;
-    warnings.extend(rec.coverage_warning.iter().cloned());
+    let (lines, comparison, compared_iteration) = write_and_compare(&args.output, args, &rec, &loaded)?;
+    let mut warnings = std::mem::take(&mut loaded.warnings);
     if loaded.weighting == Weighting::Time {
-        warnings.push(TIME_WEIGHTED.to_string());
+        warnings.push(Warning::new("time_weighted", TIME_WEIGHTED, "with a PMU, `kansoku record --period N` samples instructions"));
     }
     if let (Some(f), true) = (&rec.fallback, args.solver.is_none()) {
-        // Chosen, not asked: the replacement is part of the choice, not a warning.
+        // Chosen, not asked: said in the choice too, and a warning all the same (the
+        // replacement may not rebuild the exact iteration).
         choices.solver_reason = format!("{}; but {f}", choices.solver_reason);
-    } else {
-        warnings.extend(rec.fallback.iter().cloned());
     }
-    warnings.extend(rec.order_warning.iter().cloned());
-    if rec.interrupted {
-        warnings.push(format!(
-            "interrupted (Ctrl-C): this trace is the best found until then (the {} partial sequences merged as far as the solver came, the rest joined in recording order), not a finished reconstruction",
-            rec.sequences_used
-        ));
+    warnings.extend(rec.warnings());
+    let mut class_traces = Vec::new();
+    if let (Some(out), Some(classes), None) = (&args.output, &rec.classes, args.class) {
+        // The other classes that hold a sample per instruction, each into its own file.
+        for c in classes.iter().filter(|c| Some(c.length) != rec.class && c.enough_samples()).take(MAX_CLASS_TRACES) {
+            let file = Some(PathBuf::from(format!("{}.class-{}", out.display(), c.length)));
+            let r = reconstruct(&loaded.observations, &loaded.names, &Options { class: Some(c.length), ..options.clone() }, &mut |_, _| {})
+                .with_context(|| format!("reconstructing the class of {} instructions from {}", c.length, args.recording.display()))?;
+            let (_, comparison, compared_iteration) = write_and_compare(&file, args, &r, &loaded)?;
+            class_traces.push(ClassTrace {
+                length: c.length,
+                iterations: c.iterations,
+                share: c.share,
+                samples: c.samples,
+                solver: r.solver,
+                trace_length: r.length,
+                covered_positions: r.covered_positions,
+                output: file.expect("set above"),
+                comparison,
+                compared_iteration,
+                // the recording's own warnings are the main trace's already
+                warnings: r.warnings().into_iter().filter(|w| w.kind != "iterations_differ").collect(),
+            });
+        }
     }
     Ok((
         Report {
@@ -513,11 +540,57 @@ pub fn reconstruct_file(args: &Args) -> Result<(Report, Vec<String>, Names)> {
             choices,
             reconstruction: rec,
             comparison,
+            compared_iteration,
+            class_traces,
             warnings,
         },
         lines,
         loaded.names,
     ))
+}
+
+/// Writes `rec` into `output` (when given) and compares it with the exact iteration of its
+/// class (`--exact`): the trace's lines, the comparison and the iteration compared with.
+fn write_and_compare(output: &Option<PathBuf>, args: &Args, rec: &Reconstruction, loaded: &Loaded) -> Result<(Vec<String>, Option<Comparison>, Option<usize>)> {
+    let lines: Vec<String> = rec
+        .trace
+        .iter()
+        .map(|i| format!("0x{:x} {} {}", i.addr, i.display(&loaded.names, Granularity::Function), i.display(&loaded.names, Granularity::Block)))
+        .collect();
+    if let Some(out) = output {
+        let mut text = format!(
+            "# kansoku reconstructed trace: {} instructions, solver {:?}, by {:?}\n",
+            rec.trace.len(),
+            rec.solver,
+            args.by,
+        )
+        .to_lowercase();
+        // Read back by `kansoku compare`: how to judge the trace, and where its samples are.
+        text.push_str(&format!("{WEIGHTING} {}\n{RECORDING} {}\n", weighting_name(loaded.weighting), args.recording.display()));
+        if let Some(length) = rec.split.iteration_length.filter(|_| rec.classes.is_some()) {
+            // Read back by `kansoku compare`: the exact iterations of this length are its class.
+            text.push_str(&format!("{CLASS} {length}\n"));
+        }
+        if let Some(a) = &rec.alternative {
+            // Read back by `kansoku compare --svg` to draw the span.
+            text.push_str(&format!("{UNCERTAIN} {} {}: another order scores {} and gives a different trace here\n", a.first_difference, a.last_difference, a.likelihood));
+        }
+        for l in &lines {
+            text.push_str(l);
+            text.push('\n');
+        }
+        std::fs::write(out, text).with_context(|| format!("writing {}", out.display()))?;
+    }
+    let class_length = rec.class.or(rec.split.iteration_length.filter(|_| rec.classes.is_some()));
+    let (comparison, compared_iteration) = match &args.exact {
+        Some(exact) => {
+            let keys: Vec<String> = rec.trace.iter().map(|i| i.display(&loaded.names, Granularity::Function)).collect();
+            let iteration = iteration_of_class(exact, class_length)?;
+            (Some(compare_keys(&keys, exact, iteration)?), Some(iteration))
+        }
+        None => (None, None),
+    };
+    Ok((lines, comparison, compared_iteration))
 }
 
 pub fn run(args: Args) -> Result<()> {
@@ -538,7 +611,7 @@ pub fn run(args: Args) -> Result<()> {
         eprintln!("kansoku: {n}");
     }
     for w in &report.warnings {
-        eprintln!("kansoku: warning: {w}");
+        eprintln!("kansoku: warning: {} (fix: {})", w.message, w.fix);
     }
     if args.json {
         return print_json(&report);
@@ -570,8 +643,41 @@ pub fn run(args: Args) -> Result<()> {
     if let Some(c) = r.covered_positions {
         println!("phase: {c} of {} positions covered, {} conflicting samples", r.split.iteration_length.unwrap_or(0), r.conflicts.unwrap_or(0));
     }
+    if let Some(classes) = r.classes.as_ref().filter(|c| c.len() > 1) {
+        let mut t = Table::new(&[">instructions", ">iterations", ">share", ">samples", "trace"]);
+        for c in classes.iter().take(12) {
+            let trace = if Some(c.length) == r.class {
+                "this one".to_string()
+            } else if let Some(ct) = report.class_traces.iter().find(|t| t.length == c.length) {
+                ct.output.display().to_string()
+            } else if c.enough_samples() {
+                "--class to rebuild".to_string()
+            } else {
+                "set aside (fewer samples than instructions)".to_string()
+            };
+            t.row(vec![c.length.to_string(), c.iterations.to_string(), format!("{:.1} %", 100.0 * c.share), c.samples.to_string(), trace]);
+        }
+        println!("iteration classes ({} lengths):", classes.len());
+        t.print();
+    }
     if let Some(c) = &report.comparison {
+        if let Some(i) = report.compared_iteration {
+            println!("compared with iteration {i} of the exact trace{}", r.class.map(|l| format!(" (the first of its class: {l} instructions)")).unwrap_or_default());
+        }
         print_comparison(c);
+    }
+    for ct in &report.class_traces {
+        println!(
+            "class of {} instructions ({:.1} % of iterations): {} -> {}{}",
+            ct.length,
+            100.0 * ct.share,
+            ct.trace_length,
+            ct.output.display(),
+            ct.comparison.as_ref().map(|c| format!(", lcs_ratio {:.4} against iteration {}", c.lcs_ratio, ct.compared_iteration.unwrap_or(0))).unwrap_or_default()
+        );
+        for w in &ct.warnings {
+            println!("  warning: {}", w.message);
+        }
     }
     match &args.output {
         Some(o) => println!("trace written to {}", o.display()),
@@ -714,6 +820,45 @@ fn exact_iteration_by<T>(path: &Path, iteration: usize, mut key: impl FnMut(kans
     Ok(window)
 }
 
+/// The first complete iteration of the exact trace at `path` that is `length` instructions
+/// long (marker hit to marker hit): the iteration a trace of that class is compared with.
+/// Without a length, or without markers, 0.
+pub fn iteration_of_class(path: &Path, length: Option<u64>) -> Result<usize> {
+    let Some(length) = length else { return Ok(0) };
+    let mut reader = RecordingReader::open(path)?;
+    if reader.header().kind != RecordingKind::ExactTrace {
+        bail!("{}: not an exact trace; make one with `kansoku trace exact --marker FUNC`", path.display());
+    }
+    let (mut markers, mut count) = (0usize, 0u64);
+    let mut lengths: BTreeMap<u64, usize> = BTreeMap::new();
+    while let Some(event) = reader.next_event()? {
+        match event {
+            Event::Marker { .. } => {
+                if markers > 0 {
+                    if count == length {
+                        return Ok(markers - 1);
+                    }
+                    *lengths.entry(count).or_default() += 1;
+                }
+                markers += 1;
+                count = 0;
+            }
+            Event::Instruction { .. } => count += 1,
+            _ => {}
+        }
+    }
+    if markers == 0 {
+        return Ok(0);
+    }
+    let seen: Vec<String> = lengths.iter().rev().take(8).map(|(l, n)| format!("{n} × {l}")).collect();
+    bail!(
+        "{}: no complete iteration is {length} instructions long, the trace's class (its {} complete iterations: {}); give --iteration N, or trace more iterations",
+        path.display(),
+        markers.saturating_sub(1),
+        seen.join(", ")
+    )
+}
+
 /// Compares `function:offset` keys with one iteration of an exact trace.
 pub fn compare_keys(keys: &[String], exact: &Path, iteration: usize) -> Result<Comparison> {
     let truth = exact_iteration(exact, iteration)?;
@@ -757,6 +902,13 @@ fn timeline_svg(rows: &[Row], title: &str) -> String {
 /// scores as well: `# uncertain FIRST LAST: why`.
 const UNCERTAIN: &str = "# uncertain";
 
+/// The header line of a written trace that names its class: `# class LENGTH` (instructions
+/// between marker hits); `kansoku compare` takes the exact iterations of that length.
+const CLASS: &str = "# class";
+
+/// Most other classes `reconstruct -o` rebuilds into files of their own.
+const MAX_CLASS_TRACES: usize = 32;
+
 /// The header line of a written trace that says how it was sampled: `# weighting time|count`.
 const WEIGHTING: &str = "# weighting";
 /// The header line of a written trace that names the recording it was rebuilt from.
@@ -778,6 +930,8 @@ pub struct TraceFile {
     pub uncertain: Option<(usize, usize)>,
     pub weighting: Option<Weighting>,
     pub recording: Option<PathBuf>,
+    /// The class it rebuilds (instructions between marker hits), when the file names one.
+    pub class: Option<u64>,
 }
 
 /// `function:BB` of a trace line's `function:BB:offset` column (`function:?` when the line
@@ -801,8 +955,12 @@ pub fn read_trace(path: &Path) -> Result<TraceFile> {
     let mut keys = Vec::new();
     let mut blocks = Vec::new();
     let mut uncertain = None;
-    let (mut weighting, mut recording) = (None, None);
+    let (mut weighting, mut recording, mut class) = (None, None, None);
     for (n, line) in text.lines().enumerate() {
+        if let Some(rest) = line.strip_prefix(CLASS) {
+            class = Some(rest.trim().parse::<u64>().map_err(|_| anyhow::anyhow!("{}:{}: expected `{CLASS} LENGTH`, found '{line}'", path.display(), n + 1))?);
+            continue;
+        }
         if let Some(rest) = line.strip_prefix(WEIGHTING) {
             weighting = match rest.trim() {
                 "time" => Some(Weighting::Time),
@@ -834,16 +992,26 @@ pub fn read_trace(path: &Path) -> Result<TraceFile> {
         blocks.push(block_group(key, columns.next().unwrap_or(key)));
         keys.push(key.to_string());
     }
-    Ok(TraceFile { keys, blocks, uncertain, weighting, recording })
+    Ok(TraceFile { keys, blocks, uncertain, weighting, recording, class })
 }
 
 pub fn run_compare(args: CompareArgs) -> Result<()> {
     let trace = read_trace(&args.trace)?;
-    let c = compare_keys(&trace.keys, &args.exact, args.iteration)?;
+    let iteration_index = match args.iteration {
+        Some(i) => i,
+        None => iteration_of_class(&args.exact, trace.class)?,
+    };
+    let why = match (args.iteration, trace.class) {
+        (Some(_), _) => " (--iteration)".to_string(),
+        (None, Some(l)) => format!(", the first of the trace's class ({l} instructions between marker hits)"),
+        (None, None) => " (the trace names no class; --iteration N for another)".to_string(),
+    };
+    eprintln!("kansoku: compared with iteration {iteration_index} of {}{why}", args.exact.display());
+    let c = compare_keys(&trace.keys, &args.exact, iteration_index)?;
     let samples = args.samples.clone().or_else(|| trace.recording.clone().filter(|_| trace.weighting == Some(Weighting::Time)));
     let weighted = match &samples {
         Some(s) if s.exists() || args.samples.is_some() => {
-            Some(compare_weighted(&trace, &args.exact, args.iteration, s).with_context(|| format!("time shares of {}", args.trace.display()))?)
+            Some(compare_weighted(&trace, &args.exact, iteration_index, s).with_context(|| format!("time shares of {}", args.trace.display()))?)
         }
         Some(s) => {
             eprintln!(
@@ -856,14 +1024,14 @@ pub fn run_compare(args: CompareArgs) -> Result<()> {
         None => None,
     };
     if let Some(svg) = &args.svg {
-        let truth = exact_iteration(&args.exact, args.iteration)?;
+        let truth = exact_iteration(&args.exact, iteration_index)?;
         let rows = [("exact", truth.as_slice(), None), ("reconstructed", trace.keys.as_slice(), trace.uncertain)];
         let picture = timeline_svg(&rows, &format!("{} against the exact trace (lcs_ratio {:.3})", args.trace.display(), c.lcs_ratio));
         std::fs::write(svg, picture).with_context(|| format!("writing {}", svg.display()))?;
     }
-    let note = engine_note(&args.exact, args.iteration)?;
+    let note = engine_note(&args.exact, iteration_index)?;
     if args.json {
-        return print_json(&CompareReport { comparison: c, weighted, engine_note: note });
+        return print_json(&CompareReport { comparison: c, iteration: iteration_index, class: trace.class, weighted, engine_note: note });
     }
     print_comparison(&c);
     if let Some(w) = &weighted {
@@ -984,6 +1152,7 @@ fn demo_args(recording: PathBuf, solver: Solver, likelihood: Likelihood, sequenc
         linkage: Linkage::default(),
         sequences,
         period: None,
+        class: None,
         exact: Some(exact.to_path_buf()),
         output: Some(output),
         json: false,

@@ -25,7 +25,8 @@ pub struct Args {
     /// Sample every NS nanoseconds of the program's CPU time (cpu-clock).
     #[arg(long)]
     pub time_period: Option<u64>,
-    /// Record entries of this function (of the main program) as marker hits.
+    /// Record entries of this function as marker hits: `F` (the program's, else the
+    /// library's that defines it), `F@LIB` (`adler32@libz`) or `F@plt` (its PLT stub).
     #[arg(long)]
     pub marker: Option<String>,
     /// What takes the marker hits: kansoku's in-process agent (the default for dynamically
@@ -120,7 +121,13 @@ pub fn record(program: &Path, args: &[String], clock: SamplingClock, marker: Opt
         SamplingClock::CpuClock { period_ns } => header.with_parameter("clock", "cpu-clock").with_parameter("time_period_ns", period_ns),
     };
     if let Some(m) = marker {
-        header = header.with_parameter("marker", m).with_parameter("marker_by", if by_agent { "agent" } else { "uprobe" });
+        // `F`, `F@LIB` or `F@plt`; the header names the function samples will carry
+        let (site, _) = kansoku_probe::marker::resolve(&kansoku_probe::spawn::resolve_program(program)?, m)?;
+        header = header
+            .with_parameter("marker", m)
+            .with_parameter("marker_function", site.function.as_str())
+            .with_parameter("marker_module", site.module.to_string_lossy().as_ref())
+            .with_parameter("marker_by", if by_agent { "agent" } else { "uprobe" });
     }
     let mut writer = RecordingWriter::create(output, &header)?;
     kansoku_probe::interrupt::install();

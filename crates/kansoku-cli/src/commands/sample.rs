@@ -56,6 +56,9 @@ pub fn sample_exact(exact: &Path, output: &Path, period: u64, skid: u64, seed: u
         .with_parameter("period", period)
         .with_parameter("skid", skid)
         .with_parameter("simulated_from", exact.to_string_lossy().to_string());
+    if let Some(m) = src.parameters.get("marker_function") {
+        header = header.with_parameter("marker_function", m.clone());
+    }
     if let Some(m) = src.parameters.get("marker") {
         header = header.with_parameter("marker", m.clone());
     }

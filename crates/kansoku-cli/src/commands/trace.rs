@@ -46,7 +46,8 @@ pub struct ExactArgs {
     /// What executes the program: kansoku's Valgrind tool (default where built) or ptrace.
     #[arg(long, value_enum)]
     pub engine: Option<EngineArg>,
-    /// Record only from the first entry of this function (of the main program) on.
+    /// Record only from the first entry of this function on: `F` (the program's, else the
+    /// library's that defines it), `F@LIB` (`adler32@libz`) or `F@plt` (its PLT stub).
     #[arg(long)]
     pub marker: Option<String>,
     /// With --marker: stop after N iterations (marker entry to next entry) and let the
@@ -100,7 +101,9 @@ pub fn record_exact(options: &ExactTraceOptions, output: &Path) -> Result<ExactR
     let program = kansoku_probe::exact::resolve(&options.program)?;
     let mut header = Header::new(RecordingKind::ExactTrace, program.to_string_lossy(), options.args.clone()).with_parameter("engine", options.engine.name());
     if let Some(m) = &options.marker {
-        header = header.with_parameter("marker", m.as_str());
+        // `F`, `F@LIB` or `F@plt`; the header names the function as it is symbolised
+        let (site, _) = kansoku_probe::marker::resolve(&program, m)?;
+        header = header.with_parameter("marker", m.as_str()).with_parameter("marker_function", site.function.as_str());
     }
     if let Some(n) = options.iterations {
         header = header.with_parameter("iterations", n);

@@ -29,7 +29,7 @@ pub struct Args {
     /// With --exact: what executes the program (default: valgrind where built).
     #[arg(long, value_enum, requires = "exact")]
     pub engine: Option<super::trace::EngineArg>,
-    /// With --exact: start at the first entry of this function.
+    /// With --exact: start at the first entry of this function (`F`, `F@LIB` or `F@plt`).
     #[arg(long, default_value = "main")]
     pub marker: String,
     /// With --exact: stop after this many instructions.
