@@ -98,7 +98,7 @@ fn perf_record_and_kansoku_record_reconstruct_alike_and_a_cut_perf_data_is_read(
 
     // `show` reads it too: the module map with build ids, the counts — every sample and
     // marker hit `perf script` lists.
-    let v = ok_json(&["show", &s(&perf_data), "--json", "--limit", "5"]);
+    let v = ok_json(&["show", &s(&perf_data), "--json", "--limit", "5", "--counts"]);
     assert_eq!(v["summary"]["markers"], perf_script_hits(&perf_data), "{}", v["summary"]);
     assert_eq!(v["summary"]["samples"], perf_script_lines(&perf_data, "cpu-clock"), "{}", v["summary"]);
     let program = v["modules"].as_array().unwrap().iter().find(|m| m["path"].as_str() == Some(&s(&seed))).expect("the program in the module map");

@@ -405,7 +405,7 @@ fn exact_trace_perfetto_export_has_the_calls_kansoku_counts_nested_with_markers_
     assert_eq!(all.iter().filter(|s| s.name == "rec").map(|s| s.inside.iter().filter(|n| *n == "rec").count()).max(), Some(2), "rec(2) nests three deep");
     let meta = t.events.iter().find(|e| e.name.as_deref() == Some("kansoku")).expect("a kansoku metadata instant");
     assert!(meta.args["time_axis"].starts_with("instruction index"), "{:?}", meta.args);
-    let show: serde_json::Value = serde_json::from_slice(&kansoku(&["show", &d("t.ksk"), "--json", "--limit", "1"]).stdout).unwrap();
+    let show: serde_json::Value = serde_json::from_slice(&kansoku(&["show", &d("t.ksk"), "--json", "--limit", "1", "--counts"]).stdout).unwrap();
     // the index counts each basic block entry's instructions, a `rep` string instruction
     // once per entry where the trace lists every repetition: at most the trace's count
     let (index, traced) = (meta.args["instructions"].parse::<u64>().unwrap(), show["summary"]["instructions"].as_u64().unwrap());
@@ -416,7 +416,7 @@ fn exact_trace_perfetto_export_has_the_calls_kansoku_counts_nested_with_markers_
     kansoku(&["trace", "exact", "--marker", "work", "--iterations", "3", "-o", &d("m.ksk"), "--", &program]);
     kansoku(&["paths", "--source", &d("m.ksk"), "--export", &format!("perfetto={}", d("m.pftrace"))]);
     let t = trace_of(&decode(&schema, Path::new(&d("m.pftrace"))));
-    let show: serde_json::Value = serde_json::from_slice(&kansoku(&["show", &d("m.ksk"), "--json", "--limit", "1"]).stdout).unwrap();
+    let show: serde_json::Value = serde_json::from_slice(&kansoku(&["show", &d("m.ksk"), "--json", "--limit", "1", "--counts"]).stdout).unwrap();
     let hits = show["summary"]["markers"].as_u64().unwrap();
     assert!(hits >= 3, "{show}");
     let marks: Vec<u64> = t.events.iter().filter(|e| e.kind == "TYPE_INSTANT" && e.name.as_deref() == Some("marker")).map(|e| e.at).collect();

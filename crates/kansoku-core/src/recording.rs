@@ -520,6 +520,12 @@ impl<R: Read> RecordingReader<R> {
     }
 
     /// Byte offset of the last complete event, if the file ended before its trailer.
+    /// Bytes of the file decoded so far (a reader that stops early has read this much, and
+    /// at most its buffer more).
+    pub fn bytes_read(&self) -> u64 {
+        self.input.offset
+    }
+
     pub fn truncated_at(&self) -> Option<u64> {
         self.truncated_at
     }

@@ -519,6 +519,18 @@ impl Seek for Patched {
     }
 }
 
+/// What [`AnyRecording::head`] read.
+pub struct Head {
+    /// The first events (modules aside), at most the limit.
+    pub events: Vec<Event>,
+    /// The Module events met while reading them.
+    pub modules: Vec<Module>,
+    /// Counts of the events and modules returned.
+    pub summary: kansoku_core::RecordingSummary,
+    /// The recording ended within the limit: the counts are the whole recording's.
+    pub complete: bool,
+}
+
 /// A recording of either kind, opened by what the file is: kansoku's `.ksk` or perf's
 /// perf.data. The commands that read samples open files through this.
 pub enum AnyRecording {
@@ -568,6 +580,35 @@ impl AnyRecording {
         }
     }
 
+    /// The recording's first `limit` events other than modules, and the modules met before
+    /// them, reading no further (`show --limit N`: a huge recording's head at once; the
+    /// counts of the whole need [`Self::summarize_with_modules`]). `summary` counts what
+    /// was read, `bytes` the bytes decoded (perf.data: 0, its reader does not count).
+    pub fn head(mut self, limit: u64) -> Result<Head, RecordingError> {
+        let mut events = Vec::new();
+        let mut modules = Vec::new();
+        let mut complete = true;
+        while let Some(event) = self.next_event()? {
+            match event {
+                Event::Module(m) => modules.push(m),
+                // one event past the limit says the recording goes on
+                _ if events.len() as u64 >= limit => {
+                    complete = false;
+                    break;
+                }
+                e => events.push(e),
+            }
+        }
+        let mut read = events.iter().cloned().map(Some).chain(modules.iter().cloned().map(|m| Some(Event::Module(m))));
+        let (mut summary, _) = kansoku_core::summarize_events(&mut || Ok(read.next().flatten()))?;
+        summary.truncated_at = self.truncated_at();
+        summary.bytes = match &self {
+            AnyRecording::Kansoku(r) => r.bytes_read(),
+            AnyRecording::Perf(_) => 0,
+        };
+        Ok(Head { events, modules, summary, complete })
+    }
+
     /// What the perf.data reader noticed (records perf lost); a cut file is
     /// [`Self::truncated_at`].
     pub fn warnings(&self) -> &[String] {
@@ -581,6 +622,32 @@ impl AnyRecording {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `show --limit N`: the head of a large recording is read without reading the rest.
+    #[test]
+    fn the_head_of_a_large_recording_reads_only_the_head() {
+        use kansoku_core::{Header, RecordingKind, RecordingWriter};
+        let path = std::env::temp_dir().join(format!("kansoku-head-{}.ksk", std::process::id()));
+        let mut w = RecordingWriter::create(&path, &Header::new(RecordingKind::ExactTrace, "/bin/true", vec![])).unwrap();
+        w.write(&Event::Module(Module { path: "/bin/true".into(), build_id: None, start: 0x1000, end: 0x9000, file_offset: 0 })).unwrap();
+        // 4 M instructions scattered (no two alike in a row, so no run compresses them)
+        for i in 0..4_000_000u64 {
+            w.write(&Event::Instruction { addr: 0x1000 + (i * 7919) % 0x8000 }).unwrap();
+        }
+        w.finish().unwrap();
+        let size = std::fs::metadata(&path).unwrap().len();
+        let head = AnyRecording::open(&path).unwrap().head(10).unwrap();
+        assert_eq!((head.events.len(), head.modules.len(), head.complete), (10, 1, false));
+        assert_eq!((head.summary.instructions, head.summary.events), (10, 11));
+        assert!(head.events.iter().all(|e| matches!(e, Event::Instruction { .. })));
+        assert!(size > 8 << 20 && head.summary.bytes < 4096, "{} of {size} bytes decoded", head.summary.bytes);
+        // within the limit the head is the whole recording, counts and all
+        let whole = AnyRecording::open(&path).unwrap().head(5_000_000).unwrap();
+        let (summary, _) = AnyRecording::open(&path).unwrap().summarize_with_modules().unwrap();
+        assert!(whole.complete && whole.summary.instructions == 4_000_000);
+        assert_eq!((whole.summary.events, whole.summary.bytes), (summary.events, summary.bytes));
+        std::fs::remove_file(&path).unwrap();
+    }
 
     #[test]
     fn the_program_is_what_follows_the_double_dash() {

@@ -15,9 +15,14 @@ use crate::output::{emit, hex, reportln, signal_name};
 pub struct Args {
     /// The recording to print.
     pub recording: PathBuf,
-    /// Print at most N events (0 = all).
-    #[arg(long, default_value_t = 100)]
-    pub limit: u64,
+    /// Print at most N events (0 = all; without --limit, 100). Given, reading stops after
+    /// them (a huge recording's head at once): the counts and modules are then those of
+    /// what was read, unless --counts.
+    #[arg(long)]
+    pub limit: Option<u64>,
+    /// Read the whole recording for its counts and module map even with --limit.
+    #[arg(long)]
+    pub counts: bool,
     /// Symbolise as `function:offset` or `function:BB:offset` (offsets in instructions).
     #[arg(long, value_enum, default_value_t = By::Block)]
     pub by: By,
@@ -42,6 +47,10 @@ pub fn run(args: Args) -> Result<()> {
     if !args.export.is_empty() {
         return export(&args);
     }
+    let limit = args.limit.unwrap_or(100);
+    if args.limit.is_some_and(|n| n > 0) && !args.counts {
+        return show_head(&args, limit);
+    }
     // First pass: counts and the module map, streamed (the events are not kept: a recording
     // of a billion events is shown in the memory of one).
     let reader = kansoku_perfdata::AnyRecording::open(&args.recording)?;
@@ -60,7 +69,7 @@ pub fn run(args: Args) -> Result<()> {
         let open = text.strip_suffix('}').unwrap_or(&text);
         emit(&format!("{open},\n\"events\": [\n"));
     } else {
-        print_prelude(&args, &header, &summary, &modules)?;
+        print_prelude(&args, &header, &summary, &modules, None)?;
     }
     // Second pass: the events up to the limit, symbolised with the modules met so far.
     let mut reader = kansoku_perfdata::AnyRecording::open(&args.recording)?;
@@ -72,7 +81,7 @@ pub fn run(args: Args) -> Result<()> {
             symbolizer.add_module(m.clone());
             continue;
         }
-        if args.limit != 0 && shown >= args.limit {
+        if limit != 0 && shown >= limit {
             break;
         }
         if let Event::Thread { tid: t } = &event {
@@ -88,6 +97,41 @@ pub fn run(args: Args) -> Result<()> {
     }
     if args.json {
         emit("\n]}\n");
+    }
+    for w in &symbolizer.warnings {
+        eprintln!("kansoku: warning: {w}");
+    }
+    Ok(())
+}
+
+/// `--limit N`: the first N events, reading no further; the counts are of what was read.
+fn show_head(args: &Args, limit: u64) -> Result<()> {
+    let reader = kansoku_perfdata::AnyRecording::open(&args.recording)?;
+    let header = reader.header().clone();
+    let head = reader.head(limit)?;
+    if let Some(offset) = head.summary.truncated_at {
+        eprintln!("kansoku: warning: {} ends early (last complete event before byte {offset}); showing what was recorded", args.recording.display());
+    }
+    let mut symbolizer = Symbolizer::new(&head.modules);
+    let mut tid = None;
+    let rows: Vec<serde_json::Value> = head
+        .events
+        .iter()
+        .map(|e| {
+            if let Event::Thread { tid: t } = e {
+                tid = Some(*t);
+            }
+            event_row(e, tid, &mut symbolizer, args.by)
+        })
+        .collect();
+    if args.json {
+        let v = json!({"recording": args.recording, "header": header, "modules": head.modules, "summary": head.summary, "summary_complete": head.complete, "events": rows});
+        emit(&format!("{}\n", serde_json::to_string(&v)?));
+    } else {
+        print_prelude(args, &header, &head.summary, &head.modules, Some(head.complete))?;
+        for row in &rows {
+            emit(&event_line(row));
+        }
     }
     for w in &symbolizer.warnings {
         eprintln!("kansoku: warning: {w}");
@@ -149,7 +193,8 @@ fn event_line(e: &serde_json::Value) -> String {
     }
 }
 
-fn print_prelude(args: &Args, header: &kansoku_core::Header, summary: &kansoku_core::RecordingSummary, modules: &[kansoku_core::Module]) -> Result<()> {
+/// `head`: Some(whether the recording ended within the limit) when only its head was read.
+fn print_prelude(args: &Args, header: &kansoku_core::Header, summary: &kansoku_core::RecordingSummary, modules: &[kansoku_core::Module], head: Option<bool>) -> Result<()> {
     reportln!("recording  {}", args.recording.display());
     reportln!("kind       {}", serde_json::to_value(header.kind)?.as_str().unwrap_or("?"));
     reportln!("program    {} {}", header.program, header.args.join(" "));
@@ -158,8 +203,9 @@ fn print_prelude(args: &Args, header: &kansoku_core::Header, summary: &kansoku_c
         reportln!("parameters {}", params.join(" "));
     }
     let accesses = if summary.accesses > 0 { format!(", {} memory accesses", summary.accesses) } else { String::new() };
+    let counts = if head == Some(false) { "counts of the first events (--limit: not read further; --counts reads it all)\n           " } else { "" };
     reportln!(
-        "counts     {} events: {} instructions{accesses}, {} blocks, {} samples, {} marker hits, {} thread(s), {} signal(s); {} bytes",
+        "counts     {counts}{} events: {} instructions{accesses}, {} blocks, {} samples, {} marker hits, {} thread(s), {} signal(s); {} bytes",
         summary.events, summary.instructions, summary.blocks, summary.samples, summary.markers, summary.threads, summary.signals, summary.bytes
     );
     if let Some(exit) = summary.exit {
@@ -173,6 +219,8 @@ fn print_prelude(args: &Args, header: &kansoku_core::Header, summary: &kansoku_c
     for (i, m) in modules.iter().enumerate() {
         reportln!("  [{i}] {}..{} off {} {} {}", hex(m.start), hex(m.end), hex(m.file_offset), m.path, m.build_id.as_deref().unwrap_or(""));
     }
-    reportln!("events{}", if args.limit != 0 && summary.events > args.limit { format!(" (first {})", args.limit) } else { String::new() });
+    let limit = args.limit.unwrap_or(100);
+    let more = head == Some(false) || (head.is_none() && limit != 0 && summary.events > limit);
+    reportln!("events{}", if more { format!(" (first {limit})") } else { String::new() });
     Ok(())
 }
