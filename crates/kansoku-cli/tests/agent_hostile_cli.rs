@@ -290,3 +290,48 @@ int main(int argc, char **argv) {
         }
     }
 }
+
+/// A program that stops itself (SIGSTOP) is announced while kansoku waits, by `monitor
+/// events` (agent and uprobe) and `monitor`, as `record` did alone before; after SIGCONT
+/// the run ends normally.
+#[test]
+fn a_program_that_stops_itself_is_announced() {
+    let dir = hostile().parent().unwrap().to_path_buf();
+    let c = dir.join("stops.c");
+    std::fs::write(&c, "#include <signal.h>\nvolatile long sink;\n__attribute__((noinline)) void work(int n) { for (int i = 0; i < n; i++) sink += i; }\nint main(void) { work(10); raise(SIGSTOP); work(10); return 0; }\n").unwrap();
+    let program = dir.join("stops");
+    let o = Command::new("cc").args(["-O2", "-g", "-o"]).arg(&program).arg(&c).output().unwrap();
+    assert!(o.status.success(), "cc: {}", String::from_utf8_lossy(&o.stderr));
+    let p = program.to_str().unwrap();
+    for args in [
+        vec!["monitor", "events", "--mechanism", "agent", "--probe", "work", "--", p],
+        vec!["monitor", "events", "--mechanism", "uprobe", "--probe", "work", "--", p],
+        vec!["monitor", "--interval", "50", "--", p],
+    ] {
+        let child = Command::new(env!("CARGO_BIN_EXE_kansoku")).args(&args).env("KANSOKU_AGENT", agent()).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+        let k = child.id();
+        // the program, once it has stopped itself
+        let start = Instant::now();
+        let stopped = loop {
+            let kids = std::fs::read_to_string(format!("/proc/{k}/task/{k}/children")).unwrap_or_default();
+            let found = kids.split_whitespace().find(|pid| std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default().contains(") T "));
+            if let Some(pid) = found {
+                break pid.parse::<i32>().unwrap();
+            }
+            assert!(start.elapsed() < Duration::from_secs(60), "{args:?}: the program never stopped");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        // kansoku notices within its polling interval
+        std::thread::sleep(Duration::from_millis(500));
+        // SAFETY: kill with integer arguments.
+        unsafe { libc::kill(stopped, libc::SIGCONT) };
+        let o = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        if args[1] == "events" && args[3] == "uprobe" && !o.status.success() && err.contains("uprobe") {
+            eprintln!("skipped the uprobe run: {err}");
+            continue;
+        }
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {err}");
+        assert!(err.contains("is stopped by SIGSTOP") && err.contains("SIGCONT"), "{args:?}: {err}");
+    }
+}

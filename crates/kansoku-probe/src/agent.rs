@@ -21,7 +21,7 @@ use kansoku_monitor::events::{Hit, PointRole};
 
 use crate::events::{clock_step, monotonic_ns, EventOutcome, Mechanism, Plan, SwitchLog};
 use crate::perf::{PerfRecord, SampleSource, SamplingClock, Session, SessionOptions, UprobeSpec};
-use crate::spawn::{poll_child, ChildState, ExecGate};
+use crate::spawn::{poll_child, ChildState, ExecGate, Progress};
 use crate::ProbeError;
 
 /// Calls of the agent's empty routine it times before `main` (the calibration).
@@ -413,7 +413,7 @@ impl AgentSession {
 }
 
 /// Runs the program with the agent and returns the hits, time-sorted.
-pub fn run_agent(mut plan: Plan, args: &[String], progress: &mut dyn FnMut(u64)) -> Result<EventOutcome, ProbeError> {
+pub fn run_agent(mut plan: Plan, args: &[String], progress: &mut dyn FnMut(Progress)) -> Result<EventOutcome, ProbeError> {
     let mut session = AgentSession::new(&plan.program, &plan_text(&plan)?, false)?;
     let tsc = session.tsc;
     session.control().hold.store(1, Ordering::Release);
@@ -446,9 +446,10 @@ pub fn run_agent(mut plan: Plan, args: &[String], progress: &mut dyn FnMut(u64))
             drain_uprobes(s, points, &mut uprobe_hits);
         }
         switches.drain();
-        progress((hits.len() + uprobe_hits.len()) as u64);
-        if let ChildState::Ended(exit) = poll_child(pid, &mut interrupted)? {
-            break exit;
+        match poll_child(pid, &mut interrupted)? {
+            ChildState::Ended(exit) => break exit,
+            ChildState::Stopped(signal) => progress(Progress::Stopped { signal }),
+            ChildState::Running => progress(Progress::Count((hits.len() + uprobe_hits.len()) as u64)),
         }
     };
     if let Some((s, points)) = fallback.as_mut() {

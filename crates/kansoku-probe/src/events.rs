@@ -38,7 +38,7 @@ use kansoku_core::ExitStatus;
 use kansoku_monitor::events::{Hit, OffCpu, Point, PointRole};
 
 use crate::perf::{PerfRecord, SampleSource, SamplingClock, Session, SessionOptions, UprobeSpec};
-use crate::spawn::{poll_child, resolve_program, spawn_traced, wait_retrying, ChildState, ExecGate};
+use crate::spawn::{poll_child, resolve_program, spawn_traced, wait_retrying, ChildState, ExecGate, Progress};
 use crate::{interrupt, ProbeError, PTRACE_HINT};
 
 /// At most this many uprobes share one perf group (the kernel caps a group's read size at 16 KiB).
@@ -426,7 +426,7 @@ fn calibration_points(points: &mut Vec<PlannedPoint>, program: &Program, mechani
 }
 
 /// Plans the points and runs the program to its end (or Ctrl-C) with them armed.
-pub fn record_events(options: &EventOptions, progress: &mut dyn FnMut(u64)) -> Result<EventOutcome, ProbeError> {
+pub fn record_events(options: &EventOptions, progress: &mut dyn FnMut(Progress)) -> Result<EventOutcome, ProbeError> {
     let program_path = resolve_program(&options.program)?;
     let plan = plan(&program_path, &options.probes, options.mechanism, &options.calibrate)?;
     match options.mechanism {
@@ -463,7 +463,7 @@ pub(crate) fn uprobe_specs(plan: &Plan, points: &[PlannedPoint]) -> Result<Vec<U
     Ok(specs)
 }
 
-fn run_uprobes(plan: Plan, args: &[String], progress: &mut dyn FnMut(u64)) -> Result<EventOutcome, ProbeError> {
+fn run_uprobes(plan: Plan, args: &[String], progress: &mut dyn FnMut(Progress)) -> Result<EventOutcome, ProbeError> {
     let specs = uprobe_specs(&plan, &plan.points)?;
     raise_fd_limit(specs.len() as u64 + specs.len().div_ceil(UPROBES_PER_SESSION) as u64);
     let gate = ExecGate::spawn(&plan.program, args)?;
@@ -507,9 +507,10 @@ fn run_uprobes(plan: Plan, args: &[String], progress: &mut dyn FnMut(u64)) -> Re
         sessions[0].wait(20);
         drain(&mut sessions, &mut hits);
         switches.drain();
-        progress(hits.len() as u64);
-        if let ChildState::Ended(exit) = poll_child(pid, &mut interrupted)? {
-            break exit;
+        match poll_child(pid, &mut interrupted)? {
+            ChildState::Ended(exit) => break exit,
+            ChildState::Stopped(signal) => progress(Progress::Stopped { signal }),
+            ChildState::Running => progress(Progress::Count(hits.len() as u64)),
         }
     };
     let measured_ns = start.elapsed().as_nanos() as u64;
@@ -659,7 +660,7 @@ fn pin_to_current_cpu() -> Option<libc::cpu_set_t> {
     }
 }
 
-fn run_traps(plan: Plan, args: &[String], progress: &mut dyn FnMut(u64)) -> Result<EventOutcome, ProbeError> {
+fn run_traps(plan: Plan, args: &[String], progress: &mut dyn FnMut(Progress)) -> Result<EventOutcome, ProbeError> {
     // Tracer and program share one CPU (the program inherits the affinity): a trap then
     // hands the CPU straight to the tracer and back, as on the seed's single-CPU machine,
     // instead of waking the tracer on another CPU that may be busy with other work.
@@ -698,7 +699,7 @@ pub(crate) fn run_to(pid: Pid, address: u64) -> Result<(), ProbeError> {
     }
 }
 
-fn run_traps_pinned(plan: Plan, args: &[String], progress: &mut dyn FnMut(u64)) -> Result<EventOutcome, ProbeError> {
+fn run_traps_pinned(plan: Plan, args: &[String], progress: &mut dyn FnMut(Progress)) -> Result<EventOutcome, ProbeError> {
     let program = Program::open(&plan.program)?;
     let pid = spawn_traced(&plan.program, args)?;
     let kill = |pid: Pid| {
@@ -785,7 +786,7 @@ fn run_traps_pinned(plan: Plan, args: &[String], progress: &mut dyn FnMut(u64)) 
                     hits.push(Hit { point: p, tid: tid.as_raw() as u32, time_ns: now });
                 }
                 if hits.len().is_multiple_of(4096) {
-                    progress(hits.len() as u64);
+                    progress(Progress::Count(hits.len() as u64));
                 }
                 // Restore, step the original instruction, re-arm. Only the trap's own byte
                 // is patched: the word may hold other armed points.

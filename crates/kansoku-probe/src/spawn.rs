@@ -145,6 +145,16 @@ pub fn spawn_traced(program: &Path, args: &[String]) -> Result<Pid, ProbeError> 
     }
 }
 
+/// What a run that waits for its program tells its caller meanwhile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Progress {
+    /// Hits (or records) so far.
+    Count(u64),
+    /// The program is stopped by this signal (it stopped itself, or a job-control stop):
+    /// nothing happens until it gets a SIGCONT. Said once per stop.
+    Stopped { signal: i32 },
+}
+
 /// What [`poll_child`] saw.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ChildState {

@@ -13,7 +13,7 @@ use kansoku_export::Format;
 use kansoku_monitor::events::{analyse_on_cpu, calibrate, calibration_differences, Calibration, EventReport};
 use kansoku_monitor::sampling::{summarise, Observation, Summary, SummaryOptions};
 use kansoku_probe::events::{record_events, Calibrate, EventOptions, Mechanism};
-use kansoku_probe::spawn::{resolve_program, ExecGate};
+use kansoku_probe::spawn::{resolve_program, ExecGate, Progress};
 use kansoku_probe::sysstat::{Monitor, TargetStart};
 
 use crate::output::{report, reportln, print_json, Table};
@@ -201,7 +201,9 @@ fn measure_sampling(args: SamplingArgs, print: bool) -> Result<MonitorReport> {
         let gone = target.is_some() && o.target.is_none();
         observations.push(o);
         if let Some(c) = child {
-            match waitpid(c, Some(WaitPidFlag::WNOHANG)) {
+            match waitpid(c, Some(WaitPidFlag::WNOHANG | WaitPidFlag::WUNTRACED)) {
+                // said once per stop: waitpid reports a stop once
+                Ok(WaitStatus::Stopped(_, sig)) => eprintln!("kansoku: the program is stopped by {}; it runs on when it gets SIGCONT (or press Ctrl-C to end)", crate::output::signal_name(sig as i32)),
                 Ok(WaitStatus::Exited(_, code)) => {
                     crate::output::exit_as(kansoku_core::ExitStatus::Exited(code));
                     break format!("the program exited with status {code}");
@@ -221,8 +223,13 @@ fn measure_sampling(args: SamplingArgs, print: bool) -> Result<MonitorReport> {
         }
         if kansoku_probe::interrupt::requested() {
             if let Some(c) = child {
-                let _ = nix::sys::signal::kill(c, nix::sys::signal::Signal::SIGKILL);
-                let _ = waitpid(c, None);
+                // the program gets the request and ends as it chooses; kansoku ends as it did
+                kansoku_probe::interrupt::forward(c.as_raw());
+                match kansoku_probe::spawn::wait_retrying(c, None) {
+                    Ok(WaitStatus::Exited(_, code)) => crate::output::exit_as(kansoku_core::ExitStatus::Exited(code)),
+                    Ok(WaitStatus::Signaled(_, sig, _)) => crate::output::exit_as(kansoku_core::ExitStatus::Killed(sig as i32)),
+                    _ => {}
+                }
             }
             break "interrupted (Ctrl-C); everything observed so far is reported".into();
         }
@@ -422,7 +429,10 @@ pub fn run_events(args: EventArgs) -> Result<EventsJson> {
     let export_files = crate::exports::create_exports(&args.export, &[Format::Perfetto], "kansoku monitor events")?;
     let options = EventOptions { program: PathBuf::from(program), args: rest.to_vec(), probes: args.probes.clone(), mechanism, calibrate: calibrate_at };
     let bar = crate::output::spinner("measuring", "hits");
-    let r = record_events(&options, &mut |n| bar.set_position(n))?;
+    let r = record_events(&options, &mut |p| match p {
+        Progress::Count(n) => bar.set_position(n),
+        Progress::Stopped { signal } => bar.suspend(|| eprintln!("kansoku: {program} is stopped by {}; measuring resumes when it gets SIGCONT (or press Ctrl-C to end)", crate::output::signal_name(signal))),
+    })?;
     bar.finish_and_clear();
     for note in &r.notes {
         eprintln!("kansoku: {note}");
