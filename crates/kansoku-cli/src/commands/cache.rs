@@ -317,7 +317,9 @@ pub struct CArgs {
     /// C input: lower this function's body instead of the `#pragma scop` region.
     #[arg(long)]
     pub function: Option<String>,
-    /// C input: the value of a size (or DATA_TYPE=float), e.g. `-D N=400`; may be repeated.
+    /// C input: the value of a size, or the element type (`-D DATA_TYPE=int`: char, short,
+    /// int, long, float, double; or `-D DATA_TYPE_IS_FLOAT` as PolyBench's headers read it),
+    /// e.g. `-D N=400`; may be repeated.
     #[arg(short = 'D', long = "define", value_name = "NAME=VALUE")]
     pub define: Vec<String>,
     /// C input: a dataset preset (MINI, SMALL, MEDIUM, LARGE, EXTRALARGE), read from
