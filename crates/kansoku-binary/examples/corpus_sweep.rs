@@ -21,6 +21,8 @@ struct Totals {
     jump_tables: u64,
     unresolved_jumps: u64,
     panics: u64,
+    /// The slowest function: seconds, file, name.
+    slowest: (f64, String, String),
 }
 
 fn main() {
@@ -40,13 +42,19 @@ fn main() {
     let start = Instant::now();
     let mut t = Totals::default();
     for f in &files {
+        let at = Instant::now();
         sweep_file(f, &mut t);
+        let took = at.elapsed().as_secs_f64();
+        if took > 5.0 {
+            println!("slow file: {} {took:.1} s", f.display());
+        }
     }
     let secs = start.elapsed().as_secs_f64();
     println!(
         "ELF files {} (not read as x86-64 programs: {}), functions {}, jump tables {}, unresolved indirect jumps {}, panics {}, {:.1} s",
         t.files, t.not_read, t.functions, t.jump_tables, t.unresolved_jumps, t.panics, secs
     );
+    println!("slowest function: {} in {}, {:.2} s", t.slowest.2, t.slowest.1, t.slowest.0);
     if t.panics > 0 {
         std::process::exit(1);
     }
@@ -93,8 +101,13 @@ fn sweep_file(path: &Path, t: &mut Totals) {
     };
     for f in program.functions() {
         t.functions += 1;
+        let at = Instant::now();
         match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| FunctionCfg::build(&program, f))) {
             Ok(cfg) => {
+                let took = at.elapsed().as_secs_f64();
+                if took > t.slowest.0 {
+                    t.slowest = (took, path.display().to_string(), f.name.clone());
+                }
                 t.jump_tables += cfg.jump_tables.len() as u64;
                 t.unresolved_jumps += cfg.unresolved_jumps.len() as u64;
             }

@@ -146,7 +146,8 @@ fn find_jump_tables(ins: &[DecodedInstruction], range: (u64, u64), read: &dyn Fn
     let cx = jump_table::Context { read, range, leaders: &leaders, blocks: &blocks };
     for _round in 0..2 {
         let known: jump_table::Tables = found.iter().map(|t| (t.jump, t.targets.as_slice())).collect();
-        let new: Vec<JumpTable> = pending.iter().filter_map(|&j| jump_table::resolve(ins, j, &cx, &known)).collect();
+        let flow = std::cell::OnceCell::new();
+        let new: Vec<JumpTable> = pending.iter().filter_map(|&j| jump_table::resolve(ins, j, &cx, &known, &flow)).collect();
         if new.is_empty() {
             break;
         }

@@ -73,7 +73,7 @@ pub fn is_table_candidate(ins: &DecodedInstruction) -> bool {
 
 /// The function's control flow with the tables known so far, to check that what the code
 /// before a jump computed holds on every path into it.
-struct Flow {
+pub(crate) struct Flow {
     blocks: Vec<BasicBlock>,
     preds: Vec<Vec<u32>>,
     /// Every indirect jump of the function has known targets: a block without
@@ -111,8 +111,11 @@ pub struct Context<'a> {
 }
 
 /// Resolves the table of the indirect jump `ins[jump]`, given the tables of the function
-/// already resolved (`known`: their edges may be the only way into this jump).
-pub fn resolve(ins: &[DecodedInstruction], jump: usize, cx: &Context, known: &Tables) -> Option<JumpTable> {
+/// already resolved (`known`: their edges may be the only way into this jump). `known_flow`
+/// caches the function's flow with those tables, the same for every jump of a round: built
+/// once, not once per jump (a function with thousands of indirect jumps, such as an
+/// interpreter's, made that quadratic).
+pub(crate) fn resolve(ins: &[DecodedInstruction], jump: usize, cx: &Context, known: &Tables, known_flow: &std::cell::OnceCell<Flow>) -> Option<JumpTable> {
     let load = table_load(ins, jump)?;
     // A branch into the `add`/`jmp` after the load would bypass it. When the jump itself
     // loads (`jmp [rax*8+T]`), nothing lies between them.
@@ -124,7 +127,7 @@ pub fn resolve(ins: &[DecodedInstruction], jump: usize, cx: &Context, known: &Ta
         Entries::Absolute(table) => table,
         // First a candidate from the paths known without this table, then a check with
         // its edges added: a case looping back to the switch must not change the base.
-        Entries::Relative(base, add) => table_base(ins, add, base, &Flow::new(ins, cx, known), false)?,
+        Entries::Relative(base, add) => table_base(ins, add, base, known_flow.get_or_init(|| Flow::new(ins, cx, known)), false)?,
     };
     if load.names_table.is_some_and(|t| t != table) {
         return None;
