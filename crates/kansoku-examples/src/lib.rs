@@ -198,7 +198,12 @@ pub enum Missing {
 /// instead of counting as a pass unseen. Panics instead when `missing` is something
 /// `scripts/setup` installs and `KANSOKU_TEST_STRICT` is set.
 pub fn skip(missing: Missing, reason: impl std::fmt::Display) {
-    let test = std::thread::current().name().unwrap_or("a test").to_string();
+    // libtest names the thread after the test; a runner that gives each test a process of
+    // its own (nextest) may run it on the main thread, and names it in the environment.
+    let test = match std::thread::current().name() {
+        Some(name) if name != "main" => name.to_string(),
+        _ => std::env::var("NEXTEST_TEST_NAME").unwrap_or_else(|_| "a test".to_string()),
+    };
     if let Missing::Installed { package } = missing {
         if std::env::var_os("KANSOKU_TEST_STRICT").is_some() {
             panic!("{test}: {reason}; scripts/setup installs {package}, so the setup did not do its work");
