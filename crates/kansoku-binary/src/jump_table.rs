@@ -343,9 +343,23 @@ impl Tracked {
     fn changed_by(self, factory: &mut InstructionInfoFactory, i: &Instruction) -> bool {
         match self {
             Tracked::Register(r) => writes(factory, i, r),
-            Tracked::Memory { base, index, .. } => {
+            Tracked::Memory { base, index, displacement, size, .. } => {
                 let info = factory.info(i);
-                let stores = info.used_memory().iter().any(|m| matches!(m.access(), OpAccess::Write | OpAccess::CondWrite | OpAccess::ReadWrite | OpAccess::ReadCondWrite));
+                // A store elsewhere off the same base (gcc clears a flag beside the switch
+                // value between guard and load: `mov byte [r14+0x2df], 0`) leaves it alone.
+                let apart = |m: &iced_x86::UsedMemory| {
+                    let (d, n) = (m.displacement(), m.memory_size().size() as u64);
+                    let (t, tn) = (displacement, size as u64);
+                    index == Register::None
+                        && m.index() == Register::None
+                        && m.base().full_register() == base
+                        && n > 0
+                        && (d.wrapping_sub(t) >= tn && t.wrapping_sub(d) >= n)
+                };
+                let stores = info
+                    .used_memory()
+                    .iter()
+                    .any(|m| matches!(m.access(), OpAccess::Write | OpAccess::CondWrite | OpAccess::ReadWrite | OpAccess::ReadCondWrite) && !apart(m));
                 stores || writes(factory, i, base) || (index != Register::None && writes(factory, i, index))
             }
         }
