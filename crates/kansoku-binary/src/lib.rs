@@ -1,7 +1,8 @@
 //! # kansoku-binary — reading programs
 //!
 //! The model: a [`Program`] is an ELF file with its functions (from the static symbol
-//! table, else the dynamic one; PLT stubs named `memcpy@plt` from their relocations; in a
+//! table, else that of its detached debug file found by build id or `.gnu_debuglink`,
+//! else the dynamic one; PLT stubs named `memcpy@plt` from their relocations; in a
 //! stripped program every `.eh_frame` entry is a function named `module+0xaddress`, as perf
 //! names it, and other code outside alignment padding is an address range named the same
 //! way). A function decodes into instructions ([`decode`]) and splits into basic blocks
