@@ -255,3 +255,33 @@ fn a_program_that_stops_itself_is_reported() {
     }
     assert!(err.contains("is stopped by SIGSTOP") && err.contains("SIGCONT"), "{err}");
 }
+
+/// `wave --exact --engine ptrace --marker F` interrupted before F is reached (issue 44):
+/// before, the run-to-marker loop continued a tracee that was not stopped after the wait
+/// was interrupted and failed with `ptrace CONT … ESRCH`, no report. Now the one
+/// run-to-address of kansoku-probe waits again and passes the SIGINT on to the program
+/// (its own process group never saw it), which ends by it: kansoku exits 130.
+#[test]
+fn ctrl_c_before_the_wave_marker_is_passed_on() {
+    let src = "#include <unistd.h>\nvoid never(void) {}\nint main(int c, char **v) { (void)v; for (;;) { usleep(1000); if (c > 5) never(); } }\n";
+    let prog = kansoku_examples::build_source("waits", src, &kansoku_examples::test_build_dir(), &["-O0", "-g"]).unwrap();
+    let k = Command::new(env!("CARGO_BIN_EXE_kansoku"))
+        .args(["wave", "--exact", "--engine", "ptrace", "--marker", "never", "--"])
+        .arg(&prog)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_child(k.id());
+    std::thread::sleep(Duration::from_millis(500));
+    // SAFETY: kill with integer arguments.
+    unsafe { libc::kill(k.id() as i32, libc::SIGINT) };
+    let t = Instant::now();
+    while alive(k.id()) && t.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let o = k.wait_with_output().unwrap();
+    let err = stderr(&o);
+    assert!(!err.contains("ESRCH"), "{err}");
+    assert_eq!(o.status.code(), Some(130), "{err}");
+}

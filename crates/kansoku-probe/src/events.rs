@@ -675,27 +675,9 @@ fn run_traps(plan: Plan, args: &[String], progress: &mut dyn FnMut(Progress)) ->
 /// Runs the stopped tracee to `address` with a temporary `int3` there, and leaves it stopped
 /// at `address` with the original byte back.
 pub(crate) fn run_to(pid: Pid, address: u64) -> Result<(), ProbeError> {
-    let at = address as ptrace::AddressType;
-    let word = ptrace::read(pid, at).map_err(ptrace_err("PEEKDATA", pid))?;
-    ptrace::write(pid, at, (word & !0xff) | 0xcc).map_err(ptrace_err("POKEDATA", pid))?;
-    let mut signal = None;
-    loop {
-        ptrace::cont(pid, signal.take()).map_err(ptrace_err("CONT", pid))?;
-        match wait_retrying(pid, Some(WaitPidFlag::__WALL)) {
-            Ok(WaitStatus::Stopped(_, Signal::SIGTRAP)) => {
-                let mut regs = ptrace::getregs(pid).map_err(ptrace_err("GETREGS", pid))?;
-                if regs.rip == address + 1 {
-                    ptrace::write(pid, at, word).map_err(ptrace_err("POKEDATA", pid))?;
-                    regs.rip = address;
-                    return ptrace::setregs(pid, regs).map_err(ptrace_err("SETREGS", pid));
-                }
-                signal = Some(Signal::SIGTRAP);
-            }
-            Ok(WaitStatus::Stopped(_, sig)) => signal = Some(sig),
-            Ok(WaitStatus::PtraceEvent(..)) => {}
-            Ok(_) => return Err(ProbeError::Spawn { program: PathBuf::from(format!("process {pid}")), reason: "it ended before reaching its entry point".into() }),
-            Err(errno) => return Err(ProbeError::Wait { pid: pid.as_raw(), errno }),
-        }
+    match crate::spawn::run_to_address(pid, address)? {
+        crate::spawn::RunTo::Reached => Ok(()),
+        crate::spawn::RunTo::Ended(_) => Err(ProbeError::Spawn { program: PathBuf::from(format!("process {pid}")), reason: "it ended before reaching its entry point".into() }),
     }
 }
 

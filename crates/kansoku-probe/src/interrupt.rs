@@ -7,6 +7,8 @@ static REQUESTED: AtomicBool = AtomicBool::new(false);
 /// The signal that asked, when another process sent it (`kill`, `timeout`, a service
 /// manager) rather than the terminal: 0 otherwise.
 static SENT: AtomicI32 = AtomicI32::new(0);
+/// The signal that asked, however it came: 0 before any.
+static RECEIVED: AtomicI32 = AtomicI32::new(0);
 
 extern "C" fn on_interrupt(signal: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
     // SAFETY: the kernel passes a valid siginfo to an SA_SIGINFO handler.
@@ -16,6 +18,7 @@ extern "C" fn on_interrupt(signal: libc::c_int, info: *mut libc::siginfo_t, _: *
     if code <= 0 {
         SENT.store(signal, Ordering::SeqCst);
     }
+    RECEIVED.store(signal, Ordering::SeqCst);
     REQUESTED.store(true, Ordering::SeqCst);
 }
 
@@ -48,4 +51,11 @@ pub fn forward(pid: i32) {
         // SAFETY: kill with integer arguments.
         unsafe { libc::kill(pid, signal) };
     }
+}
+
+/// The signal that asked (SIGINT or SIGTERM), however it came, once one has. A program
+/// under ptrace leads a process group of its own, so a terminal's Ctrl-C never reaches it:
+/// its tracer passes this on.
+pub fn received() -> Option<i32> {
+    Some(RECEIVED.load(Ordering::SeqCst)).filter(|&s| s != 0)
 }

@@ -411,32 +411,11 @@ fn exact(program_path: &std::path::Path, args: &[String], marker: &str, max: u64
     let addr = site
         .runtime_address(&modules, &file)
         .ok_or_else(|| ProbeError::MarkerNotMapped { marker: marker.into(), program: program_path.to_path_buf() })?;
-    // Run to the marker (one-shot int3).
-    let word = ptrace::read(pid, addr as ptrace::AddressType).map_err(ptrace_err("PEEKDATA", pid))?;
-    ptrace::write(pid, addr as ptrace::AddressType, (word & !0xff) | 0xcc).map_err(ptrace_err("POKEDATA", pid))?;
-    let mut sig = None;
-    loop {
-        ptrace::cont(pid, sig).map_err(ptrace_err("CONT", pid))?;
-        match waitpid(pid, None) {
-            Ok(WaitStatus::Stopped(_, Signal::SIGTRAP)) => {
-                let mut regs = ptrace::getregs(pid).map_err(ptrace_err("GETREGS", pid))?;
-                if regs.rip == addr + 1 {
-                    ptrace::write(pid, addr as ptrace::AddressType, word).map_err(ptrace_err("POKEDATA", pid))?;
-                    regs.rip = addr;
-                    ptrace::setregs(pid, regs).map_err(ptrace_err("SETREGS", pid))?;
-                    break;
-                }
-                sig = Some(Signal::SIGTRAP);
-            }
-            Ok(WaitStatus::Stopped(_, s)) => sig = Some(s),
-            Ok(WaitStatus::Exited(_, code)) => {
-                return Ok(empty_outcome(program_path, modules, Some(ExitStatus::Exited(code))));
-            }
-            Ok(WaitStatus::Signaled(_, s, _)) => return Ok(empty_outcome(program_path, modules, Some(ExitStatus::Killed(s as i32)))),
-            Ok(_) => sig = None,
-            Err(Errno::EINTR) => sig = None,
-            Err(errno) => return Err(ProbeError::Wait { pid: pid.as_raw(), errno }),
-        }
+    // Run to the marker (one-shot int3); a Ctrl-C before it is passed on to the program
+    if let crate::spawn::RunTo::Ended(exit) = crate::spawn::run_to_address(pid, addr)? {
+        let mut outcome = empty_outcome(program_path, modules, Some(exit));
+        outcome.interrupted = interrupt::requested();
+        return Ok(outcome);
     }
     let mut data = DataAddresses::new(&modules);
     let mut points = Vec::new();

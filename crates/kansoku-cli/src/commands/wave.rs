@@ -102,6 +102,10 @@ pub fn run(args: Args) -> Result<()> {
     let options = WaveOptions { program: PathBuf::from(program), args: rest.to_vec(), mode, engine };
     let bar = crate::output::spinner("observing", "points");
     let outcome = record_wave(&options, &mut |n| bar.set_position(n))?;
+    // ends as the program did, as the other commands that run one (issue 14)
+    if let Some(exit) = outcome.exit {
+        crate::output::exit_as(exit);
+    }
     bar.finish_and_clear();
     let cpu_period_ns = match options.mode {
         WaveMode::Sampled { period_ns } => Some(period_ns),
