@@ -84,7 +84,10 @@ pub fn record_samples<W: Write>(
         if options.marker_by_agent {
             let path = std::fs::canonicalize(&site.module).unwrap_or_else(|_| site.module.clone());
             let text = plan_line(0, None, Some(&path.to_string_lossy()), site.vaddr, site.size, false, marker);
-            agent = Some(AgentSession::new(&program_path, &text, true)?);
+            // TSC stamps where the TSC is invariant (the stub reads the counter itself):
+            // a CLOCK_MONOTONIC stamp is a vDSO call per hit, which on a tight loop took
+            // most of the kept samples (issue 42). Converted to perf's clock in `take`.
+            agent = Some(AgentSession::new(&program_path, &text, false)?);
         } else {
             let file_offset = file.file_offset_of_vaddr(site.vaddr).ok_or_else(|| ProbeError::MarkerNotMapped {
                 marker: marker.clone(),
@@ -112,7 +115,18 @@ pub fn record_samples<W: Write>(
     };
     let start = Instant::now();
     let pid = gate.open();
-    let mut writer = SampleWriter { out, modules: Vec::new(), t0: None, samples: 0, markers: 0, in_probe: 0, pid, pending: Vec::new(), kansoku_code: Vec::new() };
+    let mut writer = SampleWriter {
+        out,
+        modules: Vec::new(),
+        t0: None,
+        samples: 0,
+        markers: 0,
+        in_probe: 0,
+        pid,
+        pending: Vec::new(),
+        kansoku_code: Vec::new(),
+        clock_anchor: crate::agent::clock_pair(),
+    };
     let mut interrupted = false;
     let exit = loop {
         session.wait(if agent.is_some() { 1 } else { 50 });
@@ -153,6 +167,14 @@ struct SampleWriter<'a, W: Write> {
     pending: Vec<(u64, Event)>,
     /// Address ranges of probe code (the agent's library and trampolines, `[uprobes]`).
     kansoku_code: Vec<(u64, u64)>,
+    /// Where the agent's TSC stamps meet the samples' clock (CLOCK_MONOTONIC): first a
+    /// (TSC, ns) pair read as the program starts, then the last hit converted. Each drain
+    /// converts its hits on the line from here to a pair read then, so the conversion is
+    /// continuous and marker times never go back between drains. (perf converts TSC with
+    /// the mmap page's time_zero/time_mult/time_shift, but only where the kernel offers
+    /// them — `cap_user_time_zero`, a native sched_clock; on a kvm-clock guest such as this
+    /// session's VM the page holds zeros: measured with a cpu-clock event's page.)
+    clock_anchor: (u64, u64),
 }
 
 /// Events younger than this stay pending: the other stream may still deliver older ones.
@@ -165,9 +187,14 @@ impl<W: Write> SampleWriter<'_, W> {
         session.drain(&mut |r| records.push(r));
         if let Some(agent) = agent {
             let mut hits = Vec::new();
+            let base = crate::agent::TimeBase::new(agent.tsc, self.clock_anchor, crate::agent::clock_pair());
             agent.drain(&mut hits, &mut 0, last);
             for h in hits {
-                self.pending.push((h.time_ns, Event::Marker { time_ns: h.time_ns, instructions: None }));
+                let time_ns = base.ns(h.time_ns);
+                if agent.tsc && h.time_ns > self.clock_anchor.0 {
+                    self.clock_anchor = (h.time_ns, time_ns);
+                }
+                self.pending.push((time_ns, Event::Marker { time_ns, instructions: None }));
             }
             if self.kansoku_code.len() < 2 {
                 self.kansoku_code.extend(agent.trampolines());
