@@ -246,7 +246,7 @@ int main(int argc, char **argv) {
     assert!(o.status.success(), "cc: {}", String::from_utf8_lossy(&o.stderr));
     for (mode, signal, code) in [("handles", libc::SIGTERM, 3), ("default", libc::SIGINT, 128 + libc::SIGINT)] {
         let report = dir.join(format!("signal-{mode}.json"));
-        let child = Command::new(env!("CARGO_BIN_EXE_kansoku"))
+        let mut child = Command::new(env!("CARGO_BIN_EXE_kansoku"))
             .args(["monitor", "events", "--mechanism", "agent", "--json", "--probe", "work", "-o"])
             .arg(&report)
             .arg("--")
@@ -263,14 +263,13 @@ int main(int argc, char **argv) {
         // SAFETY: kill with integer arguments.
         unsafe { libc::kill(child.id() as i32, signal) };
         let start = Instant::now();
-        let pid = child.id();
         let o = loop {
-            if std::fs::metadata(format!("/proc/{pid}/stat")).map(|_| std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default().contains(") Z ")).unwrap_or(true) {
+            if child.try_wait().unwrap().is_some() {
                 break child.wait_with_output().unwrap();
             }
             if start.elapsed() > Duration::from_secs(60) {
-                // SAFETY: kill with integer arguments.
-                unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+                child.kill().unwrap();
+                let _ = child.wait();
                 panic!("{mode}: kansoku did not end within 60 s of the signal");
             }
             std::thread::sleep(Duration::from_millis(20));

@@ -87,7 +87,7 @@ pub fn gather(dir: &Path, exclude: &[PathBuf], limits: &Limits) -> Result<Gather
                 }
             }
             Ok((_, st)) => {
-                let outside = root.as_ref().zip(std::fs::canonicalize(&path).ok()).map_or(true, |(r, t)| !t.starts_with(r));
+                let outside = !root.as_ref().zip(std::fs::canonicalize(&path).ok()).is_some_and(|(r, t)| t.starts_with(r));
                 notes.push(match st.st_mode & libc::S_IFMT {
                     _ if outside => format!("{relative}: a link leading outside the directory, not followed"),
                     libc::S_IFDIR => format!("{relative}: a link to a directory, not followed"),
