@@ -374,7 +374,9 @@ unsafe fn start() {
                 match plant(&mut *tables, &mut pools, address, size, targets, entry, exit) {
                     Ok(()) => {
                         planted.push((address, entry, exit));
-                        if first {
+                        // a later image (after exec: `sh -c PROG`) planted what the first
+                        // did not load: said, so the report does not call it unprobed
+                        if first || not_loaded_by_first(control, entry) {
                             set_state(control, entry, POINT_PATCHED, 0, address, 0);
                         }
                     }
@@ -407,6 +409,12 @@ unsafe fn start() {
             }
         }
     }
+}
+
+/// Whether the first agent left `point` refused because its module was not loaded there.
+unsafe fn not_loaded_by_first(control: *const Control, point: u32) -> bool {
+    let p = &(*control).points[point as usize];
+    p.state.load(Ordering::Acquire) == POINT_REFUSED && p.reason.load(Ordering::Relaxed) == REFUSE_NOT_LOADED
 }
 
 unsafe fn set_state(control: *const Control, point: u32, state: u32, reason: u32, address: u64, alias_of: u32) {

@@ -334,3 +334,42 @@ fn a_program_that_stops_itself_is_announced() {
         assert!(err.contains("is stopped by SIGSTOP") && err.contains("SIGCONT"), "{args:?}: {err}");
     }
 }
+
+/// A point whose module never loads is said in the report itself (-o too), and a run in
+/// which no point was planted is an error, not an empty table with exit 0 (issue 44).
+#[test]
+fn a_run_where_no_point_was_planted_is_an_error() {
+    let libz = "/usr/lib/x86_64-linux-gnu/libz.so.1";
+    let dir = hostile().parent().unwrap().to_path_buf();
+    let report = dir.join("unplanted.json");
+    // the hostile program loads no libz: crc32 there is never planted
+    let o = Command::new(env!("CARGO_BIN_EXE_kansoku"))
+        .args(["monitor", "events", "--mechanism", "agent", "--json", "--probe", &format!("crc32@{libz}"), "-o"])
+        .arg(&report)
+        .arg("--")
+        .arg(hostile())
+        .args(["none", "0", "0", "0"])
+        .env("KANSOKU_AGENT", agent())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("no point was planted") && err.contains("its module is not loaded"), "{err}");
+    // beside a point that is planted, the unplanted one is a note of the report
+    let o = Command::new(env!("CARGO_BIN_EXE_kansoku"))
+        .args(["monitor", "events", "--mechanism", "agent", "--json", "--probe", "work", "--probe", &format!("crc32@{libz}"), "-o"])
+        .arg(&report)
+        .arg("--")
+        .arg(hostile())
+        .args(["none", "0", "0", "0"])
+        .env("KANSOKU_AGENT", agent())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(7), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert_eq!(calls(&v), 2000);
+    let notes: Vec<&str> = v["notes"].as_array().unwrap().iter().filter_map(|n| n.as_str()).collect();
+    assert!(notes.iter().any(|n| n.contains("crc32") && n.contains("its module is not loaded")), "{notes:?}");
+}

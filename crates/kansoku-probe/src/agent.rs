@@ -475,6 +475,19 @@ pub fn run_agent(mut plan: Plan, args: &[String], progress: &mut dyn FnMut(Progr
     let mut broken = control_broken(&session, &plan);
     // what the agent planted is read from the control block: not when it was overwritten
     let notes = if broken.is_empty() { point_notes(&mut plan, control) } else { Vec::new() };
+    // a run in which no point was planted anywhere measured nothing: an error, not an
+    // empty table (hits would show that an exec'd image's agent planted them)
+    let calibration = plan.calibration.map_or(Vec::new(), |(a, b)| vec![a as usize, b as usize]);
+    // patched, an alias of a patched one, or refused at an address (then a uprobe's)
+    let planted = |i: usize| match control.points[i].state.load(Ordering::Acquire) {
+        POINT_PATCHED | POINT_ALIAS => true,
+        POINT_REFUSED => control.points[i].address.load(Ordering::Relaxed) != 0,
+        _ => false,
+    };
+    let probes: Vec<usize> = (0..plan.points.len()).filter(|i| !calibration.contains(i)).collect();
+    if broken.is_empty() && hits.is_empty() && uprobe_hits.is_empty() && !probes.is_empty() && !probes.iter().any(|&i| planted(i)) {
+        return Err(agent_err(format!("no point was planted, so nothing was measured: {}", notes.join("; "))));
+    }
     broken.extend(session.broken());
     for h in hits.iter_mut() {
         h.time_ns = time.ns(h.time_ns);

@@ -389,6 +389,9 @@ pub struct EventsJson {
     /// What was inconsistent in the agent's shared memory (the program wrote into it); the
     /// figures count only the hits read before each inconsistency.
     pub broken: Vec<String>,
+    /// How the points were planted (a point whose module never loaded, one probed by
+    /// uprobe instead), said in the report itself too, not only on stderr.
+    pub notes: Vec<String>,
     pub calibration: Option<Calibration>,
     /// The first point of the calibration pair (a probe, or `calibrate:FUNC`).
     pub calibrated_at: Option<String>,
@@ -434,8 +437,11 @@ pub fn run_events(args: EventArgs) -> Result<EventsJson> {
         Progress::Stopped { signal } => bar.suspend(|| eprintln!("kansoku: {program} is stopped by {}; measuring resumes when it gets SIGCONT (or press Ctrl-C to end)", crate::output::signal_name(signal))),
     })?;
     bar.finish_and_clear();
-    for note in &r.notes {
-        eprintln!("kansoku: {note}");
+    // the notes are in the report; said on stderr too when the report goes to a file
+    if args.output.is_some() {
+        for note in &r.notes {
+            eprintln!("kansoku: {note}");
+        }
     }
     let calibration = r.plan.calibration.and_then(|(a, b)| calibrate(&calibration_differences(&r.hits, a, b)));
     let calibrated_at = r.plan.calibration.map(|(a, _)| r.plan.points[a as usize].point.name.clone());
@@ -450,7 +456,7 @@ pub fn run_events(args: EventArgs) -> Result<EventsJson> {
         kansoku_core::ExitStatus::Killed(s) => format!("killed by {}", crate::output::signal_name(s)),
         other => format!("{other:?}"),
     };
-    let out = EventsJson { mechanism: mechanism.to_string(), program: r.plan.program.display().to_string(), exit, interrupted: r.interrupted, lost: r.lost, broken: r.broken.clone(), calibration, calibrated_at, report };
+    let out = EventsJson { mechanism: mechanism.to_string(), program: r.plan.program.display().to_string(), exit, interrupted: r.interrupted, lost: r.lost, broken: r.broken.clone(), notes: r.notes.clone(), calibration, calibrated_at, report };
     if let Some(dir) = &args.svg {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         for rt in &out.report.routines {
@@ -526,6 +532,9 @@ pub fn events_text(e: &EventsJson, limit: usize) -> String {
         if e.lost > 0 { format!(", {} LOST", e.lost) } else { String::new() },
         if e.interrupted { " (interrupted: what was measured so far)" } else { "" }
     );
+    for note in &e.notes {
+        out.push_str(&format!("note: {note}\n"));
+    }
     if !e.broken.is_empty() {
         out.push_str("THE AGENT'S SHARED MEMORY WAS OVERWRITTEN (the program wrote into it): the figures below count only the hits read before each inconsistency, and may be incomplete:\n");
         // a program that overwrote every ring gets the first few said, and a count
