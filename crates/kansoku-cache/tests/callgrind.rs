@@ -174,7 +174,7 @@ fn callgrind_kernel_misses(exe: &Path, args: &[&str]) -> u64 {
 fn five_kernels_miss_as_callgrind_says_cold_and_warm() {
     for tool in ["gcc", "valgrind", "callgrind_annotate"] {
         if !have(tool) {
-            eprintln!("skipped: {tool} is missing (scripts/setup installs gcc and valgrind)");
+            kansoku_examples::skip(kansoku_examples::Missing::Installed { package: "gcc and valgrind" }, format!("{tool} is missing"));
             return;
         }
     }

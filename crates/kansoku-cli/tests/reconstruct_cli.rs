@@ -1,18 +1,11 @@
 //! Seed 000 end to end: exact traces of real programs, simulated sampling, reconstruction,
 //! comparison; real sampling through perf (cpu-clock fallback without a PMU); bad input.
 
+mod harness;
+use harness::*;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-fn kansoku(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_kansoku")).args(args).output().expect("run kansoku")
-}
-
-fn ok(args: &[&str]) -> String {
-    let o = kansoku(args);
-    assert!(o.status.success(), "kansoku {args:?} failed:\n{}", String::from_utf8_lossy(&o.stderr));
-    String::from_utf8(o.stdout).unwrap()
-}
 
 fn err(args: &[&str]) -> String {
     let o = kansoku(args);
@@ -446,7 +439,7 @@ fn real_sampling_records_and_reconstructs() {
     let stderr = String::from_utf8_lossy(&o.stderr);
     if !o.status.success() {
         if stderr.contains("perf_event_paranoid") || stderr.contains("not supported") || stderr.contains("uprobe") {
-            println!("skipped: perf sampling is not permitted here: {stderr}");
+            skip(Missing::Machine, format!("perf sampling is not permitted here: {stderr}"));
             return;
         }
         panic!("record failed: {stderr}");
@@ -464,7 +457,7 @@ fn real_sampling_records_and_reconstructs() {
     }
     assert_eq!(v["markers"].as_u64(), Some(3000));
     if v["samples"].as_u64() == Some(0) {
-        println!("skipped reconstruction: the run was too short for one cpu-clock sample");
+        skip(Missing::Machine, "reconstruction: the run was too short for one cpu-clock sample");
         return;
     }
     let out = ok(&["reconstruct", &s(&r), "--solver", "phase", "--json"]);
@@ -636,7 +629,7 @@ fn time_sampling_is_said() {
     let stderr = String::from_utf8_lossy(&o.stderr);
     if !o.status.success() {
         if stderr.contains("perf_event_paranoid") || stderr.contains("not supported") || stderr.contains("uprobe") {
-            println!("skipped: perf sampling is not permitted here: {stderr}");
+            skip(Missing::Machine, format!("perf sampling is not permitted here: {stderr}"));
             return;
         }
         panic!("record failed: {stderr}");
@@ -644,7 +637,7 @@ fn time_sampling_is_said() {
     let o = kansoku(&["reconstruct", &s(&r), "--json"]);
     let stderr = String::from_utf8_lossy(&o.stderr);
     if !o.status.success() && stderr.contains("no sample") {
-        println!("skipped: no cpu-clock sample fell in a complete iteration: {stderr}");
+        skip(Missing::Machine, format!("no cpu-clock sample fell in a complete iteration: {stderr}"));
         return;
     }
     assert!(o.status.success(), "{stderr}");
@@ -800,7 +793,7 @@ fn read_lines(path: &Path) -> Vec<String> {
 #[test]
 fn compare_says_what_the_valgrind_engine_may_change() {
     if let Err(why) = kansoku_probe::valgrind::tool_dir() {
-        println!("skipped: {why}");
+        skip(Missing::Installed { package: "valgrind" }, why);
         return;
     }
     let dir = tempfile::tempdir().unwrap();
