@@ -136,6 +136,9 @@ fn map_near(near: u64) -> Option<u64> {
             if candidate < 1 << 16 {
                 continue;
             }
+            // SAFETY: MAP_FIXED_NOREPLACE never replaces an existing mapping: the kernel
+            // maps new anonymous memory at `candidate` or fails, so no memory of the
+            // program is touched; the result is checked before use.
             let p = unsafe {
                 libc::mmap(
                     candidate as *mut libc::c_void,
@@ -150,6 +153,8 @@ fn map_near(near: u64) -> Option<u64> {
                 if p as u64 == candidate {
                     return Some(candidate);
                 }
+                // SAFETY: `p` is the mapping just made here (an older kernel ignored the
+                // hint and placed it elsewhere); nothing else refers to it.
                 unsafe { libc::munmap(p, POOL_BYTES) };
             }
         }

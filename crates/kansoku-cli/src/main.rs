@@ -66,6 +66,8 @@ enum Command {
 fn main() {
     // Like other Unix tools, end quietly when the reader of our output goes away
     // (`kansoku ... | head`) instead of panicking on a failed write.
+    // SAFETY: restoring the default action of SIGPIPE, before any thread starts; no
+    // handler of ours is installed for it.
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }

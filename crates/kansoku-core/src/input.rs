@@ -74,6 +74,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let fifo = dir.path().join("fifo");
         let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a NUL-terminated path that outlives the call; mkfifo only reads it.
         assert_eq!(unsafe { libc_mkfifo(c.as_ptr(), 0o600) }, 0);
         let e = read_regular(&fifo, 1 << 20).unwrap_err();
         assert!(e.to_string().contains("not a regular file"), "{e}");

@@ -153,6 +153,7 @@ pub fn read_target(pid: i32) -> Result<Option<TargetTimes>, ProbeError> {
 
 /// The clock tick the kernel reports times in (`USER_HZ`).
 pub fn clock_ticks_per_second() -> u64 {
+    // SAFETY: sysconf reads a constant of the system; no memory is passed.
     let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
     if t > 0 { t as u64 } else { 100 }
 }
