@@ -90,9 +90,11 @@ fn now(tsc: bool) -> u64 {
     // (with the TSC the stubs read the counter themselves; this serves the calibration-free
     // paths and CLOCK_MONOTONIC, perf's clock, for `record --marker`)
     if tsc {
+        // SAFETY: rdtsc exists on every x86-64 CPU and reads no memory.
         unsafe { core::arch::x86_64::_rdtsc() }
     } else {
         let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        // SAFETY: `t` is a timespec of ours that the call fills.
         unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
         t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
     }
@@ -227,6 +229,7 @@ pub unsafe extern "C" fn _Unwind_ForcedUnwind(exception: *mut libc::c_void, stop
 }
 
 fn fatal(message: &[u8]) -> ! {
+    // SAFETY: write reads `message.len()` bytes of a live slice; abort takes nothing.
     unsafe {
         libc::write(2, message.as_ptr().cast(), message.len());
         libc::abort()
@@ -301,9 +304,13 @@ extern "C" fn after_fork_in_child() {
 static INIT: extern "C" fn() = init;
 
 extern "C" fn init() {
+    // SAFETY: STATE is this thread's own; while the initialiser runs nothing else of the
+    // agent on this thread holds a reference into it (the probes are not planted yet).
     let in_agent = |on: bool| STATE.with(|s| unsafe { (*s.get()).in_agent = on });
     in_agent(true);
     // A panic must not unwind into the dynamic linker.
+    // SAFETY: start runs once, from the program's initialisers, before main and before any
+    // probe is planted, as it requires.
     let _ = std::panic::catch_unwind(|| unsafe { start() });
     in_agent(false);
 }
