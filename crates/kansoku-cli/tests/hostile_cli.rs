@@ -31,9 +31,9 @@ fn module_paths_that_are_devices_or_fifos_are_not_read() {
     let ksk = dir.path().join("t.ksk");
     let fifo_path = fifo.to_str().unwrap();
     write_ksk(&ksk, &[module("/dev/zero", 0x1000), Event::Instruction { addr: 0x1010 }, module(fifo_path, 0x4000), Event::Instruction { addr: 0x4010 }]);
-    let t = Instant::now();
+    // Opening the FIFO would block for ever: that kansoku ends at all is the check (the
+    // runner's timeout, .config/nextest.toml, turns a hang into a failure).
     let o = kansoku(&["show", ksk.to_str().unwrap()]);
-    assert!(t.elapsed() < Duration::from_secs(10), "show took {:?}", t.elapsed());
     assert!(o.status.success(), "{}", stderr(&o));
     let all = format!("{}{}", String::from_utf8_lossy(&o.stdout), stderr(&o));
     assert!(all.contains("/dev/zero") && all.contains("not a regular file"), "{all}");
@@ -98,13 +98,13 @@ fn a_simulation_of_days_is_refused_at_once() {
     let k = dir.path().join("years.k");
     let src = "param N;\ndouble A[N][N];\nfor (t = 0; t <= 666666666666; t++)\n  for (i = 1; i < N - 1; i++)\n    for (j = 1; j < N - 1; j++)\n      A[i][j] = (A[i - 1][j] + A[i + 1][j]) / 2.0;\n";
     std::fs::write(&k, src).unwrap();
-    let t = Instant::now();
+    // Refused before any simulation: the count in the message is the work's closed form,
+    // which a simulation would take days to reach.
     let o = kansoku(&["cache", "simulate", k.to_str().unwrap(), "--param", "N=10"]);
     let e = stderr(&o);
     assert!(!o.status.success() && o.stdout.is_empty(), "{e}");
     // 666,666,666,667 × (8 × 8 × 3 accesses + 8 iterations of i + 1 of t)
     assert!(e.contains("more than 134000000000067") && e.contains("days") && e.contains("at 300 M accesses/s") && e.contains("--max-accesses"), "{e}");
-    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
     // An L1+L2 hierarchy simulates about 6× slower: its estimate says so.
     let o = kansoku(&["cache", "simulate", k.to_str().unwrap(), "--param", "N=10", "--l2", "32KiB,8-way,64B"]);
     assert!(stderr(&o).contains("at 46 M accesses/s") && !o.status.success(), "{}", stderr(&o));
