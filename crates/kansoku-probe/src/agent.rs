@@ -82,6 +82,7 @@ fn invariant_tsc() -> bool {
 /// One (TSC, CLOCK_MONOTONIC) pair: the counter read between two clock reads.
 pub(crate) fn clock_pair() -> (u64, u64) {
     let a = monotonic_ns();
+    // SAFETY: rdtsc exists on every x86-64 CPU and reads no memory.
     let t = unsafe { core::arch::x86_64::_rdtsc() };
     let b = monotonic_ns();
     (t, a + (b - a) / 2)
@@ -104,6 +105,7 @@ impl TimeBase {
     /// The step the agent's time stamps move in, ns (see [`clock_step`]).
     pub fn resolution_ns(&self) -> f64 {
         if self.tsc {
+            // SAFETY: rdtsc exists on every x86-64 CPU and reads no memory.
             clock_step(|| unsafe { core::arch::x86_64::_rdtsc() }) * self.ns_per_tick
         } else {
             clock_step(monotonic_ns)
@@ -195,14 +197,19 @@ impl RecordChecks {
 impl SharedFile {
     fn create(tsc: bool) -> Result<SharedFile, ProbeError> {
         let fd = memfd("kansoku-agent")?;
+        // SAFETY: an open descriptor of ours and a size; no memory is passed.
         if unsafe { libc::ftruncate(fd.as_raw_fd(), file_size() as libc::off_t) } != 0 {
             return Err(agent_err(format!("sizing the shared file: {}", std::io::Error::last_os_error())));
         }
+        // SAFETY: a new shared mapping of our memfd at an address the kernel chooses: it
+        // aliases no Rust memory; the result is checked before use.
         let p = unsafe { libc::mmap(std::ptr::null_mut(), file_size(), libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd.as_raw_fd(), 0) };
         if p == libc::MAP_FAILED {
             return Err(agent_err(format!("mapping the shared file: {}", std::io::Error::last_os_error())));
         }
         let base = p as *mut u8;
+        // SAFETY: the mapping is file_size() bytes, larger than Control, page-aligned, and
+        // no program has the descriptor yet: these plain writes race with nothing.
         unsafe {
             let c = base as *mut Control;
             (*c).magic = MAGIC;
@@ -213,6 +220,10 @@ impl SharedFile {
     }
 
     fn control(&self) -> &Control {
+        // SAFETY: the mapping lives as long as self and holds a Control at its start. The
+        // program may write any of it: the fields the agent updates are atomics (shared
+        // mutation through UnsafeCell), and the plain ones (magic, version, clock) are read
+        // with read_volatile and checked, never trusted.
         unsafe { &*(self.base as *const Control) }
     }
 
@@ -246,6 +257,8 @@ impl SharedFile {
                 }
                 continue;
             }
+            // SAFETY: ring k (k < MAX_RINGS) lies inside the mapping: ring_offset places the
+            // header and its RING_RECORDS records within file_size().
             let records = unsafe { self.base.add(ring_offset(k) + std::mem::size_of::<RingHeader>()) as *const Record };
             let mut done = head;
             for i in tail..head {
@@ -285,6 +298,7 @@ impl SharedFile {
 
 impl Drop for SharedFile {
     fn drop(&mut self) {
+        // SAFETY: the mapping made in create, unmapped once, here; no reference into it outlives self.
         unsafe { libc::munmap(self.base.cast(), file_size()) };
     }
 }
@@ -330,10 +344,12 @@ fn plan_text(plan: &Plan) -> Result<String, ProbeError> {
 /// An anonymous shared file, without MFD_CLOEXEC: the program inherits the descriptor.
 fn memfd(name: &str) -> Result<OwnedFd, ProbeError> {
     let name = CString::new(name).expect("no NUL");
+    // SAFETY: a NUL-terminated name that outlives the call.
     let fd = unsafe { libc::memfd_create(name.as_ptr(), 0) };
     if fd < 0 {
         return Err(agent_err(format!("memfd_create: {}", std::io::Error::last_os_error())));
     }
+    // SAFETY: memfd_create succeeded: a new descriptor nothing else owns.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 

@@ -356,6 +356,10 @@ pub(crate) fn ifunc_implementation(lib: &Path, name: &str) -> Option<u64> {
     use std::os::unix::ffi::OsStrExt;
     let path = std::ffi::CString::new(lib.as_os_str().as_bytes()).ok()?;
     let symbol = std::ffi::CString::new(name).ok()?;
+    // SAFETY: NUL-terminated strings that outlive the calls; RTLD_NOLOAD only looks up a
+    // library this process already has (no initialiser runs), and dlclose drops just the
+    // reference it took, so the library, `a` and the name dladdr points to stay valid;
+    // `info` is ours (all-zero is a valid Dl_info).
     unsafe {
         let handle = libc::dlopen(path.as_ptr(), libc::RTLD_NOLOAD | libc::RTLD_LAZY);
         if handle.is_null() {
@@ -438,6 +442,7 @@ pub fn record_events(options: &EventOptions, progress: &mut dyn FnMut(Progress))
 
 /// Lifts the soft limit on open files to the hard limit (each uprobe is a file descriptor).
 fn raise_fd_limit(need: u64) {
+    // SAFETY: an rlimit of ours (all-zero is a valid value) that the calls read and fill.
     unsafe {
         let mut r: libc::rlimit = std::mem::zeroed();
         if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) == 0 && r.rlim_cur < need + 64 {
@@ -532,6 +537,7 @@ fn ptrace_err(operation: &'static str, pid: Pid) -> impl Fn(Errno) -> ProbeError
 
 pub(crate) fn monotonic_ns() -> u64 {
     let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `t` is a timespec of ours that the call fills.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
     t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
 }
@@ -645,6 +651,7 @@ struct Trap {
 
 /// Pins the calling thread to the CPU it is on; returns the previous affinity to restore.
 fn pin_to_current_cpu() -> Option<libc::cpu_set_t> {
+    // SAFETY: cpu_set_t values of ours (all-zero is valid), passed with their size.
     unsafe {
         let mut old: libc::cpu_set_t = std::mem::zeroed();
         if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut old) != 0 {
@@ -667,6 +674,7 @@ fn run_traps(plan: Plan, args: &[String], progress: &mut dyn FnMut(Progress)) ->
     let old_affinity = pin_to_current_cpu();
     let result = run_traps_pinned(plan, args, progress);
     if let Some(old) = old_affinity {
+        // SAFETY: the set pin_to_current_cpu read, passed with its size.
         unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &old) };
     }
     result
