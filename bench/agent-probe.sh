@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 K=${1:-${CARGO_TARGET_DIR:-target}/release/kansoku}
 [ -x "$K" ] || cargo build --release -p kansoku-cli
 cargo build --release --quiet -p kansoku-agent
-command -v uftrace >/dev/null || { echo "uftrace is not installed (scripts/setup installs it)"; exit 1; }
+command -v uftrace >/dev/null || { echo "uftrace is not installed (scripts/setup --tests installs it)"; exit 1; }
 D=$(mktemp -d); trap 'rm -rf "$D"' EXIT
 cc -O2 -g -o "$D/st" bench/c/selftimed.c
 cc -O2 -g -fpatchable-function-entry=5 -o "$D/st.pfe" bench/c/selftimed.c

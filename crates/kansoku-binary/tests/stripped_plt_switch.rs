@@ -155,7 +155,7 @@ fn plt_stubs_are_named_as_objdump_names_them() {
 #[test]
 fn debians_stripped_gzip_is_split_by_its_fdes() {
     if !Path::new(GZIP).exists() {
-        eprintln!("SKIPPED: {GZIP} is not installed (scripts/setup installs gzip)");
+        kansoku_examples::skip(kansoku_examples::Missing::Installed { package: "gzip" }, format!("{GZIP} is not installed"));
         return;
     }
     let gzip = Program::open(GZIP).unwrap();
@@ -230,7 +230,7 @@ fn switch_table_loops_equal_those_of_the_compare_tree_build() {
 #[test]
 fn inflate_of_zlib_has_its_loops() {
     if !Path::new(LIBZ).exists() {
-        eprintln!("SKIPPED: {LIBZ} is not installed (scripts/setup installs zlib1g-dev)");
+        kansoku_examples::skip(kansoku_examples::Missing::Installed { package: "zlib1g-dev" }, format!("{LIBZ} is not installed"));
         return;
     }
     let libz = Program::open(LIBZ).unwrap();

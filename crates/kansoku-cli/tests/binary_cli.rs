@@ -52,7 +52,7 @@ fn a_stripped_programs_functions_start_where_its_symbols_did() {
 #[test]
 fn debians_gzip_is_listed_by_its_functions() {
     if !Path::new(GZIP).exists() {
-        eprintln!("SKIPPED: {GZIP} is not installed (scripts/setup installs gzip)");
+        skip(Missing::Installed { package: "gzip" }, format!("{GZIP} is not installed"));
         return;
     }
     let o = kansoku(&["inspect", GZIP]);
@@ -66,7 +66,7 @@ fn debians_gzip_is_listed_by_its_functions() {
 #[test]
 fn inspect_follows_the_switch_of_zlibs_inflate() {
     if !Path::new(LIBZ).exists() {
-        eprintln!("SKIPPED: {LIBZ} is not installed (scripts/setup installs zlib1g-dev)");
+        skip(Missing::Installed { package: "zlib1g-dev" }, format!("{LIBZ} is not installed"));
         return;
     }
     let o = kansoku(&["inspect", LIBZ, "--function", "inflate"]);

@@ -206,7 +206,7 @@ pub fn skip(missing: Missing, reason: impl std::fmt::Display) {
     };
     if let Missing::Installed { package } = missing {
         if std::env::var_os("KANSOKU_TEST_STRICT").is_some() {
-            panic!("{test}: {reason}; scripts/setup installs {package}, so the setup did not do its work");
+            panic!("{test}: {reason}; `scripts/setup --tests` (which scripts/test runs) installs {package}, so the setup did not do its work");
         }
     }
     eprintln!("skipped: {reason}");
