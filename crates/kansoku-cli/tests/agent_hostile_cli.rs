@@ -342,31 +342,30 @@ fn a_run_where_no_point_was_planted_is_an_error() {
     let libz = "/usr/lib/x86_64-linux-gnu/libz.so.1";
     let dir = hostile().parent().unwrap().to_path_buf();
     let report = dir.join("unplanted.json");
-    // the hostile program loads no libz: crc32 there is never planted
-    let o = Command::new(env!("CARGO_BIN_EXE_kansoku"))
-        .args(["monitor", "events", "--mechanism", "agent", "--json", "--probe", &format!("crc32@{libz}"), "-o"])
-        .arg(&report)
-        .arg("--")
-        .arg(hostile())
-        .args(["none", "0", "0", "0"])
-        .env("KANSOKU_AGENT", agent())
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let crc32 = format!("crc32@{libz}");
+    // `monitor events` by the agent with these probes on the hostile program, which makes
+    // 2,000 calls of `work` and loads no libz
+    let run = |probes: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_kansoku"))
+            .args(["monitor", "events", "--mechanism", "agent", "--json"])
+            .args(probes.iter().flat_map(|p| ["--probe", p]))
+            .arg("-o")
+            .arg(&report)
+            .arg("--")
+            .arg(hostile())
+            .args(["none", "0", "0", "0"])
+            .env("KANSOKU_AGENT", agent())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    // crc32 in libz is never planted
+    let o = run(&[&crc32]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(err.contains("no point was planted") && err.contains("its module is not loaded"), "{err}");
     // beside a point that is planted, the unplanted one is a note of the report
-    let o = Command::new(env!("CARGO_BIN_EXE_kansoku"))
-        .args(["monitor", "events", "--mechanism", "agent", "--json", "--probe", "work", "--probe", &format!("crc32@{libz}"), "-o"])
-        .arg(&report)
-        .arg("--")
-        .arg(hostile())
-        .args(["none", "0", "0", "0"])
-        .env("KANSOKU_AGENT", agent())
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let o = run(&["work", &crc32]);
     assert_eq!(o.status.code(), Some(7), "{}", String::from_utf8_lossy(&o.stderr));
     let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
     assert_eq!(calls(&v), 2000);
