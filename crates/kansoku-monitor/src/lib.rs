@@ -18,7 +18,13 @@
 //! * [`wave`] — the program waveform: code- and data-address series, their labelled
 //!   regions, and (the seed's proposed next step) autocorrelation and power spectrum with
 //!   the dominant period and the functions that repeat at it.
+//! * [`wave_report`] — a recorded waveform ([`wave_report::WaveOutcome`]) to the report
+//!   `kansoku wave` prints: periods in every unit known, recurring functions, regions.
+//! * [`pictures`] — the seed's pictures as SVG text: Kiviat graph, busy series, waveform,
+//!   autocorrelation.
 
 pub mod events;
 pub mod sampling;
 pub mod wave;
+pub mod wave_report;
+pub mod pictures;

@@ -38,8 +38,9 @@ use kansoku_core::ExitStatus;
 use kansoku_monitor::events::{Hit, OffCpu, Point, PointRole};
 
 use crate::perf::{PerfRecord, SampleSource, SamplingClock, Session, SessionOptions, UprobeSpec};
-use crate::spawn::{poll_child, resolve_program, spawn_traced, wait_retrying, ChildState, ExecGate, Progress};
-use crate::{interrupt, ProbeError, PTRACE_HINT};
+use crate::spawn::{poll_child, resolve_program, wait_retrying, ChildState, ExecGate, Progress};
+use crate::tracee::{ptrace_error as ptrace_err, Tracee};
+use crate::{interrupt, ProbeError};
 
 /// At most this many uprobes share one perf group (the kernel caps a group's read size at 16 KiB).
 pub const UPROBES_PER_SESSION: usize = 500;
@@ -531,10 +532,6 @@ fn run_uprobes(plan: Plan, args: &[String], progress: &mut dyn FnMut(Progress)) 
     Ok(EventOutcome { plan, mechanism: Mechanism::Uprobe, hits, measured_ns, exit, interrupted, lost, notes, off_cpu: switches.off_cpu(), clock_resolution_ns, broken: Vec::new() })
 }
 
-fn ptrace_err(operation: &'static str, pid: Pid) -> impl Fn(Errno) -> ProbeError {
-    move |errno| ProbeError::Ptrace { operation, pid: pid.as_raw(), errno, hint: if errno == Errno::EPERM { PTRACE_HINT } else { "" } }
-}
-
 pub(crate) fn monotonic_ns() -> u64 {
     let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: `t` is a timespec of ours that the call fills.
@@ -680,39 +677,29 @@ fn run_traps(plan: Plan, args: &[String], progress: &mut dyn FnMut(Progress)) ->
     result
 }
 
-/// Runs the stopped tracee to `address` with a temporary `int3` there, and leaves it stopped
-/// at `address` with the original byte back.
-pub(crate) fn run_to(pid: Pid, address: u64) -> Result<(), ProbeError> {
-    match crate::spawn::run_to_address(pid, address)? {
-        crate::spawn::RunTo::Reached => Ok(()),
-        crate::spawn::RunTo::Ended(_) => Err(ProbeError::Spawn { program: PathBuf::from(format!("process {pid}")), reason: "it ended before reaching its entry point".into() }),
-    }
-}
-
 fn run_traps_pinned(plan: Plan, args: &[String], progress: &mut dyn FnMut(Progress)) -> Result<EventOutcome, ProbeError> {
     let program = Program::open(&plan.program)?;
-    let pid = spawn_traced(&plan.program, args)?;
+    let mut tracee = Tracee::spawn(&plan.program, args, Options::PTRACE_O_TRACECLONE)?;
+    let pid = tracee.pid();
     let kill = |pid: Pid| {
         let _ = nix::sys::signal::kill(Pid::from_raw(-pid.as_raw()), Signal::SIGKILL);
     };
-    let opts = Options::PTRACE_O_TRACECLONE | Options::PTRACE_O_EXITKILL;
-    if let Err(e) = ptrace::setoptions(pid, opts) {
-        kill(pid);
-        return Err(ptrace_err("SETOPTIONS", pid)(e));
-    }
-    let mut modules = crate::procfs::ModuleReader::default().code_modules(pid.as_raw())?;
     let path = plan.program.to_string_lossy().into_owned();
     // Libraries are mapped by the dynamic linker after exec: run to the program's entry
     // point first, where they all are.
     if plan.points.iter().any(|p| p.module.is_some()) {
-        let entry = kansoku_binary::maps::runtime_address(&modules, &program, &path, program.entry)
-            .ok_or_else(|| ProbeError::MarkerNotMapped { marker: "the entry point".into(), program: plan.program.clone() })?;
-        if let Err(e) = run_to(pid, entry) {
-            kill(pid);
-            return Err(e);
+        match tracee.run_to_entry(&plan.program) {
+            Ok(crate::tracee::RunTo::Reached { .. }) => {}
+            Ok(crate::tracee::RunTo::Ended(_)) => {
+                return Err(ProbeError::Spawn { program: plan.program.clone(), reason: "it ended before reaching its entry point".into() })
+            }
+            Err(e) => {
+                tracee.kill();
+                return Err(e);
+            }
         }
-        modules = crate::procfs::ModuleReader::default().code_modules(pid.as_raw())?;
     }
+    let modules = crate::procfs::ModuleReader::default().code_modules(pid.as_raw())?;
     let mut libraries: Vec<(PathBuf, Program)> = Vec::new();
     // Plant: one int3 per distinct address.
     let mut traps: Vec<Trap> = Vec::new();

@@ -18,19 +18,17 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use nix::errno::Errno;
 use nix::sys::ptrace::{self, Options};
 use nix::sys::signal::Signal;
-use nix::sys::wait::{WaitPidFlag, WaitStatus};
+use nix::sys::wait::WaitStatus;
 use nix::unistd::Pid;
 
-use kansoku_binary::maps::runtime_address;
-use kansoku_binary::Program;
 use kansoku_core::{Event, ExitStatus, Module, RecordingWriter};
 
 use crate::procfs::ModuleReader;
-use crate::spawn::{resolve_program, spawn_traced, wait_retrying};
-use crate::{interrupt, ProbeError, PTRACE_HINT};
+use crate::spawn::resolve_program;
+use crate::tracee::{ptrace_error as ptrace_err, RunTo, Tracee};
+use crate::{interrupt, ProbeError};
 
 /// What executes the program while it is traced.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -117,15 +115,6 @@ impl TraceOutcome {
     }
 }
 
-fn ptrace_err(operation: &'static str, pid: Pid) -> impl Fn(Errno) -> ProbeError {
-    move |errno| ProbeError::Ptrace {
-        operation,
-        pid: pid.as_raw(),
-        errno,
-        hint: if errno == Errno::EPERM { PTRACE_HINT } else { "" },
-    }
-}
-
 /// Resolves the program path, for headers and messages, the way [`trace_exact`] will.
 pub fn resolve(program: &Path) -> Result<PathBuf, ProbeError> {
     resolve_program(program)
@@ -160,31 +149,23 @@ fn trace_ptrace<W: Write>(
         Some(spec) => Some(crate::marker::resolve(&program_path, spec)?),
         None => None,
     };
-    let pid = spawn_traced(&program_path, &options.args)?;
-    let opts = Options::PTRACE_O_TRACECLONE | Options::PTRACE_O_EXITKILL | Options::PTRACE_O_TRACEEXIT;
-    ptrace::setoptions(pid, opts).map_err(ptrace_err("SETOPTIONS", pid))?;
-
-    let mut tracer = Tracer::new(pid, program_path.clone(), options.max_instructions);
+    let opts = Options::PTRACE_O_TRACECLONE | Options::PTRACE_O_TRACEEXIT;
+    let tracee = Tracee::spawn(&program_path, &options.args, opts)?;
+    let mut tracer = Tracer::new(tracee, program_path.clone(), options.max_instructions);
     tracer.refresh_modules(out)?;
     let start = Instant::now();
 
     if let Some((site, file)) = &marker_site {
-        if site.in_library {
-            // the dynamic linker maps the libraries before the program's entry point runs
-            let program = Program::open(&program_path)?;
-            let entry = runtime_address(&tracer.modules, &program, &program_path.to_string_lossy(), program.entry)
-                .ok_or_else(|| ProbeError::MarkerNotMapped { marker: "the entry point".into(), program: program_path.clone() })?;
-            if !tracer.run_to(entry)? {
-                return Ok(tracer.outcome(StopReason::MarkerNeverHit, start));
-            }
-            tracer.refresh_modules(out)?;
+        if site.in_library && !tracer.run_to(Target::Entry(&program_path))? {
+            return Ok(tracer.outcome(StopReason::MarkerNeverHit, start));
         }
+        tracer.refresh_modules(out)?;
         let addr = site.runtime_address(&tracer.modules, file).ok_or_else(|| ProbeError::MarkerNotMapped {
             marker: options.marker.clone().unwrap_or_default(),
             program: program_path.clone(),
         })?;
         tracer.marker = Some(addr);
-        if !tracer.run_to(addr)? {
+        if !tracer.run_to(Target::Address(addr))? {
             return Ok(tracer.outcome(StopReason::MarkerNeverHit, start));
         }
     }
@@ -193,7 +174,15 @@ fn trace_ptrace<W: Write>(
     Ok(tracer.outcome(stop, start))
 }
 
+/// Where [`Tracer::run_to`] runs the program.
+enum Target<'a> {
+    /// The ELF entry point of this program (its libraries are mapped there).
+    Entry(&'a Path),
+    Address(u64),
+}
+
 struct Tracer {
+    tracee: Tracee,
     pid: Pid,
     program: PathBuf,
     modules: Vec<Module>,
@@ -205,19 +194,16 @@ struct Tracer {
     max_instructions: Option<u64>,
     instructions: u64,
     marker_hits: u64,
-    threads: Vec<Pid>,
-    /// Threads announced by a clone event whose first SIGSTOP is still to come.
-    fresh: Vec<Pid>,
-    /// Threads whose first SIGSTOP came before their clone event.
-    seen_early: Vec<Pid>,
     current_thread: Pid,
     signals: Vec<i32>,
     exit: ExitStatus,
 }
 
 impl Tracer {
-    fn new(pid: Pid, program: PathBuf, max_instructions: Option<u64>) -> Self {
+    fn new(tracee: Tracee, program: PathBuf, max_instructions: Option<u64>) -> Self {
+        let pid = tracee.pid();
         Tracer {
+            tracee,
             pid,
             program,
             modules: Vec::new(),
@@ -228,9 +214,6 @@ impl Tracer {
             max_instructions,
             instructions: 0,
             marker_hits: 0,
-            threads: vec![pid],
-            fresh: Vec::new(),
-            seen_early: Vec::new(),
             current_thread: pid,
             signals: Vec::new(),
             exit: ExitStatus::Detached,
@@ -242,10 +225,10 @@ impl Tracer {
             program: self.program.clone(),
             instructions: self.instructions,
             marker_hits: self.marker_hits,
-            threads: self.threads.len().max(1),
+            threads: self.tracee.threads().len().max(1),
             stop,
             exit: self.exit,
-            signals: self.signals.clone(),
+            signals: self.tracee.signals.iter().chain(&self.signals).copied().collect(),
             elapsed: start.elapsed(),
         }
     }
@@ -277,52 +260,22 @@ impl Tracer {
         Ok(())
     }
 
-    /// Runs at full speed to the first execution of `addr` (one-shot int3). Returns false
-    /// if the program ended first.
-    fn run_to(&mut self, addr: u64) -> Result<bool, ProbeError> {
-        let pid = self.pid;
-        let word = ptrace::read(pid, addr as ptrace::AddressType).map_err(ptrace_err("PEEKDATA", pid))?;
-        let patched = (word & !0xff) | 0xcc;
-        ptrace::write(pid, addr as ptrace::AddressType, patched).map_err(ptrace_err("POKEDATA", pid))?;
-        let mut resume = vec![(pid, None)];
-        loop {
-            for (tid, sig) in resume.drain(..) {
-                let _ = ptrace::cont(tid, sig);
+    /// Runs at full speed to the target (one-shot int3). Returns false if the program
+    /// ended first.
+    fn run_to(&mut self, target: Target) -> Result<bool, ProbeError> {
+        let reached = match target {
+            Target::Entry(program) => self.tracee.run_to_entry(program)?,
+            Target::Address(addr) => self.tracee.run_to(addr)?,
+        };
+        match reached {
+            // Other threads keep running until the step loop's first wait.
+            RunTo::Reached { tid } => {
+                self.current_thread = tid;
+                Ok(true)
             }
-            let status = wait_retrying(self.group(), Some(WaitPidFlag::__WALL)).map_err(|errno| ProbeError::Wait { pid: pid.as_raw(), errno })?;
-            match status {
-                WaitStatus::Stopped(tid, Signal::SIGTRAP) => {
-                    let mut regs = ptrace::getregs(tid).map_err(ptrace_err("GETREGS", tid))?;
-                    if regs.rip == addr + 1 {
-                        ptrace::write(pid, addr as ptrace::AddressType, word).map_err(ptrace_err("POKEDATA", pid))?;
-                        regs.rip = addr;
-                        ptrace::setregs(tid, regs).map_err(ptrace_err("SETREGS", tid))?;
-                        self.current_thread = tid;
-                        // Other threads keep running until the step loop's first wait.
-                        return Ok(true);
-                    }
-                    resume.push((tid, None));
-                }
-                WaitStatus::Stopped(tid, Signal::SIGSTOP) if self.is_new_thread(tid) => resume.push((tid, None)),
-                WaitStatus::Stopped(tid, sig) => {
-                    self.signals.push(sig as i32);
-                    resume.push((tid, Some(sig)));
-                }
-                WaitStatus::PtraceEvent(tid, _, event) => {
-                    if event == libc::PTRACE_EVENT_CLONE {
-                        self.note_clone(tid);
-                    }
-                    resume.push((tid, None));
-                }
-                WaitStatus::Exited(tid, code) if tid == pid => {
-                    self.exit = ExitStatus::Exited(code);
-                    return Ok(false);
-                }
-                WaitStatus::Signaled(tid, sig, _) if tid == pid => {
-                    self.exit = ExitStatus::Killed(sig as i32);
-                    return Ok(false);
-                }
-                _ => {}
+            RunTo::Ended(exit) => {
+                self.exit = exit;
+                Ok(false)
             }
         }
     }
@@ -373,12 +326,11 @@ impl Tracer {
                 self.instructions += 1;
                 ptrace::step(tid, sig).map_err(ptrace_err("SINGLESTEP", tid))?;
             }
-            let status = wait_retrying(self.group(), Some(WaitPidFlag::__WALL)).map_err(|errno| ProbeError::Wait { pid: pid.as_raw(), errno })?;
-            match status {
+            match self.tracee.wait()? {
                 WaitStatus::Stopped(tid, Signal::SIGTRAP) => next = Some((tid, None)),
                 // A new thread's first stop.
                 // A new thread's first stop (it may arrive before its parent's clone event).
-                WaitStatus::Stopped(tid, Signal::SIGSTOP) if self.is_new_thread(tid) => next = Some((tid, None)),
+                WaitStatus::Stopped(tid, Signal::SIGSTOP) if self.tracee.is_new_thread(tid) => next = Some((tid, None)),
                 WaitStatus::Stopped(tid, sig) => {
                     self.signals.push(sig as i32);
                     out.write(&Event::Signal { signal: sig as i32 })?;
@@ -388,7 +340,7 @@ impl Tracer {
                 }
                 WaitStatus::PtraceEvent(tid, _, event) => {
                     if event == libc::PTRACE_EVENT_CLONE {
-                        self.note_clone(tid);
+                        self.tracee.note_clone(tid);
                     }
                     // Not an instruction boundary worth recording twice: step on silently.
                     ptrace::step(tid, None).map_err(ptrace_err("SINGLESTEP", tid))?;
@@ -410,39 +362,6 @@ impl Tracer {
         }
     }
 
-    /// Waits on the tracee's process group only: a library must not reap other children
-    /// of its host process (tests run several tracers at once).
-    fn group(&self) -> Pid {
-        Pid::from_raw(-self.pid.as_raw())
-    }
-
-    /// Is this a thread whose initial SIGSTOP we have not seen yet? Registers it.
-    fn is_new_thread(&mut self, tid: Pid) -> bool {
-        if let Some(i) = self.fresh.iter().position(|&t| t == tid) {
-            self.fresh.swap_remove(i);
-            return true;
-        }
-        if !self.threads.contains(&tid) {
-            // Stop before the clone event: remember that its SIGSTOP is consumed.
-            self.threads.push(tid);
-            self.seen_early.push(tid);
-            return true;
-        }
-        false
-    }
-
-    fn note_clone(&mut self, parent: Pid) {
-        if let Ok(new) = ptrace::getevent(parent) {
-            let new = Pid::from_raw(new as i32);
-            if let Some(i) = self.seen_early.iter().position(|&t| t == new) {
-                self.seen_early.swap_remove(i);
-            } else {
-                self.threads.push(new);
-                self.fresh.push(new);
-            }
-        }
-    }
-
     /// Stops observing: detaches every thread (waiting for those still mid-step) and
     /// waits for the program to end on its own.
     fn detach_all(&mut self, stopped: Pid, reason: StopReason) -> Result<StopReason, ProbeError> {
@@ -451,36 +370,7 @@ impl Tracer {
             // reach it: end it, as the user asked to stop the run.
             let _ = nix::sys::signal::kill(self.pid, Signal::SIGKILL);
         }
-        let _ = ptrace::detach(stopped, None);
-        let mut attached: Vec<Pid> = self.threads.iter().copied().filter(|&t| t != stopped).collect();
-        let pid = self.pid;
-        loop {
-            let status = match wait_retrying(self.group(), Some(WaitPidFlag::__WALL)) {
-                Ok(s) => s,
-                Err(Errno::ECHILD) => break,
-                Err(errno) => return Err(ProbeError::Wait { pid: pid.as_raw(), errno }),
-            };
-            match status {
-                WaitStatus::Stopped(tid, sig) => {
-                    let deliver = (sig != Signal::SIGTRAP && sig != Signal::SIGSTOP).then_some(sig);
-                    let _ = ptrace::detach(tid, deliver);
-                    attached.retain(|&t| t != tid);
-                }
-                WaitStatus::PtraceEvent(tid, _, _) => {
-                    let _ = ptrace::detach(tid, None);
-                    attached.retain(|&t| t != tid);
-                }
-                WaitStatus::Exited(tid, code) if tid == pid => {
-                    self.exit = ExitStatus::Exited(code);
-                    break;
-                }
-                WaitStatus::Signaled(tid, sig, _) if tid == pid => {
-                    self.exit = ExitStatus::Killed(sig as i32);
-                    break;
-                }
-                _ => {}
-            }
-        }
+        self.exit = self.tracee.detach_all(stopped)?;
         Ok(reason)
     }
 }

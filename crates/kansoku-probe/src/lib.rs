@@ -12,6 +12,8 @@
 //! * [`valgrind`] — kansoku's Valgrind tool and Valgrind's Lackey, their streams through pipes (seed 003).
 //! * [`blocks`] — every block source of the path analysis (the tool, Lackey, an exact trace,
 //!   a file) run one way into a `kansoku_core::feed::BlockSink`.
+//! * [`tracee`] — one program under ptrace for every tracer: spawn, waits that survive
+//!   Ctrl-C, run to an address, threads, detach.
 //! * [`interrupt`] — Ctrl-C as a request to stop observing and keep what was recorded.
 //! * [`sysstat`] — `/proc/stat`, `/proc/diskstats`, a process's CPU time, threads and children (seed 001 sampling).
 //! * [`marker`] — marker functions by name: `F`, `F@LIB`, `F@plt` (issue 42).
@@ -31,6 +33,7 @@ pub mod events;
 pub mod marker;
 pub mod wave;
 pub mod spawn;
+pub mod tracee;
 pub mod valgrind;
 
 pub use exact::{trace_exact, Engine, ExactTraceOptions, StopReason, TraceOutcome};

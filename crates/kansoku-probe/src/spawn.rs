@@ -187,67 +187,6 @@ pub fn poll_child(pid: Pid, interrupted: &mut bool) -> Result<ChildState, ProbeE
     }
 }
 
-/// How [`run_to_address`] ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RunTo {
-    /// The tracee is stopped at the address, the original byte back.
-    Reached,
-    /// The tracee ended first (it may have ended by the Ctrl-C or SIGTERM passed on to it).
-    Ended(kansoku_core::ExitStatus),
-}
-
-/// Runs the stopped, single-threaded tracee `pid` at full speed to the first execution of
-/// `address` (a one-shot `int3`), and leaves it stopped there with the original byte
-/// back. Signals the tracee gets on the way are delivered to it. A wait interrupted by
-/// kansoku's own SIGINT/SIGTERM waits again (continuing a tracee that is not stopped fails
-/// with ESRCH); the first such request is passed on to the tracee, which leads a process
-/// group of its own and so never saw a terminal's Ctrl-C: it ends as it chooses.
-/// One implementation for the tracers that run to an entry point or a marker before
-/// their work starts (`wave --exact`, the trap mechanism of `monitor events`).
-pub fn run_to_address(pid: Pid, address: u64) -> Result<RunTo, ProbeError> {
-    use kansoku_core::ExitStatus;
-    use nix::sys::ptrace;
-    use nix::sys::signal::Signal;
-    let err = |operation: &'static str| move |errno: nix::errno::Errno| ProbeError::Ptrace { operation, pid: pid.as_raw(), errno, hint: if errno == nix::errno::Errno::EPERM { crate::PTRACE_HINT } else { "" } };
-    let at = address as ptrace::AddressType;
-    let word = ptrace::read(pid, at).map_err(err("PEEKDATA"))?;
-    ptrace::write(pid, at, (word & !0xff) | 0xcc).map_err(err("POKEDATA"))?;
-    let mut signal = None;
-    let mut passed_on = false;
-    loop {
-        ptrace::cont(pid, signal.take()).map_err(err("CONT"))?;
-        let status = loop {
-            match waitpid(pid, Some(nix::sys::wait::WaitPidFlag::__WALL)) {
-                Err(nix::errno::Errno::EINTR) => {
-                    if let (false, Some(s)) = (passed_on, crate::interrupt::received()) {
-                        passed_on = true;
-                        // SAFETY: kill with integer arguments.
-                        unsafe { libc::kill(pid.as_raw(), s) };
-                    }
-                }
-                other => break other,
-            }
-        };
-        match status {
-            Ok(WaitStatus::Stopped(_, Signal::SIGTRAP)) => {
-                let mut regs = ptrace::getregs(pid).map_err(err("GETREGS"))?;
-                if regs.rip == address + 1 {
-                    ptrace::write(pid, at, word).map_err(err("POKEDATA"))?;
-                    regs.rip = address;
-                    ptrace::setregs(pid, regs).map_err(err("SETREGS"))?;
-                    return Ok(RunTo::Reached);
-                }
-                signal = Some(Signal::SIGTRAP);
-            }
-            Ok(WaitStatus::Stopped(_, sig)) => signal = Some(sig),
-            Ok(WaitStatus::Exited(_, code)) => return Ok(RunTo::Ended(ExitStatus::Exited(code))),
-            Ok(WaitStatus::Signaled(_, sig, _)) => return Ok(RunTo::Ended(ExitStatus::Killed(sig as i32))),
-            Ok(_) => {}
-            Err(errno) => return Err(ProbeError::Wait { pid: pid.as_raw(), errno }),
-        }
-    }
-}
-
 /// `waitpid` that retries when a signal (the user's Ctrl-C) interrupts it: the caller's
 /// loop checks for the interruption itself and finishes the recording.
 pub fn wait_retrying(pid: Pid, flags: Option<nix::sys::wait::WaitPidFlag>) -> nix::Result<WaitStatus> {

@@ -365,3 +365,79 @@ impl Monitor {
 fn short_path(p: &str) -> &str {
     p.rsplit('/').next().unwrap_or(p)
 }
+
+/// What a monitored run watches and for how long.
+pub struct Watch {
+    /// Time between observations.
+    pub interval: std::time::Duration,
+    /// The program kansoku started (it is waited for and its exit status kept).
+    pub child: Option<nix::unistd::Pid>,
+    /// End after this many seconds.
+    pub duration: Option<f64>,
+}
+
+/// Why a monitored run ended.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RunEnd {
+    /// The program kansoku started ended so.
+    ProgramEnded(kansoku_core::ExitStatus),
+    /// The observed process (not a child of kansoku's) is gone, this many seconds in.
+    TargetGone { pid: i32, after_s: f64 },
+    /// Ctrl-C or SIGTERM; the program kansoku started got the request and ended so.
+    Interrupted(Option<kansoku_core::ExitStatus>),
+    /// The requested duration elapsed.
+    DurationElapsed(f64),
+}
+
+/// Observes every `interval` until the program ends, the target is gone, the user asks
+/// to stop, or the duration elapses; `stopped` is told each time the program is stopped
+/// by a signal (once per stop). The observations, the first taken at once, and why it ended.
+pub fn observe_run(
+    monitor: &mut Monitor,
+    watch: &Watch,
+    stopped: &mut dyn FnMut(i32),
+) -> Result<(Vec<kansoku_monitor::sampling::Observation>, RunEnd), ProbeError> {
+    use kansoku_core::ExitStatus;
+    use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+    let start = std::time::Instant::now();
+    let mut observations = vec![monitor.observe()?];
+    let mut next = start + watch.interval;
+    let end = loop {
+        let now = std::time::Instant::now();
+        if next > now {
+            std::thread::sleep(next - now);
+        }
+        next += watch.interval;
+        let o = monitor.observe()?;
+        let gone = monitor.target.is_some() && o.target.is_none();
+        observations.push(o);
+        if let Some(c) = watch.child {
+            // errors (ECHILD after the child was reaped elsewhere) leave the /proc check to tell
+            match waitpid(c, Some(WaitPidFlag::WNOHANG | WaitPidFlag::WUNTRACED)) {
+                // said once per stop: waitpid reports a stop once
+                Ok(WaitStatus::Stopped(_, sig)) => stopped(sig as i32),
+                Ok(WaitStatus::Exited(_, code)) => break RunEnd::ProgramEnded(ExitStatus::Exited(code)),
+                Ok(WaitStatus::Signaled(_, sig, _)) => break RunEnd::ProgramEnded(ExitStatus::Killed(sig as i32)),
+                _ => {}
+            }
+        }
+        if gone {
+            break RunEnd::TargetGone { pid: monitor.target.unwrap_or_default(), after_s: start.elapsed().as_secs_f64() };
+        }
+        if crate::interrupt::requested() {
+            let Some(c) = watch.child else { break RunEnd::Interrupted(None) };
+            // the program gets the request and ends as it chooses; kansoku ends as it did
+            crate::interrupt::forward(c.as_raw());
+            let exit = match crate::spawn::wait_retrying(c, None) {
+                Ok(WaitStatus::Exited(_, code)) => Some(ExitStatus::Exited(code)),
+                Ok(WaitStatus::Signaled(_, sig, _)) => Some(ExitStatus::Killed(sig as i32)),
+                _ => None,
+            };
+            break RunEnd::Interrupted(exit);
+        }
+        if let Some(d) = watch.duration.filter(|&d| start.elapsed().as_secs_f64() >= d) {
+            break RunEnd::DurationElapsed(d);
+        }
+    };
+    Ok((observations, end))
+}

@@ -25,17 +25,17 @@ use iced_x86::{InstructionInfoFactory, Register};
 use nix::errno::Errno;
 use nix::sys::ptrace::{self, Options};
 use nix::sys::signal::Signal;
-use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
-use nix::unistd::Pid;
+use nix::sys::wait::{waitpid, WaitStatus};
 
 use kansoku_binary::maps::Mapping;
-use kansoku_binary::{Program, Symbolizer};
+use kansoku_binary::Symbolizer;
 use kansoku_core::{ExitStatus, Module};
 use kansoku_monitor::wave::WavePoint;
 
 use crate::perf::{self, PerfRecord, SampleSource, SamplingClock, Session, SessionOptions, X86_REGS_ALL};
-use crate::spawn::{poll_child, resolve_program, spawn_traced, ChildState, ExecGate};
-use crate::{interrupt, ProbeError, PTRACE_HINT};
+use crate::spawn::{poll_child, resolve_program, ChildState, ExecGate};
+use crate::tracee::{RunTo, Tracee};
+use crate::{interrupt, ProbeError};
 
 /// How the waveform is observed.
 #[derive(Clone, Debug)]
@@ -57,22 +57,7 @@ pub struct WaveOptions {
     pub engine: crate::Engine,
 }
 
-/// What came out: points in order, the code modules and the last memory map seen.
-#[derive(Clone, Debug)]
-pub struct WaveOutcome {
-    pub program: PathBuf,
-    pub points: Vec<WavePoint>,
-    /// Function name per point (symbolised code address), `None` when unknown.
-    pub functions: Vec<Option<String>>,
-    pub modules: Vec<Module>,
-    pub maps: Vec<Mapping>,
-    pub exit: Option<ExitStatus>,
-    pub interrupted: bool,
-    pub lost: u64,
-    /// Points whose instruction could not be read or decoded (no data addresses for them).
-    pub undecoded: u64,
-    pub clock: String,
-}
+pub use kansoku_monitor::wave_report::WaveOutcome;
 
 /// Turns sampled instructions into data addresses: decodes through the symbolizer's
 /// programs (cached per address) and evaluates memory operands with the given registers.
@@ -375,48 +360,37 @@ fn sampled(program: &std::path::Path, args: &[String], clock: SamplingClock, pro
     })
 }
 
-fn ptrace_err(operation: &'static str, pid: Pid) -> impl Fn(Errno) -> ProbeError {
-    move |errno| ProbeError::Ptrace { operation, pid: pid.as_raw(), errno, hint: if errno == Errno::EPERM { PTRACE_HINT } else { "" } }
-}
-
 fn exact(program_path: &std::path::Path, args: &[String], marker: &str, max: u64, progress: &mut dyn FnMut(u64)) -> Result<WaveOutcome, ProbeError> {
     // `F`, `F@LIB` or `F@plt` (crate::marker)
     let (site, file) = crate::marker::resolve(program_path, marker)?;
-    let pid = spawn_traced(program_path, args)?;
-    let group = Pid::from_raw(-pid.as_raw());
-    let finish = |pid: Pid| {
-        let _ = nix::sys::signal::kill(Pid::from_raw(-pid.as_raw()), Signal::SIGKILL);
-        while let Ok(s) = waitpid(Pid::from_raw(-pid.as_raw()), Some(WaitPidFlag::__WALL)) {
-            if matches!(s, WaitStatus::Exited(p, _) | WaitStatus::Signaled(p, _, _) if p == pid) {
-                break;
+    let mut tracee = Tracee::spawn(program_path, args, Options::empty())?;
+    let pid = tracee.pid();
+    // Run to the marker (one-shot int3), through the entry point when it is in a library
+    // (mapped by then); a Ctrl-C on the way is passed on to the program
+    let reached = (|| {
+        if site.in_library {
+            if let RunTo::Ended(exit) = tracee.run_to_entry(program_path)? {
+                return Ok((RunTo::Ended(exit), Vec::new()));
             }
         }
-    };
-    if let Err(e) = ptrace::setoptions(pid, Options::PTRACE_O_EXITKILL) {
-        finish(pid);
-        return Err(ptrace_err("SETOPTIONS", pid)(e));
-    }
-    let mut modules = crate::procfs::ModuleReader::default().code_modules(pid.as_raw())?;
-    if site.in_library {
-        // the dynamic linker maps the libraries before the program's entry point runs
-        let program = Program::open(program_path)?;
-        let entry = kansoku_binary::maps::runtime_address(&modules, &program, &program_path.to_string_lossy(), program.entry)
-            .ok_or_else(|| ProbeError::MarkerNotMapped { marker: "the entry point".into(), program: program_path.to_path_buf() });
-        if let Err(e) = entry.and_then(|entry| crate::events::run_to(pid, entry)) {
-            finish(pid);
+        let modules = crate::procfs::ModuleReader::default().code_modules(pid.as_raw())?;
+        let addr = site
+            .runtime_address(&modules, &file)
+            .ok_or_else(|| ProbeError::MarkerNotMapped { marker: marker.into(), program: program_path.to_path_buf() })?;
+        Ok((tracee.run_to(addr)?, modules))
+    })();
+    let modules = match reached {
+        Ok((RunTo::Reached { .. }, modules)) => modules,
+        Ok((RunTo::Ended(exit), modules)) => {
+            let mut outcome = empty_outcome(program_path, modules, Some(exit));
+            outcome.interrupted = interrupt::requested();
+            return Ok(outcome);
+        }
+        Err(e) => {
+            tracee.kill();
             return Err(e);
         }
-        modules = crate::procfs::ModuleReader::default().code_modules(pid.as_raw())?;
-    }
-    let addr = site
-        .runtime_address(&modules, &file)
-        .ok_or_else(|| ProbeError::MarkerNotMapped { marker: marker.into(), program: program_path.to_path_buf() })?;
-    // Run to the marker (one-shot int3); a Ctrl-C before it is passed on to the program
-    if let crate::spawn::RunTo::Ended(exit) = crate::spawn::run_to_address(pid, addr)? {
-        let mut outcome = empty_outcome(program_path, modules, Some(exit));
-        outcome.interrupted = interrupt::requested();
-        return Ok(outcome);
-    }
+    };
     let mut data = DataAddresses::new(&modules);
     let mut points = Vec::new();
     let mut functions = Vec::new();
@@ -430,7 +404,7 @@ fn exact(program_path: &std::path::Path, args: &[String], marker: &str, max: u64
             interrupted = true;
             break;
         }
-        let regs = ptrace::getregs(pid).map_err(ptrace_err("GETREGS", pid))?;
+        let regs = ptrace::getregs(pid).map_err(tracee.error("GETREGS", pid))?;
         let addrs = data.addresses(regs.rip, &|r| ptrace_reg(&regs, r));
         if addrs.is_none() {
             undecoded += 1;
@@ -448,7 +422,7 @@ fn exact(program_path: &std::path::Path, args: &[String], marker: &str, max: u64
                 maps = m;
             }
         }
-        ptrace::step(pid, None).map_err(ptrace_err("SINGLESTEP", pid))?;
+        ptrace::step(pid, None).map_err(tracee.error("SINGLESTEP", pid))?;
         match waitpid(pid, None) {
             Ok(WaitStatus::Stopped(_, Signal::SIGTRAP)) => {}
             Ok(WaitStatus::Stopped(_, s)) => {
@@ -472,9 +446,8 @@ fn exact(program_path: &std::path::Path, args: &[String], marker: &str, max: u64
         if let Ok(m) = crate::procfs::read_maps(pid.as_raw()) {
             maps = m;
         }
-        finish(pid);
+        tracee.kill();
     }
-    let _ = group;
     Ok(WaveOutcome {
         program: program_path.to_path_buf(),
         points,

@@ -3,10 +3,9 @@
 //! pictures `kansoku-plot`'s; this module runs the loop, prints and saves.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use serde::Serialize;
 
 use kansoku_export::Format;
@@ -14,7 +13,7 @@ use kansoku_monitor::events::{analyse_on_cpu, calibrate, calibration_differences
 use kansoku_monitor::sampling::{summarise, Observation, Summary, SummaryOptions};
 use kansoku_probe::events::{record_events, Calibrate, EventOptions, Mechanism};
 use kansoku_probe::spawn::{resolve_program, ExecGate, Progress};
-use kansoku_probe::sysstat::{Monitor, TargetStart};
+use kansoku_probe::sysstat::{observe_run, Monitor, RunEnd, TargetStart, Watch};
 
 use crate::output::{report, reportln, print_json, Table};
 
@@ -188,54 +187,30 @@ fn measure_sampling(args: SamplingArgs, print: bool) -> Result<MonitorReport> {
     if args.duration.is_none() && target.is_none() {
         eprintln!("kansoku monitor: observing the system until Ctrl-C (or use --duration S)");
     }
-    let start = Instant::now();
-    let mut observations: Vec<Observation> = vec![monitor.observe()?];
-    let mut next = start + interval;
-    let ended = loop {
-        let now = Instant::now();
-        if next > now {
-            std::thread::sleep(next - now);
-        }
-        next += interval;
-        let o = monitor.observe()?;
-        let gone = target.is_some() && o.target.is_none();
-        observations.push(o);
-        if let Some(c) = child {
-            match waitpid(c, Some(WaitPidFlag::WNOHANG | WaitPidFlag::WUNTRACED)) {
-                // said once per stop: waitpid reports a stop once
-                Ok(WaitStatus::Stopped(_, sig)) => eprintln!("kansoku: the program is stopped by {}; it runs on when it gets SIGCONT (or press Ctrl-C to end)", crate::output::signal_name(sig as i32)),
-                Ok(WaitStatus::Exited(_, code)) => {
-                    crate::output::exit_as(kansoku_core::ExitStatus::Exited(code));
-                    break format!("the program exited with status {code}");
-                }
-                Ok(WaitStatus::Signaled(_, sig, _)) => {
-                    crate::output::exit_as(kansoku_core::ExitStatus::Killed(sig as i32));
-                    break format!("the program was killed by {sig}");
-                }
-                _ => {}
+    let watch = Watch { interval, child, duration: args.duration };
+    let said_stopped = &mut |sig| eprintln!("kansoku: the program is stopped by {}; it runs on when it gets SIGCONT (or press Ctrl-C to end)", crate::output::signal_name(sig));
+    let (observations, end) = observe_run(&mut monitor, &watch, said_stopped)?;
+    let ended = match end {
+        RunEnd::ProgramEnded(exit) => {
+            crate::output::exit_as(exit);
+            match exit {
+                kansoku_core::ExitStatus::Killed(sig) => format!("the program was killed by {}", crate::output::signal_name(sig)),
+                kansoku_core::ExitStatus::Exited(code) => format!("the program exited with status {code}"),
+                kansoku_core::ExitStatus::Detached => "the program was detached".into(),
             }
         }
-        if gone {
-            let pid = target.unwrap_or_default();
-            let msg = format!("process {pid} exited after {:.2} s; reporting the {} observations taken so far", start.elapsed().as_secs_f64(), observations.len());
+        RunEnd::TargetGone { pid, after_s } => {
+            let msg = format!("process {pid} exited after {after_s:.2} s; reporting the {} observations taken so far", observations.len());
             eprintln!("kansoku: {msg}");
-            break msg;
+            msg
         }
-        if kansoku_probe::interrupt::requested() {
-            if let Some(c) = child {
-                // the program gets the request and ends as it chooses; kansoku ends as it did
-                kansoku_probe::interrupt::forward(c.as_raw());
-                match kansoku_probe::spawn::wait_retrying(c, None) {
-                    Ok(WaitStatus::Exited(_, code)) => crate::output::exit_as(kansoku_core::ExitStatus::Exited(code)),
-                    Ok(WaitStatus::Signaled(_, sig, _)) => crate::output::exit_as(kansoku_core::ExitStatus::Killed(sig as i32)),
-                    _ => {}
-                }
+        RunEnd::Interrupted(exit) => {
+            if let Some(exit) = exit {
+                crate::output::exit_as(exit);
             }
-            break "interrupted (Ctrl-C); everything observed so far is reported".into();
+            "interrupted (Ctrl-C); everything observed so far is reported".into()
         }
-        if args.duration.is_some_and(|d| start.elapsed().as_secs_f64() >= d) {
-            break format!("{} s elapsed", args.duration.unwrap_or_default());
-        }
+        RunEnd::DurationElapsed(d) => format!("{d} s elapsed"),
     };
     if monitor.lost_samples > 0 {
         warnings.push(format!("{} function samples were lost (buffer full)", monitor.lost_samples));
@@ -294,34 +269,8 @@ fn write_sampling_timeline(args: &SamplingArgs, r: &MonitorReport, out: impl std
 
 fn save_sampling(dir: &Path, report: &MonitorReport, observations: &[Observation]) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let s = &report.summary;
-    let kiviat = kansoku_plot::kiviat(&format!("Eight items over {:.1} s (seed 001 figure 4)", s.measured_s), &s.eight.labelled());
-    write(&dir.join("kiviat.svg"), &kiviat)?;
-    let col = |f: &dyn Fn(&kansoku_monitor::sampling::IntervalFigures) -> f64| s.series.iter().map(|x| (x.t_s, f(x))).collect::<Vec<_>>();
-    let cpu = col(&|x| x.cpu_active);
-    let user = col(&|x| x.user_state);
-    let kernel = col(&|x| x.kernel_state);
-    let iowait = col(&|x| x.iowait);
-    let io = col(&|x| x.io_busy);
-    let mut series = vec![
-        kansoku_plot::Series { name: "CPU active", points: &cpu },
-        kansoku_plot::Series { name: "user", points: &user },
-        kansoku_plot::Series { name: "kernel", points: &kernel },
-        kansoku_plot::Series { name: "iowait", points: &iowait },
-        kansoku_plot::Series { name: "I-O busy (max device)", points: &io },
-    ];
-    let per_device: Vec<(String, Vec<(f64, f64)>)> = s
-        .devices
-        .iter()
-        .enumerate()
-        .filter(|(_, d)| d.ios > 0)
-        .map(|(k, d)| (format!("{} busy", d.name), s.series.iter().map(|x| (x.t_s, x.devices.get(k).copied().unwrap_or(0.0))).collect()))
-        .collect();
-    for (name, pts) in &per_device {
-        series.push(kansoku_plot::Series { name, points: pts });
-    }
-    let ts = kansoku_plot::time_series("CPU and device busy per interval", "seconds", "percent", &series, Some((0.0, 100.0)));
-    write(&dir.join("timeseries.svg"), &ts)?;
+    write(&dir.join("kiviat.svg"), &kansoku_monitor::pictures::kiviat(&report.summary))?;
+    write(&dir.join("timeseries.svg"), &kansoku_monitor::pictures::busy_series(&report.summary))?;
     write(&dir.join("summary.json"), &serde_json::to_string_pretty(report)?)?;
     write(&dir.join("observations.json"), &serde_json::to_string(observations)?)?;
     Ok(())

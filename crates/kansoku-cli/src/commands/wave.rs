@@ -2,14 +2,11 @@
 //! instruction number), labelled by function / section / heap / stack — with the
 //! autocorrelation, spectrum and dominant period the seed proposed as its next step.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use serde::Serialize;
-
-use kansoku_binary::Symbolizer;
-use kansoku_monitor::wave::{analyse_signals, region_of, repeating_functions, Recurrence, Region, RegionKind, SignalAnalysis};
+use kansoku_monitor::wave::SignalAnalysis;
+use kansoku_monitor::wave_report::{analyse, WaveReport};
 use kansoku_probe::wave::{record_wave, WaveMode, WaveOptions, WaveOutcome};
 
 use crate::output::{report, reportln, hex, print_json, Table};
@@ -50,37 +47,6 @@ pub struct Args {
     pub export: Vec<crate::exports::Export>,
     #[arg(last = true, required = true)]
     pub program: Vec<String>,
-}
-
-/// The dominant period of one signal in every unit that is known.
-#[derive(Serialize)]
-pub struct PeriodReport {
-    pub samples: f64,
-    pub seconds: Option<f64>,
-    pub instructions: Option<f64>,
-    pub autocorrelation: f64,
-    pub spectrum_peak_samples: Option<f64>,
-}
-
-#[derive(Serialize)]
-pub struct WaveReport {
-    pub program: String,
-    pub clock: String,
-    pub points: usize,
-    pub points_with_data: usize,
-    pub undecoded: u64,
-    pub lost: u64,
-    pub interrupted: bool,
-    /// Mean time between points, ns (sampled modes).
-    pub mean_interval_ns: Option<f64>,
-    pub code_period: Option<PeriodReport>,
-    pub data_period: Option<PeriodReport>,
-    /// Why the code signal has no period, when a candidate was not supported by the data.
-    pub code_no_period: Option<String>,
-    pub data_no_period: Option<String>,
-    /// Functions by share, and how often each recurs one code period later.
-    pub functions: Vec<Recurrence>,
-    pub regions: Vec<Region>,
 }
 
 pub fn run(args: Args) -> Result<()> {
@@ -153,175 +119,17 @@ fn acf_path(svg: &Path) -> PathBuf {
     svg.with_file_name(format!("{stem}-acf.svg"))
 }
 
-/// Labelled regions: the functions seen, and data regions (program sections, heap,
-/// stack, other mappings) with the extent of the addresses observed in them.
-fn regions(o: &WaveOutcome) -> Vec<Region> {
-    let mut out: Vec<Region> = Vec::new();
-    let mut sym = Symbolizer::new(&o.modules);
-    let mut seen = std::collections::HashSet::new();
-    for p in &o.points {
-        if let Some(r) = sym.resolve(p.code) {
-            if let Some(f) = r.function {
-                let start = p.code.wrapping_sub(r.link_address.wrapping_sub(f.address));
-                if seen.insert(start) {
-                    out.push(Region { label: f.name.clone(), low: start, high: start + f.size.max(1), kind: RegionKind::Function });
-                }
-            }
-        }
-    }
-    let program = kansoku_binary::Program::open(&o.program).ok();
-    let path = o.program.to_string_lossy();
-    let mut extents: BTreeMap<(String, u8), (u64, u64)> = BTreeMap::new();
-    for p in &o.points {
-        for &a in &p.data {
-            let Some(m) = o.maps.iter().find(|m| a >= m.start && a < m.end) else { continue };
-            let (label, kind) = if m.path == "[heap]" {
-                ("heap".to_string(), 2)
-            } else if m.path.starts_with("[stack") {
-                ("stack".to_string(), 3)
-            } else if m.path == path {
-                let section = program.as_ref().and_then(|pr| pr.vaddr_of_file_offset(a - m.start + m.file_offset).and_then(|v| pr.section_name(v).map(str::to_string)));
-                (format!("{} {}", short(&m.path), section.unwrap_or_else(|| m.perms.clone())), 1)
-            } else if m.path.is_empty() {
-                // one region per mapping: under Valgrind the heap and the stack are both
-                // anonymous, and one extent over both would span the address space
-                (format!("anonymous {:#x}", m.start), 5)
-            } else {
-                (format!("{} {}", short(&m.path), m.perms), 4)
-            };
-            let e = extents.entry((label, kind)).or_insert((a, a + 8));
-            e.0 = e.0.min(a);
-            e.1 = e.1.max(a + 8);
-        }
-    }
-    for ((label, kind), (low, high)) in extents {
-        let kind = match kind {
-            1 => RegionKind::Section,
-            2 => RegionKind::Heap,
-            3 => RegionKind::Stack,
-            4 => RegionKind::Library,
-            _ => RegionKind::Other,
-        };
-        out.push(Region { label, low, high, kind });
-    }
-    out.sort_by_key(|r| r.low);
-    out
-}
-
-fn short(p: &str) -> &str {
-    p.rsplit('/').next().unwrap_or(p)
-}
-
-/// The code signal and a sample-and-hold data signal (the last data address seen).
-/// `cpu_period_ns`: with cpu-clock sampling, a point is taken every that many ns of the
-/// program's CPU time, so a period in points is that many CPU seconds; the wall-clock gap
-/// between points would count time the program spent off the CPU.
-pub fn analyse(o: &WaveOutcome, exact: bool, cpu_period_ns: Option<u64>) -> (WaveReport, SignalAnalysis, SignalAnalysis) {
-    let code: Vec<f64> = o.points.iter().map(|p| p.code as f64).collect();
-    let mut last = None;
-    let data: Vec<f64> = o
-        .points
-        .iter()
-        .filter_map(|p| {
-            if let Some(&a) = p.data.first() {
-                last = Some(a as f64);
-            }
-            last
-        })
-        .collect();
-    let [ca, da]: [SignalAnalysis; 2] = analyse_signals(&[&code, &data], 2).try_into().expect("two analyses");
-    let n = o.points.len();
-    let mean_interval_ns = (!exact && n > 1).then(|| (o.points[n - 1].time_ns - o.points[0].time_ns) as f64 / (n - 1) as f64);
-    let per_point_instructions = match (o.points.first().and_then(|p| p.instructions), o.points.last().and_then(|p| p.instructions)) {
-        (Some(a), Some(b)) if n > 1 => Some((b - a) as f64 / (n - 1) as f64),
-        _ => None,
-    };
-    let period = |a: &SignalAnalysis| {
-        a.period.as_ref().map(|p| PeriodReport {
-            samples: p.samples,
-            seconds: cpu_period_ns.map(|dt| p.samples * dt as f64 / 1e9).or(mean_interval_ns.map(|dt| p.samples * dt / 1e9)),
-            instructions: per_point_instructions.map(|k| p.samples * k),
-            autocorrelation: p.autocorrelation,
-            spectrum_peak_samples: a.spectrum_peak_period_samples,
-        })
-    };
-    let mut names: Vec<String> = Vec::new();
-    let labels: Vec<Option<usize>> = o
-        .functions
-        .iter()
-        .map(|f| {
-            f.as_ref().map(|f| match names.iter().position(|n| n == f) {
-                Some(i) => i,
-                None => {
-                    names.push(f.clone());
-                    names.len() - 1
-                }
-            })
-        })
-        .collect();
-    let p = ca.period.as_ref().map_or(0, |p| p.samples.round() as usize);
-    let functions = repeating_functions(&labels, &names, p);
-    let report = WaveReport {
-        program: o.program.display().to_string(),
-        clock: o.clock.clone(),
-        points: n,
-        points_with_data: o.points.iter().filter(|p| !p.data.is_empty()).count(),
-        undecoded: o.undecoded,
-        lost: o.lost,
-        interrupted: o.interrupted,
-        mean_interval_ns,
-        code_period: period(&ca),
-        data_period: period(&da),
-        code_no_period: ca.no_period.clone(),
-        data_no_period: da.no_period.clone(),
-        functions,
-        regions: regions(o),
-    };
-    (report, ca, da)
-}
-
 fn save_svgs(svg: &Path, o: &WaveOutcome, r: &WaveReport, ca: &SignalAnalysis, da: &SignalAnalysis, exact: bool) -> Result<()> {
     if let Some(d) = svg.parent() {
         if !d.as_os_str().is_empty() {
             std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
         }
     }
-    // The whole run, evenly thinned to at most 4000 points: a picture of millions of dots
-    // says less, and the first 4000 alone hide every later phase.
-    let stride = o.points.len().div_ceil(4000).max(1);
-    let shown: Vec<usize> = (0..o.points.len()).step_by(stride).collect();
-    let x = |i: usize| if exact { i as f64 } else { o.points[i].time_ns as f64 / 1e6 };
-    let code: Vec<(f64, f64)> = shown.iter().map(|&i| (x(i), o.points[i].code as f64)).collect();
-    let data: Vec<(f64, f64)> = shown.iter().flat_map(|&i| o.points[i].data.iter().map(move |&a| (x(i), a as f64))).collect();
-    let bands: Vec<kansoku_plot::Band> = r.regions.iter().map(|g| kansoku_plot::Band { label: g.label.clone(), low: g.low as f64, high: g.high as f64 }).collect();
-    let period = r.code_period.as_ref().map_or("no period".to_string(), |p| format!("code period {:.2} samples", p.samples));
-    let title = format!("Program waveform of {}: {period}", short(&r.program));
-    let x_label = format!("{} — {}", if exact { "instruction number" } else { "time (ms)" }, o.clock);
-    let pic = kansoku_plot::waveform(
-        &title,
-        &x_label,
-        &[kansoku_plot::PointClass { name: "code", points: &code }, kansoku_plot::PointClass { name: "data", points: &data }],
-        &bands,
-    );
-    std::fs::write(svg, pic).with_context(|| format!("writing {}", svg.display()))?;
-    // Eight periods, or without one the first 100,000 lags; thinned to at most 4000 points
-    // (the autocorrelation of 10 M points drawn lag by lag made a 41 MB picture).
-    let lags = |a: &SignalAnalysis| {
-        let max = a.period.as_ref().map_or(100_000, |p| ((p.samples * 8.0) as usize).max(16)).min(a.autocorrelation.len());
-        let stride = max.div_ceil(4000).max(1);
-        a.autocorrelation[..max].iter().enumerate().step_by(stride).map(|(l, v)| (l as f64, *v)).collect::<Vec<_>>()
-    };
-    let (c, d) = (lags(ca), lags(da));
-    let acf = kansoku_plot::time_series(
-        "Autocorrelation of the address signals",
-        "lag (samples)",
-        "autocorrelation",
-        &[kansoku_plot::Series { name: "code", points: &c }, kansoku_plot::Series { name: "data", points: &d }],
-        Some((-1.0, 1.0)),
-    );
+    let pictures = kansoku_monitor::pictures::waveform(o, r, exact);
+    std::fs::write(svg, pictures).with_context(|| format!("writing {}", svg.display()))?;
+    let acf = kansoku_monitor::pictures::autocorrelation(ca, da);
     let p = acf_path(svg);
     std::fs::write(&p, acf).with_context(|| format!("writing {}", p.display()))?;
-    let _ = region_of;
     Ok(())
 }
 
