@@ -318,12 +318,143 @@ extern "C" fn init() {
 /// A loaded module as the dynamic linker sees it.
 struct Module {
     path: String,
+    /// The name the dynamic linker gave it (with `base`, what tells one load from another).
+    listed: String,
     base: u64,
     /// Its executable segments' extent: what the branch-target sweep reads.
     code_start: u64,
     code_end: u64,
     /// The sweep's result, made on the module's first probe.
     targets: Option<Vec<u64>>,
+}
+
+/// One function of the plan.
+struct Probe {
+    entry: u32,
+    exit: Option<u32>,
+    module: Option<String>,
+    vaddr: u64,
+    size: u64,
+    ifunc: bool,
+    name: String,
+    /// The base of the module it was planted in: a module unloaded and loaded again is
+    /// planted again.
+    planted_in: Option<u64>,
+}
+
+/// What planting needs, kept after the initialiser for the modules the program loads
+/// later (`dlopen`, an interpreter's extension modules): the dynamic linker's notification
+/// ([`hook_loader`]) plants their points before anything of theirs runs.
+struct Planter {
+    tables: *mut Tables,
+    control: *const Control,
+    first: bool,
+    probes: Vec<Probe>,
+    modules: Vec<Module>,
+    pools: patch::Pools,
+    /// (address, entry, exit) of every patched function.
+    planted: Vec<(u64, u32, Option<u32>)>,
+    /// The dynamic linker's counts of loads and unloads at the last look.
+    seen: (u64, u64),
+}
+
+// SAFETY: the pointers are the leaked tables and the shared mapping, which live as long as
+// the process; the Planter is only reached through PLANTER's lock.
+unsafe impl Send for Planter {}
+
+static PLANTER: std::sync::Mutex<Option<Planter>> = std::sync::Mutex::new(None);
+
+impl Planter {
+    /// Plants every probe not planted yet whose module is one of `fresh` (indices into
+    /// `modules`). At start the first agent says which modules are not loaded; later, a
+    /// point's state is written only while it still reads "not loaded" (the first agent's
+    /// word stands otherwise).
+    unsafe fn plant_in(&mut self, fresh: &[usize], at_start: bool) {
+        let control = self.control;
+        for k in 0..self.probes.len() {
+            let p = &self.probes[k];
+            if p.planted_in.is_some() {
+                continue;
+            }
+            let Some(i) = fresh.iter().copied().find(|&i| Some(&self.modules[i].path) == p.module.as_ref()) else {
+                if at_start && self.first {
+                    set_state(control, p.entry, POINT_REFUSED, REFUSE_NOT_LOADED, 0, 0);
+                }
+                continue;
+            };
+            // a later image (after exec: `sh -c PROG`) or a later load planted what the
+            // first image did not load: said, so the report does not call it unprobed
+            let say = (at_start && self.first) || not_loaded_by_first(control, p.entry);
+            let m = &mut self.modules[i];
+            let (address, size) = match resolve(m, p.vaddr, p.size, p.ifunc && at_start, &p.name) {
+                Some(a) => a,
+                None => {
+                    if say {
+                        let reason = if at_start { REFUSE_NO_SYMBOL } else { REFUSE_LATE_IFUNC };
+                        set_state(control, p.entry, POINT_REFUSED, reason, 0, 0);
+                    }
+                    continue;
+                }
+            };
+            let (entry, exit) = (p.entry, p.exit);
+            if let Some(&(_, other, other_exit)) = self.planted.iter().find(|q| q.0 == address) {
+                if say {
+                    set_state(control, entry, POINT_ALIAS, 0, address, other);
+                    if let (Some(e), Some(o)) = (exit, other_exit) {
+                        set_state(control, e, POINT_ALIAS, 0, address, o);
+                    }
+                }
+                continue;
+            }
+            let (start, end) = (m.code_start, m.code_end);
+            let base = m.base;
+            let targets = m.targets.get_or_insert_with(|| patch::branch_targets(start, end));
+            match plant(&mut *self.tables, &mut self.pools, address, size, targets, entry, exit) {
+                Ok(()) => {
+                    self.planted.push((address, entry, exit));
+                    self.probes[k].planted_in = Some(base);
+                    if say {
+                        set_state(control, entry, POINT_PATCHED, 0, address, 0);
+                    }
+                }
+                Err(reason) => {
+                    if say {
+                        set_state(control, entry, POINT_REFUSED, reason, address, 0);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The dynamic linker's list changed: forgets the modules unloaded since the last look
+    /// and plants in the new ones.
+    unsafe fn look_again(&mut self) {
+        let counts = load_counts();
+        if counts == self.seen {
+            return;
+        }
+        self.seen = counts;
+        let old = std::mem::take(&mut self.modules);
+        let (modules, fresh) = loaded_modules(old);
+        self.modules = modules;
+        let modules = &self.modules;
+        for p in self.probes.iter_mut() {
+            // (a module listed at the same base is the same load: every unload was seen)
+            if p.planted_in.is_some_and(|b| !modules.iter().any(|m| m.base == b && Some(&m.path) == p.module.as_ref())) {
+                p.planted_in = None;
+            }
+        }
+        self.planted.retain(|q| modules.iter().any(|m| m.code_start <= q.0 && q.0 < m.code_end));
+        if fresh.is_empty() {
+            return;
+        }
+        self.plant_in(&fresh, false);
+        if self.first {
+            for (slot, base) in (*self.control).pools.iter().zip(self.pools.bases()) {
+                slot.store(base, Ordering::Relaxed);
+            }
+        }
+    }
 }
 
 unsafe fn start() {
@@ -345,66 +476,32 @@ unsafe fn start() {
     let tables = Box::into_raw(tables);
     TABLES.store(tables, Ordering::Release);
     libc::pthread_atfork(None, None, Some(after_fork_in_child));
-    let mut modules = loaded_modules();
-    let mut pools = patch::Pools::default();
-    let mut planted: Vec<(u64, u32, Option<u32>)> = Vec::new();
+    let mut probes = Vec::new();
     let mut calibration = None;
     for line in plan.lines() {
         match parse_plan_line(line) {
-            Some(PlanEntry::Probe { entry, exit, module, vaddr, size, ifunc, name }) => {
-                let Some(m) = modules.iter_mut().find(|m| Some(&m.path) == module.as_ref()) else {
-                    if first {
-                        set_state(control, entry, POINT_REFUSED, REFUSE_NOT_LOADED, 0, 0);
-                    }
-                    continue;
-                };
-                let (address, size) = match resolve(m, vaddr, size, ifunc, &name) {
-                    Some(a) => a,
-                    None => {
-                        if first {
-                            set_state(control, entry, POINT_REFUSED, REFUSE_NO_SYMBOL, 0, 0);
-                        }
-                        continue;
-                    }
-                };
-                if let Some(&(_, other, other_exit)) = planted.iter().find(|p| p.0 == address) {
-                    if first {
-                        set_state(control, entry, POINT_ALIAS, 0, address, other);
-                        if let (Some(e), Some(o)) = (exit, other_exit) {
-                            set_state(control, e, POINT_ALIAS, 0, address, o);
-                        }
-                    }
-                    continue;
-                }
-                let (start, end) = (m.code_start, m.code_end);
-                let targets = m.targets.get_or_insert_with(|| patch::branch_targets(start, end));
-                match plant(&mut *tables, &mut pools, address, size, targets, entry, exit) {
-                    Ok(()) => {
-                        planted.push((address, entry, exit));
-                        // a later image (after exec: `sh -c PROG`) planted what the first
-                        // did not load: said, so the report does not call it unprobed
-                        if first || not_loaded_by_first(control, entry) {
-                            set_state(control, entry, POINT_PATCHED, 0, address, 0);
-                        }
-                    }
-                    Err(reason) => {
-                        if first {
-                            set_state(control, entry, POINT_REFUSED, reason, address, 0);
-                        }
-                    }
-                }
-            }
+            Some(PlanEntry::Probe { entry, exit, module, vaddr, size, ifunc, name }) => probes.push(Probe { entry, exit, module, vaddr, size, ifunc, name, planted_in: None }),
             Some(PlanEntry::Calibrate { entry, exit, count }) => calibration = Some((entry, exit, count)),
             None => {}
         }
     }
+    let (modules, fresh) = loaded_modules(Vec::new());
+    let mut planter = Planter { tables, control, first, probes, modules, pools: patch::Pools::default(), planted: Vec::new(), seen: load_counts() };
+    planter.plant_in(&fresh, true);
     if let (Some((entry, exit, count)), true) = (calibration, first) {
-        calibrate(&mut *tables, &mut pools, entry, exit, count);
+        calibrate(&mut *tables, &mut planter.pools, entry, exit, count);
+    }
+    // points of modules not loaded yet are planted when the program loads them
+    if planter.probes.iter().any(|p| p.planted_in.is_none()) {
+        hook_loader(&mut planter);
     }
     if first {
-        for (slot, base) in (*control).pools.iter().zip(pools.bases()) {
+        for (slot, base) in (*control).pools.iter().zip(planter.pools.bases()) {
             slot.store(base, Ordering::Relaxed);
         }
+    }
+    *PLANTER.lock().unwrap_or_else(|e| e.into_inner()) = Some(planter);
+    if first {
         (*control).ready.store(1, Ordering::Release);
         if (*control).hold.load(Ordering::Acquire) == 1 {
             let pause = libc::timespec { tv_sec: 0, tv_nsec: 100_000 };
@@ -416,6 +513,69 @@ unsafe fn start() {
             }
         }
     }
+}
+
+/// The dynamic linker's `struct r_debug` (`<link.h>`), what debuggers read.
+#[repr(C)]
+struct RDebug {
+    version: libc::c_int,
+    map: *mut libc::c_void,
+    /// The address of `_dl_debug_state`, the empty function the linker calls before and
+    /// after it changes its list of modules.
+    brk: u64,
+    state: libc::c_int,
+    ldbase: u64,
+}
+/// `r_state` once every module of a `dlopen` is mapped (before they are relocated and
+/// their initialisers run).
+const RT_CONSISTENT: libc::c_int = 0;
+
+static R_DEBUG: AtomicPtr<RDebug> = AtomicPtr::new(std::ptr::null_mut());
+
+/// Hooks the dynamic linker's notification, as a debugger does with a breakpoint: the
+/// first bytes of `_dl_debug_state` (glibc's is a lone `ret` padded with nops) become a
+/// jump to [`stubs::kansoku_agent_load_stub`], which calls [`on_load`] and returns to the
+/// linker. Once `dlopen` has mapped its modules (RT_CONSISTENT) their points are planted,
+/// before the linker relocates them, runs their initialisers and returns to the program:
+/// no thread can be in their code yet. Without the hook (another C library, a linker
+/// whose function looks different) modules loaded later stay unplanted, and the report
+/// says so.
+unsafe fn hook_loader(planter: &mut Planter) -> bool {
+    // (RTLD_DEFAULT is the null handle in glibc)
+    let r = libc::dlsym(std::ptr::null_mut(), c"_r_debug".as_ptr()) as *mut RDebug;
+    if r.is_null() {
+        return false;
+    }
+    let brk = std::ptr::read_volatile(std::ptr::addr_of!((*r).brk));
+    let Some(m) = planter.modules.iter_mut().find(|m| m.code_start <= brk && brk + 32 <= m.code_end) else { return false };
+    let Some(prologue) = patch::empty_function(brk) else { return false };
+    let (start, end) = (m.code_start, m.code_end);
+    let targets = m.targets.get_or_insert_with(|| patch::branch_targets(start, end));
+    if patch::check_branch_targets(&prologue, targets).is_err() {
+        return false;
+    }
+    let Some(slot) = planter.pools.slot_near(brk) else { return false };
+    patch::write_far_jump(slot, stubs::kansoku_agent_load_stub as *const () as u64);
+    R_DEBUG.store(r, Ordering::Release);
+    patch::write_jump(&prologue, slot).is_ok()
+}
+
+/// The dynamic linker's notification (see [`hook_loader`]), called with its lock held.
+#[no_mangle]
+unsafe extern "C" fn on_load() {
+    let r = R_DEBUG.load(Ordering::Acquire);
+    if r.is_null() || std::ptr::read_volatile(std::ptr::addr_of!((*r).state)) != RT_CONSISTENT {
+        return;
+    }
+    // (held: the agent's own look at the modules, which loads nothing)
+    let Ok(mut guard) = PLANTER.try_lock() else { return };
+    let Some(planter) = guard.as_mut() else { return };
+    // SAFETY of the thread-local accesses: this thread's own state, not borrowed elsewhere
+    // while the linker runs (no probe handler calls dlopen).
+    let was = STATE.try_with(|s| std::mem::replace(&mut (*s.get()).in_agent, true)).unwrap_or(true);
+    // a panic must not unwind into the dynamic linker
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| planter.look_again()));
+    let _ = STATE.try_with(|s| (*s.get()).in_agent = was);
 }
 
 /// Whether the first agent left `point` refused because its module was not loaded there.
@@ -515,22 +675,47 @@ fn real_path(p: &str) -> String {
     std::fs::canonicalize(p).map(|p| p.to_string_lossy().into_owned()).unwrap_or_else(|_| p.to_string())
 }
 
-unsafe fn loaded_modules() -> Vec<Module> {
+/// The dynamic linker's counts of modules loaded and unloaded so far.
+unsafe fn load_counts() -> (u64, u64) {
+    unsafe extern "C" fn first(info: *mut libc::dl_phdr_info, _size: usize, data: *mut libc::c_void) -> libc::c_int {
+        *(data as *mut (u64, u64)) = ((*info).dlpi_adds, (*info).dlpi_subs);
+        1
+    }
+    let mut counts = (0u64, 0u64);
+    libc::dl_iterate_phdr(Some(first), &mut counts as *mut (u64, u64) as *mut libc::c_void);
+    counts
+}
+
+/// The modules loaded now, and which of them are not in `known` (a module still loaded is
+/// taken over from `known`, with its branch targets, and its path is not looked up again).
+unsafe fn loaded_modules(mut known: Vec<Module>) -> (Vec<Module>, Vec<usize>) {
+    /// A module as listed: its name, base and code extent.
+    type Listed = (String, u64, u64, u64);
     unsafe extern "C" fn each(info: *mut libc::dl_phdr_info, _size: usize, data: *mut libc::c_void) -> libc::c_int {
-        let out = &mut *(data as *mut Vec<Module>);
+        let out = &mut *(data as *mut Vec<Listed>);
         let info = &*info;
         let name = if info.dlpi_name.is_null() { "" } else { CStr::from_ptr(info.dlpi_name).to_str().unwrap_or("") };
-        let path = if name.is_empty() && out.is_empty() { real_path("/proc/self/exe") } else { real_path(name) };
         let headers = std::slice::from_raw_parts(info.dlpi_phdr, info.dlpi_phnum as usize);
         let code = headers.iter().filter(|h| h.p_type == libc::PT_LOAD && h.p_flags & libc::PF_X != 0);
         let code_start = code.clone().map(|h| info.dlpi_addr + h.p_vaddr).min().unwrap_or(0);
         let code_end = code.map(|h| info.dlpi_addr + h.p_vaddr + h.p_filesz).max().unwrap_or(0);
-        if !path.is_empty() {
-            out.push(Module { path, base: info.dlpi_addr, code_start, code_end, targets: None });
-        }
+        out.push((name.to_string(), info.dlpi_addr, code_start, code_end));
         0
     }
-    let mut modules: Vec<Module> = Vec::new();
-    libc::dl_iterate_phdr(Some(each), &mut modules as *mut Vec<Module> as *mut libc::c_void);
-    modules
+    let mut listed: Vec<Listed> = Vec::new();
+    libc::dl_iterate_phdr(Some(each), &mut listed as *mut Vec<Listed> as *mut libc::c_void);
+    let mut modules = Vec::new();
+    let mut fresh = Vec::new();
+    for (k, (name, base, code_start, code_end)) in listed.into_iter().enumerate() {
+        if let Some(i) = known.iter().position(|m| m.listed == name && m.base == base) {
+            modules.push(known.swap_remove(i));
+            continue;
+        }
+        let path = if name.is_empty() && k == 0 { real_path("/proc/self/exe") } else { real_path(&name) };
+        if !path.is_empty() {
+            fresh.push(modules.len());
+            modules.push(Module { path, listed: name, base, code_start, code_end, targets: None });
+        }
+    }
+    (modules, fresh)
 }

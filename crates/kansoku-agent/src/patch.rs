@@ -53,6 +53,41 @@ pub unsafe fn read_prologue(address: u64, size: u64) -> Result<Prologue, u32> {
     Ok(Prologue { address, instructions, len })
 }
 
+/// The entry of an empty function — a `ret` followed by at least four bytes of nops (the
+/// alignment padding before the next function) — as the prologue a jump may overwrite:
+/// the `ret` is replaced, the function is replaced whole, so nothing is moved. `None` when
+/// the code at `address` looks different.
+///
+/// # Safety
+/// `address` must point at readable code, 32 bytes of it.
+pub unsafe fn empty_function(address: u64) -> Option<Prologue> {
+    let bytes = std::slice::from_raw_parts(address as *const u8, PROLOGUE_WINDOW);
+    if bytes[0] != 0xc3 {
+        return None;
+    }
+    let mut decoder = Decoder::with_ip(64, &bytes[1..], address + 1, DecoderOptions::NONE);
+    let mut len = 1;
+    while len < JMP_LEN {
+        let i = decoder.decode();
+        if i.is_invalid() || i.mnemonic() != iced_x86::Mnemonic::Nop {
+            return None;
+        }
+        len += i.len();
+    }
+    Some(Prologue { address, instructions: Vec::new(), len: JMP_LEN })
+}
+
+/// Writes `jmp [rip]; .quad target` (14 bytes) at `slot`.
+///
+/// # Safety
+/// `slot` must be a writable slot from [`Pools`].
+pub unsafe fn write_far_jump(slot: u64, target: u64) {
+    let mut code = [0u8; 14];
+    code[..6].copy_from_slice(&[0xff, 0x25, 0, 0, 0, 0]);
+    code[6..].copy_from_slice(&target.to_le_bytes());
+    std::ptr::copy_nonoverlapping(code.as_ptr(), slot as *mut u8, code.len());
+}
+
 /// Every target of a relative jump, conditional jump or call in `[start, end)`, sorted:
 /// a linear sweep of a module's code. A branch into another function's first bytes comes
 /// from anywhere (glibc's `mempcpy` jumps to `memmove` + 3), so the whole module is read,

@@ -57,14 +57,8 @@ global_asm!(
     "movdqu xmm14, [rsp+224]",
     "movdqu xmm15, [rsp+240]",
     ".endm",
-    ".p2align 4",
-    ".globl kansoku_agent_entry_stub",
-    ".hidden kansoku_agent_entry_stub",
-    ".type kansoku_agent_entry_stub,@function",
-    "kansoku_agent_entry_stub:",
-    // [rsp] = the point (pushed by the trampoline), [rsp+8] = the return address; rsp ≡ 0
-    // (mod 16). Nine pushes and 264 bytes (sixteen xmm registers and a spare slot at
-    // [rsp+256]) keep it aligned.
+    // the nine call-clobbered general registers, pushed and popped in this order
+    ".macro kansoku_push_scratch",
     "push rax",
     "push rcx",
     "push rdx",
@@ -74,6 +68,27 @@ global_asm!(
     "push r9",
     "push r10",
     "push r11",
+    ".endm",
+    ".macro kansoku_pop_scratch",
+    "pop r11",
+    "pop r10",
+    "pop r9",
+    "pop r8",
+    "pop rdi",
+    "pop rsi",
+    "pop rdx",
+    "pop rcx",
+    "pop rax",
+    ".endm",
+    ".p2align 4",
+    ".globl kansoku_agent_entry_stub",
+    ".hidden kansoku_agent_entry_stub",
+    ".type kansoku_agent_entry_stub,@function",
+    "kansoku_agent_entry_stub:",
+    // [rsp] = the point (pushed by the trampoline), [rsp+8] = the return address; rsp ≡ 0
+    // (mod 16). Nine pushes and 264 bytes (sixteen xmm registers and a spare slot at
+    // [rsp+256]) keep it aligned.
+    "kansoku_push_scratch",
     "sub rsp, 264",
     "kansoku_save_vectors",
     "mov rdi, [rsp+336]",
@@ -110,15 +125,7 @@ global_asm!(
     "mov [rcx], rax",
     "2:",
     "add rsp, 264",
-    "pop r11",
-    "pop r10",
-    "pop r9",
-    "pop r8",
-    "pop rdi",
-    "pop rsi",
-    "pop rdx",
-    "pop rcx",
-    "pop rax",
+    "kansoku_pop_scratch",
     // Not `ret`: that would pop the return-stack-buffer entry of the probed call and make
     // every return above it mispredict. The slot just left is in the red zone, which
     // signal delivery skips, so it still holds the continuation.
@@ -192,14 +199,36 @@ global_asm!(
     ".byte 0x0f, 0x1f, 0x44, 0x00, 0x00",
     "ret",
     ".size kansoku_agent_empty, .-kansoku_agent_empty",
+    "",
+    // The loader's notification (`_dl_debug_state`, reached by a jump over its first
+    // bytes, see `crate::hook_loader`): rsp ≡ 8 (mod 16) as at any function's entry. Every
+    // call-clobbered register is kept, as for the probes (the loader's callers may rely
+    // on an empty function leaving them alone): nine pushes and 256 bytes, rsp ≡ 0 at the
+    // call.
+    ".p2align 4",
+    ".globl kansoku_agent_load_stub",
+    ".hidden kansoku_agent_load_stub",
+    ".type kansoku_agent_load_stub,@function",
+    "kansoku_agent_load_stub:",
+    "kansoku_push_scratch",
+    "sub rsp, 256",
+    "kansoku_save_vectors",
+    "call {on_load}",
+    "kansoku_restore_vectors",
+    "add rsp, 256",
+    "kansoku_pop_scratch",
+    "ret",
+    ".size kansoku_agent_load_stub, .-kansoku_agent_load_stub",
     on_entry = sym crate::on_entry,
     on_exit = sym crate::on_exit,
+    on_load = sym crate::on_load,
 );
 
 extern "C" {
     pub fn kansoku_agent_entry_stub();
     pub fn kansoku_agent_exit_stub();
     pub fn kansoku_agent_empty();
+    pub fn kansoku_agent_load_stub();
 }
 
 /// Size of [`kansoku_agent_empty`] in bytes (the nop and the `ret`).

@@ -95,45 +95,9 @@ fn calls(v: &serde_json::Value, routine: &str) -> u64 {
     r["calls"].as_u64().unwrap()
 }
 
-/// Calls per callee in a callgrind file: `cfn=(id) name` (or `(id)` again) then `calls=N`.
+/// Calls per callee of a callgrind run of `program args` (stdin from a file).
 fn callgrind_calls(program: &Path, args: &[&str], stdin: Option<&Path>) -> HashMap<String, u64> {
-    let out_file = scratch().join(format!("callgrind.{}.{}", std::process::id(), rand_suffix()));
-    let status = Command::new("valgrind")
-        .args(["--tool=callgrind", "-q"])
-        .arg(format!("--callgrind-out-file={}", out_file.display()))
-        .arg(program)
-        .args(args)
-        .stdin(match stdin {
-            Some(p) => Stdio::from(std::fs::File::open(p).unwrap()),
-            None => Stdio::null(),
-        })
-        .stdout(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let text = std::fs::read_to_string(&out_file).unwrap();
-    let mut names: HashMap<String, String> = HashMap::new();
-    let mut callee = String::new();
-    let mut calls: HashMap<String, u64> = HashMap::new();
-    // a name is given once, at the first `fn=` or `cfn=` of its id, then the id alone
-    let mut name_of = |rest: &str| match rest.split_once(") ") {
-        Some((id, name)) => {
-            names.insert(format!("{id})"), name.to_string());
-            name.to_string()
-        }
-        None => names.get(rest).cloned().unwrap_or_else(|| rest.to_string()),
-    };
-    for line in text.lines() {
-        if let Some(rest) = line.strip_prefix("fn=") {
-            name_of(rest);
-        } else if let Some(rest) = line.strip_prefix("cfn=") {
-            callee = name_of(rest);
-        } else if let Some(rest) = line.strip_prefix("calls=") {
-            let n: u64 = rest.split_whitespace().next().unwrap().parse().unwrap();
-            *calls.entry(callee.clone()).or_insert(0) += n;
-        }
-    }
-    calls
+    agent_build::callgrind_calls(program, args, stdin, &scratch().join(format!("callgrind.{}.{}", std::process::id(), rand_suffix())))
 }
 
 #[test]

@@ -55,6 +55,9 @@ pub const REFUSE_NO_TRAMPOLINE: u32 = 5;
 pub const REFUSE_NOT_RELOCATABLE: u32 = 6;
 pub const REFUSE_NO_SYMBOL: u32 = 7;
 pub const REFUSE_PROTECT: u32 = 8;
+/// A GNU IFUNC of a module loaded after start: the implementation is picked as the module
+/// is relocated, after the agent plants its points.
+pub const REFUSE_LATE_IFUNC: u32 = 9;
 
 /// A reason code in words.
 pub fn refusal(reason: u32) -> &'static str {
@@ -67,6 +70,7 @@ pub fn refusal(reason: u32) -> &'static str {
         REFUSE_NOT_RELOCATABLE => "its first instructions cannot be moved to a trampoline",
         REFUSE_NO_SYMBOL => "the dynamic linker does not know the symbol",
         REFUSE_PROTECT => "its code could not be made writable (mprotect)",
+        REFUSE_LATE_IFUNC => "it is a GNU IFUNC of a module loaded after start, resolved after the agent plants (probe it with --mechanism uprobe)",
         _ => "unknown reason",
     }
 }

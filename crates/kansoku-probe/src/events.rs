@@ -176,6 +176,18 @@ pub(crate) fn libraries_of(program: &Program, path: &Path) -> Result<Vec<(String
         .collect())
 }
 
+/// The library the dynamic linker's cache (`ldconfig -p`) lists for `lib` on this
+/// machine's architecture: what `dlopen("libz.so.1")` loads.
+pub(crate) fn cached_library(lib: &str) -> Option<PathBuf> {
+    let out = ["/sbin/ldconfig", "/usr/sbin/ldconfig"].iter().find_map(|l| std::process::Command::new(l).arg("-p").stdin(std::process::Stdio::null()).output().ok())?;
+    // lines: `\tlibz.so.1 (libc6,x86-64) => /lib/x86_64-linux-gnu/libz.so.1`
+    String::from_utf8_lossy(&out.stdout).lines().find_map(|l| {
+        let (left, path) = l.trim().split_once(" => ")?;
+        let (name, kind) = left.split_once(' ')?;
+        (kind.contains("x86-64") && library_matches(name, lib)).then(|| std::fs::canonicalize(path.trim()).unwrap_or_else(|_| PathBuf::from(path.trim())))
+    })
+}
+
 /// Whether library file `name` is what the user called `lib`: `libz.so.1` is `libz.so.1`,
 /// `libz`, `libz.so` and `z`.
 pub(crate) fn library_matches(name: &str, lib: &str) -> bool {
@@ -188,6 +200,8 @@ struct Modules {
     display: String,
     libraries: Option<Vec<(String, PathBuf)>>,
     opened: Vec<(PathBuf, Program)>,
+    /// Points in libraries loaded after start can be planted (agent, uprobe).
+    later: bool,
 }
 
 impl Modules {
@@ -205,7 +219,16 @@ impl Modules {
             let file_name = |p: &PathBuf| p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
             let found = all.iter().find(|(listed, p)| library_matches(listed, lib) || library_matches(&file_name(p), lib));
             let names: Vec<&str> = all.iter().map(|(listed, _)| listed.as_str()).collect();
-            found.map(|(_, p)| p.clone()).ok_or_else(|| bad(format!("{} loads no library '{lib}' at start (it loads: {})", self.display, names.join(", "))))?
+            match found {
+                Some((_, p)) => p.clone(),
+                // not loaded at start: the library `dlopen` finds by that name, planted
+                // when the program loads it (the agent hooks the loader; a uprobe is on
+                // the file)
+                None => match cached_library(lib) {
+                    Some(p) if self.later => p,
+                    _ => return Err(bad(format!("{} loads no library '{lib}' at start (it loads: {}){}", self.display, names.join(", "), if self.later { ", and the dynamic linker's cache has none" } else { "; a library loaded later is probed with --mechanism agent or uprobe" }))),
+                },
+            }
         };
         if !self.opened.iter().any(|(p, _)| *p == path) {
             let program = Program::open(&path)?;
@@ -228,7 +251,8 @@ fn split_library(name: &str) -> (&str, Option<&str>) {
 pub fn plan(program_path: &Path, specs: &[String], mechanism: Mechanism, calibrate: &Calibrate) -> Result<Plan, ProbeError> {
     let program = Program::open(program_path)?;
     let display = program_path.display().to_string();
-    let mut modules = Modules { program, display: display.clone(), libraries: None, opened: Vec::new() };
+    let later = matches!(mechanism, Mechanism::Agent | Mechanism::Uprobe);
+    let mut modules = Modules { program, display: display.clone(), libraries: None, opened: Vec::new(), later };
     let mut points: Vec<PlannedPoint> = Vec::new();
     let mut routines: Vec<String> = Vec::new();
     let bad = |spec: &str, reason: String| ProbeError::Spec(SpecError::Bad { spec: spec.into(), reason });
@@ -430,15 +454,83 @@ fn calibration_points(points: &mut Vec<PlannedPoint>, program: &Program, mechani
     Ok(Some((first as u32, (points.len() - 1) as u32)))
 }
 
-/// Plans the points and runs the program to its end (or Ctrl-C) with them armed.
+/// Plans the points and runs the program to its end (or Ctrl-C) with them armed. A `#!`
+/// script is run as the kernel runs it, and probed in the ELF program that runs it.
 pub fn record_events(options: &EventOptions, progress: &mut dyn FnMut(Progress)) -> Result<EventOutcome, ProbeError> {
     let program_path = resolve_program(&options.program)?;
-    let plan = plan(&program_path, &options.probes, options.mechanism, &options.calibrate)?;
+    let (elf, args) = elf_that_runs(&program_path, &options.args)?;
+    let plan = plan(&elf, &options.probes, options.mechanism, &options.calibrate).map_err(|e| match e {
+        ProbeError::Spec(SpecError::NoSuchFunction { spec, name, program }) if elf != program_path => ProbeError::Spec(SpecError::Bad {
+            spec,
+            reason: format!(
+                "{} is a script run by {program}, which has no function named '{name}' (a script that starts another program, a shim: name that program, or probe a library function, FUNC@LIB, which is probed in every program it starts)",
+                program_path.display()
+            ),
+        }),
+        e => e,
+    })?;
     match options.mechanism {
-        Mechanism::Agent => crate::agent::run_agent(plan, &options.args, progress),
-        Mechanism::Uprobe => run_uprobes(plan, &options.args, progress),
-        Mechanism::Trap => run_traps(plan, &options.args, progress),
+        Mechanism::Agent => crate::agent::run_agent(plan, &args, progress),
+        Mechanism::Uprobe => run_uprobes(plan, &args, progress),
+        Mechanism::Trap => run_traps(plan, &args, progress),
     }
+}
+
+/// How the kernel runs `program` with `args`: a `#!` script is run by its interpreter
+/// (with the line's one optional argument, then the script's path, then `args`), up to
+/// four scripts deep as the kernel allows, and `#!/usr/bin/env NAME` (or `env -S NAME
+/// ARGS`) by the program env would find on `PATH`. Returns the ELF program that runs
+/// and its arguments: what a probe of the program's functions is planted in. (A script
+/// that runs another program as a child or by exec, a shim, is followed at run time: the
+/// agent is loaded into every program it starts, and a uprobe is on a library's file.)
+pub fn elf_that_runs(program: &Path, args: &[String]) -> Result<(PathBuf, Vec<String>), ProbeError> {
+    use std::io::Read;
+    let mut program = program.to_path_buf();
+    let mut args = args.to_vec();
+    for _ in 0..5 {
+        let mut head = [0u8; 256];
+        let n = std::fs::File::open(&program).and_then(|mut f| f.read(&mut head)).map_err(|e| ProbeError::Spawn { program: program.clone(), reason: e.to_string() })?;
+        let head = &head[..n];
+        if !head.starts_with(b"#!") {
+            return Ok((program, args));
+        }
+        let bad = |reason: String| ProbeError::Spawn { program: program.clone(), reason };
+        let line = head[2..].split(|&b| b == b'\n').next().unwrap_or_default();
+        if line.len() == head.len() - 2 && n == head.len() {
+            return Err(bad("its #! line is longer than the kernel reads (255 bytes)".into()));
+        }
+        let line = String::from_utf8_lossy(line);
+        let line = line.trim();
+        // the kernel's split: the interpreter, then the rest of the line as one argument
+        let (interpreter, optional) = match line.split_once([' ', '\t']) {
+            Some((i, rest)) if !rest.trim().is_empty() => (i, Some(rest.trim().to_string())),
+            Some((i, _)) => (i, None),
+            None => (line, None),
+        };
+        if interpreter.is_empty() {
+            return Err(bad("its #! line names no interpreter".into()));
+        }
+        let mut next: Vec<String> = optional.iter().cloned().collect();
+        next.push(program.to_string_lossy().into_owned());
+        next.extend(args);
+        let mut interpreter = PathBuf::from(interpreter);
+        if interpreter.file_name().is_some_and(|f| f == "env") {
+            // `env NAME` and `env -S NAME ARGS`: what env would exec (any other option of
+            // env's, or a variable, leaves env to run, and the exec is followed)
+            let split: Option<Vec<String>> = match optional.as_deref() {
+                Some(o) if o.starts_with("-S") => Some(o[2..].split_whitespace().map(String::from).collect()),
+                Some(o) if !o.starts_with('-') && !o.contains('=') && !o.contains(char::is_whitespace) => Some(vec![o.to_string()]),
+                _ => None,
+            };
+            if let Some(words) = split.filter(|w| !w.is_empty() && !w[0].contains('=')) {
+                interpreter = PathBuf::from(&words[0]);
+                next = words[1..].iter().cloned().chain(next.into_iter().skip(1)).collect();
+            }
+        }
+        program = resolve_program(&interpreter)?;
+        args = next;
+    }
+    Err(ProbeError::Spawn { program, reason: "more than four #! interpreters deep (the kernel refuses that too)".into() })
 }
 
 /// Lifts the soft limit on open files to the hard limit (each uprobe is a file descriptor).
