@@ -21,6 +21,7 @@ pub mod feed;
 pub mod fxhash;
 pub mod input;
 pub mod location;
+pub mod marker;
 pub mod recording;
 pub mod sbstream;
 pub mod varint;

@@ -38,21 +38,7 @@ pub struct MarkerSite {
     pub size: u64,
 }
 
-/// Splits `F@LIB` into `F` and the library; `F@plt` is a PLT stub's own name, no library.
-pub fn split_marker(spec: &str) -> (&str, Option<&str>) {
-    match spec.rsplit_once('@') {
-        Some((_, "plt")) => (spec, None),
-        Some((f, lib)) if !f.is_empty() && !lib.is_empty() => (f, Some(lib)),
-        _ => (spec, None),
-    }
-}
-
-/// The name a marker spec's function carries in symbolised samples, without opening any
-/// file: `adler32@libz` → `adler32`, `adler32@plt` stays. Recordings name their marker
-/// function exactly (header `marker_function`); this is for recordings made before that.
-pub fn marker_function_name(spec: &str) -> &str {
-    split_marker(spec).0
-}
+pub use kansoku_core::marker::{marker_function_name, split_marker};
 
 /// Resolves a marker spec against the program at `program_path` (and, for a library, the
 /// libraries it loads at start). Returns the site and the opened file that holds it.

@@ -37,17 +37,23 @@ impl IterationClass {
 /// samples, then shorter); `None` when some iteration's length is unknown (no counts at
 /// marker hits, or not `--split marker`).
 pub fn by_length(splitting: &Splitting) -> Option<Vec<IterationClass>> {
-    if splitting.sequences.is_empty() || splitting.sequences.iter().any(|s| s.length.is_none()) {
+    if splitting.iterations() == 0 || splitting.sequences.iter().any(|s| s.length.is_none()) || splitting.quiet.iter().any(|q| q.length.is_none()) {
         return None;
     }
     let mut by: std::collections::BTreeMap<u64, IterationClass> = std::collections::BTreeMap::new();
+    let mut add = |length: u64, first: usize, iterations: usize, samples: usize| {
+        let c = by.entry(length).or_insert(IterationClass { length, iterations: 0, share: 0.0, samples: 0, first_iteration: first });
+        c.first_iteration = c.first_iteration.min(first);
+        c.iterations += iterations;
+        c.samples += samples;
+    };
     for s in &splitting.sequences {
-        let length = s.length.expect("checked above");
-        let c = by.entry(length).or_insert(IterationClass { length, iterations: 0, share: 0.0, samples: 0, first_iteration: s.iteration });
-        c.iterations += 1;
-        c.samples += s.samples.len();
+        add(s.length.expect("checked above"), s.iteration, 1, s.samples.len());
     }
-    let total = splitting.sequences.len() as f64;
+    for q in &splitting.quiet {
+        add(q.length.expect("checked above"), q.first_iteration, q.iterations, 0);
+    }
+    let total = splitting.iterations() as f64;
     let mut out: Vec<IterationClass> = by.into_values().map(|c| IterationClass { share: c.iterations as f64 / total, ..c }).collect();
     out.sort_by(|a, b| b.iterations.cmp(&a.iterations).then(b.samples.cmp(&a.samples)).then(a.length.cmp(&b.length)));
     Some(out)
@@ -60,6 +66,7 @@ pub fn restrict(splitting: &Splitting, length: u64) -> Splitting {
     let all: usize = splitting.sequences.iter().map(|s| s.samples.len()).sum();
     Splitting {
         sequences,
+        quiet: splitting.quiet.iter().filter(|q| q.length == Some(length)).copied().collect(),
         iteration_length: Some(length),
         distinct_lengths: 1,
         // samples of the other classes are not this class's
@@ -83,7 +90,7 @@ mod tests {
     fn an_odd_first_iteration_is_a_class_of_its_own() {
         let mut sequences = vec![seq(0, 1557, 50)];
         sequences.extend((1..100).map(|i| seq(i, 315, 10)));
-        let s = Splitting { sequences, iteration_length: Some(315), distinct_lengths: 2, dropped: 0, samples: 1040, markers: 101 };
+        let s = Splitting { sequences, quiet: Vec::new(), iteration_length: Some(315), distinct_lengths: 2, dropped: 0, samples: 1040, markers: 101 };
         let c = by_length(&s).unwrap();
         assert_eq!(c.len(), 2);
         assert_eq!((c[0].length, c[0].iterations, c[0].samples, c[0].first_iteration), (315, 99, 990, 1));

@@ -30,3 +30,25 @@ pub enum ReconstructError {
     #[error("score file {path}: {what}")]
     Scores { path: PathBuf, what: String },
 }
+
+/// Why a recording, an exact trace or a trace file could not be used; each names the file
+/// (and the line, in a trace file).
+#[derive(Debug, thiserror::Error)]
+pub enum FileError {
+    #[error(transparent)]
+    Recording(#[from] kansoku_core::RecordingError),
+    #[error("{path}: holds {kind:?}, not samples; record with `kansoku record`, or turn an exact trace into samples with `kansoku sample --period P`")]
+    NotSamples { path: PathBuf, kind: kansoku_core::RecordingKind },
+    #[error("{path}: not an exact trace; make one with `kansoku trace exact --marker FUNC`")]
+    NotExact { path: PathBuf },
+    #[error("{path}: {what}")]
+    Invalid { path: PathBuf, what: String },
+    #[error("{path}:{line}: {what}")]
+    Line { path: PathBuf, line: usize, what: String },
+    #[error("{doing} {path}: {cause}")]
+    Io { doing: &'static str, path: PathBuf, cause: std::io::Error },
+    #[error(transparent)]
+    Reconstruct(#[from] ReconstructError),
+    #[error("{doing}: {error}")]
+    Reconstructing { doing: String, error: ReconstructError },
+}

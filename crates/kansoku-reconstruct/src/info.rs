@@ -122,4 +122,83 @@ pub enum Observation {
     Sample { info: Info, time_ns: u64, instructions: Option<u64> },
     /// An entry of the marker function.
     Marker { time_ns: u64, instructions: Option<u64> },
+    /// Complete iterations that no sample fell in, standing for the marker hits between
+    /// two kept ones ([`Compactor`]): `iterations` of them, each `length` instructions
+    /// long (when both hits carried counts), `duration_ns` in all.
+    Quiet { iterations: u64, length: Option<u64>, duration_ns: u64 },
+}
+
+/// Observations as they are read, with the marker hits that no sample separates
+/// collapsed: a tight loop's 50 M hits at a few hundred thousand samples are mostly
+/// iterations without a sample, and what reconstruction needs of those is how many there
+/// were and how long they were. The first and last hit, and every hit next to a sample,
+/// stay [`Observation::Marker`]s; between two kept hits A and B, the hits in between
+/// become [`Observation::Quiet`]s (one per run of equal lengths), which together stand
+/// for every iteration from A to B. Memory then follows the samples, not the hits.
+#[derive(Default)]
+pub struct Compactor {
+    out: Vec<Observation>,
+    /// The last marker hit read (time, count), and whether it was the last observation.
+    last: Option<(u64, Option<u64>)>,
+    after_marker: bool,
+    /// A hit read right after another one, not yet known to be kept: its time and count,
+    /// and the iteration that ends at it (length, duration).
+    held: Option<((u64, Option<u64>), (Option<u64>, u64))>,
+}
+
+impl Compactor {
+    pub fn push(&mut self, o: Observation) {
+        match o {
+            Observation::Marker { time_ns, instructions } => {
+                if self.after_marker {
+                    let (t0, i0) = self.last.expect("a marker was read");
+                    let length = match (i0, instructions) {
+                        (Some(a), Some(b)) => Some(b.saturating_sub(a)),
+                        _ => None,
+                    };
+                    if let Some((_, ended)) = self.held.take() {
+                        // The held hit lies between two hits: its iteration goes quiet.
+                        self.quiet(ended);
+                    }
+                    self.held = Some(((time_ns, instructions), (length, time_ns.saturating_sub(t0))));
+                } else {
+                    self.out.push(o);
+                }
+                self.last = Some((time_ns, instructions));
+                self.after_marker = true;
+            }
+            Observation::Sample { .. } | Observation::Quiet { .. } => {
+                self.flush();
+                self.out.push(o);
+                self.after_marker = false;
+            }
+        }
+    }
+
+    /// One more quiet iteration at the end of the output.
+    fn quiet(&mut self, (length, duration): (Option<u64>, u64)) {
+        match self.out.last_mut() {
+            Some(Observation::Quiet { iterations, length: l, duration_ns }) if *l == length => {
+                *iterations += 1;
+                *duration_ns += duration;
+            }
+            _ => self.out.push(Observation::Quiet { iterations: 1, length, duration_ns: duration }),
+        }
+    }
+
+    /// Keeps the held hit: when quiet iterations precede it, the one ending at it is
+    /// theirs too; else it is a plain second hit, and its iteration is the split's.
+    fn flush(&mut self) {
+        if let Some(((time_ns, instructions), ended)) = self.held.take() {
+            if matches!(self.out.last(), Some(Observation::Quiet { .. })) {
+                self.quiet(ended);
+            }
+            self.out.push(Observation::Marker { time_ns, instructions });
+        }
+    }
+
+    pub fn finish(mut self) -> Vec<Observation> {
+        self.flush();
+        self.out
+    }
 }

@@ -19,8 +19,11 @@
 //! 5. **Metrics** ([`metrics`]): position accuracy, LCS ratio, edit distance against the
 //!    exact trace.
 //!
-//! Analyses take data and return data: the CLI symbolises the recording
-//! ([`Observation`]s) and prints the result.
+//! Analyses take data and return data. Around them, the files: [`input`] symbolises a
+//! sampled recording into [`Observation`]s, [`truth`] reads the exact trace a result is
+//! judged against, [`trace_file`] writes and reads the reconstructed trace, and [`report`]
+//! makes one reconstruction of a file as `kansoku reconstruct` does (the solver and scores
+//! chosen, the classes rebuilt, the warnings); the CLI parses options and prints.
 
 pub mod ambiguity;
 pub mod chain;
@@ -29,17 +32,23 @@ pub mod error;
 pub mod exact;
 pub mod flow;
 pub mod info;
+pub mod input;
 pub mod merge;
 pub mod metrics;
 pub mod patent;
 pub mod phase;
+pub mod report;
 pub mod sampling;
 pub mod scores;
 pub mod split;
+pub mod trace_file;
+pub mod truth;
 
-pub use error::ReconstructError;
+pub use error::{FileError, ReconstructError};
 pub use flow::ControlFlow;
 pub use info::{Granularity, Info, Names, Observation, Weighting};
+pub use input::{load_samples, Loaded};
+pub use report::{reconstruct_file, Choices, ClassTrace, Likelihood, Report, Request};
 pub use metrics::{compare, compare_order, compare_shares, Comparison, OrderComparison, ShareComparison, ShareRow};
 pub use scores::Scores;
 pub use split::{Budget, PartialSequence, Split, SplitReport, Splitting};
@@ -280,7 +289,7 @@ pub fn reconstruct(observations: &[Observation], names: &Names, options: &Option
                         p.iteration_length - p.covered,
                         p.iteration_length,
                         p.samples,
-                        splitting.sequences.len()
+                        splitting.iterations()
                     ));
                 }
                 return Ok(finish(rec, started));
@@ -389,7 +398,7 @@ fn choose_class(splitting: &split::Splitting, asked: Option<u64>) -> Result<(Opt
             "iterations differ in length: this trace is the class of {} instructions ({} of {} complete iterations, {:.1} %); {set_aside} iterations in {} other class(es) are not in it: {}{}",
             chosen.length,
             chosen.iterations,
-            splitting.sequences.len(),
+            splitting.iterations(),
             chosen.share * 100.0,
             others.len(),
             shown.join(", "),
@@ -518,7 +527,7 @@ pub fn coverage_warning(splitting: &split::Splitting, period: Option<u64>, weigh
     if p == 0 || t == 0 {
         return None;
     }
-    let iterations = splitting.sequences.len() as u64;
+    let iterations = splitting.iterations() as u64;
     let g = gcd(p, t);
     let mut out = Vec::new();
     if g > 1 {

@@ -56,11 +56,22 @@ pub struct PartialSequence {
     pub length: Option<u64>,
 }
 
+/// Complete iterations that no sample fell in, read as one [`Observation::Quiet`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QuietRun {
+    /// The first of them (its index among all iterations) and how many.
+    pub first_iteration: usize,
+    pub iterations: usize,
+    pub length: Option<u64>,
+}
+
 /// The partial sequences and what the cut learned about the iterations.
 #[derive(Clone, Debug, Default)]
 pub struct Splitting {
-    /// One per iteration, empty iterations included (their index still counts).
+    /// One per iteration read one by one, empty ones included (their index still counts).
     pub sequences: Vec<PartialSequence>,
+    /// The iterations without a sample that the recording collapsed ([`crate::info::Compactor`]).
+    pub quiet: Vec<QuietRun>,
     /// Instructions per iteration when known (marker counts agree, or `count:T`).
     pub iteration_length: Option<u64>,
     /// Distinct iteration lengths seen between markers (1 when reproducible).
@@ -75,6 +86,29 @@ impl Splitting {
     pub fn non_empty(&self) -> usize {
         self.sequences.iter().filter(|s| !s.samples.is_empty()).count()
     }
+
+    /// Every iteration, with or without samples.
+    pub fn iterations(&self) -> usize {
+        self.sequences.len() + self.quiet.iter().map(|q| q.iterations).sum::<usize>()
+    }
+}
+
+/// Samples and marker hits among `observations` (a quiet run stands for the hits between
+/// the two kept ones around it).
+fn counts(observations: &[Observation]) -> (usize, usize) {
+    let (mut samples, mut markers, mut after_quiet) = (0usize, 0usize, false);
+    for o in observations {
+        match *o {
+            Observation::Sample { .. } => samples += 1,
+            Observation::Marker { .. } => markers += !std::mem::take(&mut after_quiet) as usize,
+            Observation::Quiet { iterations, .. } => {
+                // A, quiet runs of k iterations in all, B: k - 1 hits between, and B
+                markers += iterations as usize;
+                after_quiet = true;
+            }
+        }
+    }
+    (samples, markers)
 }
 
 /// Cuts the observations. `period` is the sampling period in instructions, if known.
@@ -82,8 +116,7 @@ pub fn split(observations: &[Observation], how: &Split, period: Option<u64>, nam
     if period == Some(0) {
         return Err(ReconstructError::ZeroPeriod);
     }
-    let samples = observations.iter().filter(|o| matches!(o, Observation::Sample { .. })).count();
-    let markers = observations.iter().filter(|o| matches!(o, Observation::Marker { .. })).count();
+    let (samples, markers) = counts(observations);
     if samples == 0 {
         return Err(ReconstructError::NoSamples);
     }
@@ -98,19 +131,32 @@ pub fn split(observations: &[Observation], how: &Split, period: Option<u64>, nam
             }
             let mut current: Option<PartialSequence> = None;
             let mut start: (u64, Option<u64>) = (0, None);
-            let mut lengths: Vec<u64> = Vec::new();
+            // How many iterations have each length (the median is the iteration length).
+            let mut lengths: std::collections::BTreeMap<u64, usize> = std::collections::BTreeMap::new();
+            let mut index = 0usize;
             for o in observations {
                 match *o {
                     Observation::Marker { time_ns, instructions } => {
                         if let Some(mut seq) = current.take() {
                             if let (Some(a), Some(b)) = (start.1, instructions) {
-                                lengths.push(b.saturating_sub(a));
+                                *lengths.entry(b.saturating_sub(a)).or_default() += 1;
                                 seq.length = Some(b.saturating_sub(a));
                             }
                             out.sequences.push(seq);
+                            index += 1;
                         }
-                        current = Some(PartialSequence { iteration: out.sequences.len(), ..Default::default() });
+                        current = Some(PartialSequence { iteration: index, ..Default::default() });
                         start = (time_ns, instructions);
+                    }
+                    Observation::Quiet { iterations, length, .. } => {
+                        // The iteration begun at the hit before is one of these.
+                        current = None;
+                        let iterations = iterations as usize;
+                        if let Some(l) = length {
+                            *lengths.entry(l).or_default() += iterations;
+                        }
+                        out.quiet.push(QuietRun { first_iteration: index, iterations, length });
+                        index += iterations;
                     }
                     Observation::Sample { info, time_ns, instructions } => match current.as_mut() {
                         Some(seq) => {
@@ -128,11 +174,13 @@ pub fn split(observations: &[Observation], how: &Split, period: Option<u64>, nam
             if let Some(last) = current {
                 out.dropped += last.samples.len();
             }
-            lengths.sort_unstable();
-            let mut distinct = lengths.clone();
-            distinct.dedup();
-            out.distinct_lengths = distinct.len();
-            out.iteration_length = (!lengths.is_empty()).then(|| lengths[lengths.len() / 2]);
+            out.distinct_lengths = lengths.len();
+            let counted: usize = lengths.values().sum();
+            let mut below = 0usize;
+            out.iteration_length = lengths.iter().find_map(|(&l, &n)| {
+                below += n;
+                (below > counted / 2).then_some(l)
+            });
         }
         Split::Count { instructions } => {
             let p = period.ok_or(ReconstructError::NoPeriod)?;
@@ -320,7 +368,7 @@ impl From<&Splitting> for SplitReport {
         SplitReport {
             samples: s.samples,
             markers: s.markers,
-            iterations: s.sequences.len(),
+            iterations: s.iterations(),
             non_empty: s.non_empty(),
             dropped: s.dropped,
             iteration_length: s.iteration_length,

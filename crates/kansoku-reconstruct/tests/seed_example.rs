@@ -181,3 +181,52 @@ fn a_stop_returns_the_trace_so_far() {
         assert!(!run(&obs, &names, &o).interrupted);
     }
 }
+
+/// Observations with the marker hits no sample separates collapsed, as `load_samples` reads them.
+fn compacted(obs: &[Observation]) -> Vec<Observation> {
+    let mut c = kansoku_reconstruct::info::Compactor::default();
+    for o in obs {
+        c.push(*o);
+    }
+    c.finish()
+}
+
+#[test]
+fn collapsed_marker_hits_reconstruct_the_same() {
+    // Iterations of 50 instructions: at period 997 most hold no sample and collapse into runs.
+    for period in [7, 31, 101, 997] {
+        let (names, obs, _) = seed_example(period, 3000);
+        let short = compacted(&obs);
+        if period > 500 {
+            assert!(short.len() * 2 < obs.len(), "period {period}: {} of {}", short.len(), obs.len());
+        }
+        for solver in [Solver::Phase, Solver::Patent] {
+            let o = options(solver, Split::Marker, Some(period));
+            let (a, b) = (run(&obs, &names, &o), run(&short, &names, &o));
+            assert_eq!(a.trace, b.trace, "period {period} {solver:?}");
+            assert_eq!(serde_json::to_value(&a.split).unwrap(), serde_json::to_value(&b.split).unwrap(), "period {period}");
+            assert_eq!((a.coverage_warning, a.missing_warning), (b.coverage_warning, b.missing_warning));
+        }
+    }
+    // Iterations of three lengths (an odd first one, then 40 and 60 alternating in runs),
+    // a sample in every 29th: the same classes, shares and first iterations.
+    let mut names = Names::new();
+    let f = names.intern("f");
+    let (mut obs, mut at) = (Vec::new(), 0u64);
+    for i in 0..700u64 {
+        obs.push(Observation::Marker { time_ns: at, instructions: Some(at) });
+        let length = if i == 0 { 150 } else if (i / 10) % 3 == 0 { 60 } else { 40 };
+        if i % 29 == 3 {
+            obs.push(Observation::Sample { info: Info::new(f, 1, 0x1004), time_ns: at + 1, instructions: Some(at + 1) });
+        }
+        at += length;
+    }
+    obs.push(Observation::Marker { time_ns: at, instructions: Some(at) });
+    let short = compacted(&obs);
+    assert!(short.len() * 2 < obs.len());
+    let o = options(Solver::Patent, Split::Marker, Some(7));
+    let (a, b) = (run(&obs, &names, &o), run(&short, &names, &o));
+    assert_eq!(a.classes, b.classes);
+    assert_eq!(a.classes.as_ref().map(Vec::len), Some(3));
+    assert_eq!(serde_json::to_value(&a.split).unwrap(), serde_json::to_value(&b.split).unwrap());
+}

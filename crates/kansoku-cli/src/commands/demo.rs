@@ -28,7 +28,7 @@ const STAGES: &[Stage] = &[
     ("software monitor, sampling (seed 001)", super::monitor::demo_stage),
     ("software monitor, event timing (seed 001)", super::monitor::events_demo_stage),
     ("program waveform of seed000 (seed 001)", super::wave::demo_stage),
-    ("instruction traces from samples (seed 000)", super::reconstruct::demo_stage),
+    ("instruction traces from samples (seed 000)", super::reconstruct_demo::demo_stage),
 ];
 
 pub fn run(args: Args) -> Result<()> {
