@@ -6,13 +6,17 @@
 //! the system C compiler (`$CC`, else `cc`), with debug information and without inlining
 //! so functions and basic blocks stay recognisable.
 
+#![deny(missing_docs)]
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// One bundled program.
 #[derive(Clone, Copy, Debug)]
 pub struct Example {
+    /// The name the program is built and found by (`seed000`).
     pub name: &'static str,
+    /// Its C source, compiled in.
     pub source: &'static str,
     /// What the program shows, in one line.
     pub purpose: &'static str,
@@ -20,6 +24,7 @@ pub struct Example {
     pub libs: &'static [&'static str],
 }
 
+/// Every bundled program.
 pub const EXAMPLES: &[Example] = &[
     Example {
         name: "seed000",
@@ -87,18 +92,25 @@ pub const EXAMPLES: &[Example] = &[
 /// sibling calls so every call in the source stays a call in the binary.
 pub const CFLAGS: &[&str] = &["-O1", "-g", "-fno-inline", "-fno-optimize-sibling-calls", "-fno-omit-frame-pointer"];
 
+/// Why a program could not be built.
 #[derive(Debug, thiserror::Error)]
+#[allow(missing_docs)] // the fields are what the messages say
 pub enum BuildError {
+    /// No bundled program has this name (the known names follow).
     #[error("no bundled example named '{0}' (known: {1})")]
     Unknown(String, String),
+    /// The source or the program could not be written.
     #[error("cannot write {path}: {cause}")]
     Write { path: PathBuf, cause: std::io::Error },
+    /// The C compiler could not be started.
     #[error("cannot run the C compiler '{compiler}': {cause}; install gcc (scripts/setup does) or set CC")]
     NoCompiler { compiler: String, cause: std::io::Error },
+    /// The compiler refused the source.
     #[error("compiling {path} failed:\n{stderr}")]
     Compile { path: PathBuf, stderr: String },
 }
 
+/// The bundled program named `name`.
 pub fn find(name: &str) -> Result<&'static Example, BuildError> {
     EXAMPLES.iter().find(|e| e.name == name).ok_or_else(|| {
         BuildError::Unknown(name.to_string(), EXAMPLES.iter().map(|e| e.name).collect::<Vec<_>>().join(", "))
@@ -185,7 +197,10 @@ pub enum Missing {
     /// A program or file that `scripts/setup` installs (the Debian package named). Under
     /// `scripts/test`, which sets `KANSOKU_TEST_STRICT=1` after running the setup, its
     /// absence fails the test: the setup is what is broken.
-    Installed { package: &'static str },
+    Installed {
+        /// The Debian package that provides it.
+        package: &'static str,
+    },
     /// What this machine or kernel does not offer (a hardware PMU, uprobes, permission to
     /// sample) or a run that by chance gave nothing to check (a run shorter than one
     /// cpu-clock tick): never a failure, always said.

@@ -14,6 +14,8 @@
 //!
 //! Text is escaped; non-finite values are skipped, so a chart never becomes invalid XML.
 
+#![deny(missing_docs)]
+
 use std::fmt::Write;
 
 /// A colour palette readable on white, used in order.
@@ -215,7 +217,9 @@ pub fn kiviat(title: &str, axes: &[(&str, f64)]) -> String {
 
 /// One named series of `(x, y)` points.
 pub struct Series<'a> {
+    /// The legend's text.
     pub name: &'a str,
+    /// The points, in the order the line joins them.
     pub points: &'a [(f64, f64)],
 }
 
@@ -242,14 +246,19 @@ pub fn time_series(title: &str, x_label: &str, y_label: &str, series: &[Series],
 
 /// A class of waveform points (e.g. code addresses, data addresses).
 pub struct PointClass<'a> {
+    /// The legend's text.
     pub name: &'a str,
+    /// `(x, address)` of each point.
     pub points: &'a [(f64, f64)],
 }
 
 /// A labelled address range drawn as a horizontal band behind the points.
 pub struct Band {
+    /// What the range is (a function, a section, the heap), written at its left edge.
     pub label: String,
+    /// The lowest address of the range.
     pub low: f64,
+    /// The address just past the range.
     pub high: f64,
 }
 
@@ -481,8 +490,11 @@ mod tests {
 /// positions (first, last) drawn as uncertain — framed, hatched, with `uncertain_label`
 /// above it — e.g. where another order of a reconstruction scores as well.
 pub struct TimelineRow<'a> {
+    /// The row's name, at its left.
     pub label: &'a str,
+    /// One key per position: which of the names (and colour) the cell shows.
     pub cells: Vec<Option<usize>>,
+    /// First and last position drawn as uncertain.
     pub uncertain: Option<(usize, usize)>,
 }
 
