@@ -158,6 +158,26 @@ fn wave_exact_finds_the_loop_period() {
     render(&dir.path().join("w-acf.svg"));
 }
 
+/// A loop sweeping a 4,096-element array (issue 44): the data address climbs through the
+/// array once a sweep and jumps back, a sawtooth of one sweep; the few accesses of each
+/// iteration make a fast ripple on it. The period reported is the sweep, not the ripple
+/// (before: refused as "not a harmonic of the autocorrelation's 10.3").
+#[test]
+fn wave_exact_of_an_array_sweep_reports_the_sweep() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = "#include <stdlib.h>\n#define N 4096\nstatic int a[N];\nvolatile long sink;\n__attribute__((noinline)) void F(void) { long s = 0; for (int i = 0; i < N; i++) { a[i] += i; s += a[i]; } sink = s; }\nint main(int argc, char **argv) { int n = atoi(argv[1]); for (int k = 0; k < n; k++) F(); return 0; }\n";
+    let bin = kansoku_examples::build_source("sweep", c, &kansoku_examples::test_build_dir(), &["-O1"]).unwrap();
+    let json = dir.path().join("wave.json");
+    let out = kansoku_cmd().args(["wave", "--exact", "--marker", "F", "--max-instructions", "300000", "--json", "-o"]).arg(&json).arg("--").arg(&bin).arg("100").output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v = report(&json);
+    // one iteration is a few instructions; one sweep is 4,096 of them
+    let code = v["code_period"]["instructions"].as_f64().unwrap();
+    assert!((4.0..=16.0).contains(&code), "{code}");
+    let d = v["data_period"]["samples"].as_f64().unwrap_or_else(|| panic!("no data period: {}", v["data_no_period"]));
+    assert!((d - 4096.0 * code).abs() / (4096.0 * code) < 0.01, "{d} vs 4096 x {code}");
+}
+
 /// A run without a period: each step calls one of 16 functions chosen by a random number
 /// generator, for a random number of iterations. The waveform must say "no period"
 /// rather than pick a bump of the noise.

@@ -76,6 +76,26 @@ pub struct Period {
     pub multiples: usize,
 }
 
+/// A loop sweeping an array: its data address climbs through the array once per sweep and
+/// jumps back (a sawtooth of one sweep's length), while the few accesses of each iteration
+/// (the element, the stack, a second array) make a fast ripple on it. The ripple's period
+/// is the autocorrelation's first strong peak, but the spectrum's strongest peak (bin `k`)
+/// is the sweep. This is the sweep's period, from the autocorrelation's highest peak
+/// within the spectrum's resolution of it (lags n/(k+1) to n/(k−1)), when the signal
+/// returns there after falling away between (at least 0.5 of correlation lost over the
+/// middle half of the lag, and the peak at least 0.8 of `candidate`'s): a slow drift,
+/// whose autocorrelation only falls, gives none.
+fn sawtooth_period(r: &[f64], n: usize, k: usize, candidate: &Period) -> Option<Period> {
+    if k < 2 || (n as f64 / k as f64) < 1.5 * candidate.samples {
+        return None;
+    }
+    let lo = (n as f64 / (k as f64 + 1.0)).floor() as usize;
+    let hi = ((n as f64 / (k as f64 - 1.0)).ceil() as usize).min(r.len().saturating_sub(2));
+    let l = peaks(r, lo.max(2)).into_iter().filter(|&l| l <= hi).max_by(|&a, &b| r[a].total_cmp(&r[b]))?;
+    let dip = r[l / 4..=3 * l / 4].iter().copied().fold(f64::INFINITY, f64::min);
+    (r[l] >= 0.8 * candidate.autocorrelation && dip <= r[l] - 0.5).then(|| Period { samples: refine(r, l), autocorrelation: r[l], multiples: 1 })
+}
+
 /// Autocorrelation, spectrum and period of one signal.
 #[derive(Clone, Debug, Serialize)]
 pub struct SignalAnalysis {
@@ -197,7 +217,11 @@ pub fn analyse_signal(signal: &[f64], min_lag: usize) -> SignalAnalysis {
     let (period, no_period) = match candidate {
         Some(p) => match support(&p, signal.len(), &power, peak_bin) {
             Ok(()) => (Some(p), None),
-            Err(why) => (None, Some(why)),
+            // a sweep: the slow sawtooth the spectrum found, if the autocorrelation has it too
+            Err(why) => match peak_bin.and_then(|k| sawtooth_period(&r, signal.len(), k, &p)).filter(|s| support(s, signal.len(), &power, peak_bin).is_ok()) {
+                Some(s) => (Some(s), None),
+                None => (None, Some(why)),
+            },
         },
         None => (None, None),
     };
@@ -315,6 +339,30 @@ pub fn repeating_functions(labels: &[Option<usize>], names: &[String], period: u
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_array_sweep_gives_the_sweep_not_its_ripple() {
+        // 9 sweeps of 3,000 points over an array (8 bytes a point), each point one of 7
+        // accesses of an iteration (the element, then six around it): the ripple's period
+        // is the autocorrelation's first peak, the sweep the spectrum's
+        let signal: Vec<f64> = (0..27_000).map(|i| (0x10_0000 + (i % 3000) * 8 + (i % 7) * 40) as f64).collect();
+        let a = analyse_signal(&signal, 2);
+        let p = a.period.unwrap_or_else(|| panic!("no period: {:?}", a.no_period));
+        assert!((p.samples - 3000.0).abs() < 1.0, "{p:?}");
+        // a random walk (a slow drift) still gives none
+        let mut x = 0.0f64;
+        let mut rng = 88172645463325252u64;
+        let walk: Vec<f64> = (0..27_000)
+            .map(|_| {
+                rng ^= rng << 13;
+                rng ^= rng >> 7;
+                rng ^= rng << 17;
+                x += (rng % 1000) as f64 / 500.0 - 1.0;
+                x
+            })
+            .collect();
+        assert!(analyse_signal(&walk, 2).period.is_none());
+    }
 
     #[test]
     fn sawtooth_period_is_found_exactly() {
