@@ -51,7 +51,8 @@ pub struct SampleRecordingOutcome {
     /// Records the kernel dropped because kansoku did not drain the buffer fast enough.
     pub lost: u64,
     /// Samples that landed in probe code (the agent's library or trampolines, the kernel's
-    /// `[uprobes]` slot), dropped.
+    /// `[uprobes]` slot; with the agent, the dynamic linker's `__tls_get_addr` it calls),
+    /// dropped.
     pub in_probe: u64,
     pub exit: ExitStatus,
     pub elapsed: Duration,
@@ -126,6 +127,8 @@ pub fn record_samples<W: Write>(
         pending: Vec::new(),
         kansoku_code: Vec::new(),
         clock_anchor: crate::agent::clock_pair(),
+        linker: None,
+        with_agent: agent.is_some(),
     };
     let mut interrupted = false;
     let exit = loop {
@@ -175,6 +178,13 @@ struct SampleWriter<'a, W: Write> {
     /// them — `cap_user_time_zero`, a native sched_clock; on a kvm-clock guest such as this
     /// session's VM the page holds zeros: measured with a cpu-clock event's page.)
     clock_anchor: (u64, u64),
+    /// The dynamic linker as mapped, and read: with the agent, its `__tls_get_addr` is how
+    /// the agent reaches its thread-local state on every hit (a cdylib's TLS is
+    /// general-dynamic), so samples there are the agent's: dropped with the probe's code.
+    /// Without call chains they cannot be told from the program's own dynamic-TLS reads,
+    /// which the count then includes.
+    linker: Option<(Module, Program)>,
+    with_agent: bool,
 }
 
 /// Events younger than this stay pending: the other stream may still deliver older ones.
@@ -234,7 +244,7 @@ impl<W: Write> SampleWriter<'_, W> {
                     if !self.modules.iter().any(|m| m.contains(s.ip)) {
                         self.refresh_from_proc()?;
                     }
-                    if self.kansoku_code.iter().any(|&(a, b)| s.ip >= a && s.ip < b) {
+                    if self.kansoku_code.iter().any(|&(a, b)| s.ip >= a && s.ip < b) || self.in_agent_tls(s.ip) {
                         self.in_probe += 1;
                         continue;
                     }
@@ -256,11 +266,23 @@ impl<W: Write> SampleWriter<'_, W> {
         if module.path == "[uprobes]" && !self.kansoku_code.contains(&(module.start, module.end)) {
             self.kansoku_code.push((module.start, module.end));
         }
+        let linker = std::path::Path::new(&module.path).file_name().is_some_and(|n| n.to_string_lossy().starts_with("ld-linux"));
+        if self.with_agent && linker && self.linker.is_none() {
+            self.linker = Program::open(&module.path).ok().map(|p| (module.clone(), p));
+        }
         if !self.modules.iter().any(|k| k.start == module.start && k.path == module.path) {
             self.out.write(&Event::Module(module.clone()))?;
             self.modules.push(module);
         }
         Ok(())
+    }
+
+    /// Whether `ip` lies in the dynamic linker's TLS lookup (`__tls_get_addr`, its slow
+    /// path, `update_get_addr`), which the agent calls on every hit.
+    fn in_agent_tls(&self, ip: u64) -> bool {
+        let Some((module, program)) = &self.linker else { return false };
+        let Some(vaddr) = kansoku_binary::maps::link_address(module, program, ip) else { return false };
+        program.function_at(vaddr).is_some_and(|f| f.name.starts_with("__tls_get_addr") || f.name == "update_get_addr")
     }
 
     /// Mappings made before the events were enabled (none normally) come from /proc.
