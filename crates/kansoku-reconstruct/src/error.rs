@@ -45,6 +45,9 @@ pub enum FileError {
     Invalid { path: PathBuf, what: String },
     #[error("{path}:{line}: {what}")]
     Line { path: PathBuf, line: usize, what: String },
+    /// Text that is not UTF-8, located by line, column and byte.
+    #[error("{path}:{error}")]
+    Text { path: PathBuf, error: kansoku_core::input::TextError },
     #[error("{doing} {path}: {cause}")]
     Io { doing: &'static str, path: PathBuf, cause: std::io::Error },
     #[error(transparent)]

@@ -85,7 +85,7 @@ pub fn function_of(key: &str) -> &str {
 pub fn read_trace(path: &Path) -> Result<TraceFile, FileError> {
     let text = kansoku_core::input::read_text(path, kansoku_core::input::MAX_TEXT_BYTES).map_err(|e| match e {
         kansoku_core::input::TextError::Io(cause) => FileError::Io { doing: "reading", path: path.to_path_buf(), cause },
-        e => FileError::Invalid { path: path.to_path_buf(), what: e.to_string() },
+        error => FileError::Text { path: path.to_path_buf(), error },
     })?;
     let bad = |n: usize, what: String| FileError::Line { path: path.to_path_buf(), line: n + 1, what };
     let mut keys = Vec::new();
