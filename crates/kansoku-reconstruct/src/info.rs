@@ -139,12 +139,18 @@ pub enum Observation {
 pub struct Compactor {
     out: Vec<Observation>,
     /// The last marker hit read (time, count), and whether it was the last observation.
-    last: Option<(u64, Option<u64>)>,
+    last: Option<Hit>,
     after_marker: bool,
     /// A hit read right after another one, not yet known to be kept: its time and count,
-    /// and the iteration that ends at it (length, duration).
-    held: Option<((u64, Option<u64>), (Option<u64>, u64))>,
+    /// and the iteration that ends at it.
+    held: Option<(Hit, Ended)>,
 }
+
+/// A marker hit: its time and, when known, the running instruction count.
+type Hit = (u64, Option<u64>);
+/// An iteration as a quiet run counts it: its length in instructions (when known), its
+/// duration in ns.
+type Ended = (Option<u64>, u64);
 
 impl Compactor {
     pub fn push(&mut self, o: Observation) {
@@ -176,7 +182,7 @@ impl Compactor {
     }
 
     /// One more quiet iteration at the end of the output.
-    fn quiet(&mut self, (length, duration): (Option<u64>, u64)) {
+    fn quiet(&mut self, (length, duration): Ended) {
         match self.out.last_mut() {
             Some(Observation::Quiet { iterations, length: l, duration_ns }) if *l == length => {
                 *iterations += 1;

@@ -284,9 +284,12 @@ fn other_classes(out: &Path, req: &Request, rec: &Reconstruction, loaded: &Loade
     Ok(class_traces)
 }
 
+/// A written trace's lines, its comparison with the exact iteration and which iteration.
+type Written = (Vec<String>, Option<Comparison>, Option<usize>);
+
 /// Writes `rec` into `output` (when given) and compares it with the exact iteration of its
 /// class: the trace's lines, the comparison and the iteration compared with.
-fn write_and_compare(output: &Option<PathBuf>, req: &Request, rec: &Reconstruction, loaded: &Loaded) -> Result<(Vec<String>, Option<Comparison>, Option<usize>), FileError> {
+fn write_and_compare(output: &Option<PathBuf>, req: &Request, rec: &Reconstruction, loaded: &Loaded) -> Result<Written, FileError> {
     let lines = trace_lines(rec, &loaded.names);
     if let Some(out) = output {
         let text = trace_text(rec, &lines, req.by, loaded.weighting, &req.recording);
