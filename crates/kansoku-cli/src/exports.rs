@@ -62,13 +62,16 @@ pub fn write_firefox(recording: &Path, out: File) -> Result<(kansoku_export::Fir
     }
     let mut profile = kansoku_export::FirefoxProfile::new(sampled_run(&header));
     let mut images = ImageAddresses::default();
-    while let Some(event) = reader.next_event()? {
-        match &event {
-            kansoku_core::Event::Module(m) => {
-                let image_address = images.of(m);
-                profile.add_module(m, image_address, images.functions(m))
+    // every process and call chain (a perf.data of `perf record -a -g`)
+    while let Some(item) = reader.next_item()? {
+        match item {
+            kansoku_perfdata::Item::Context { pid, tid, process, thread } => profile.enter(pid, tid, &process, &thread),
+            kansoku_perfdata::Item::Stack(frames) => profile.set_stack(frames),
+            kansoku_perfdata::Item::Event(kansoku_core::Event::Module(m)) => {
+                let image_address = images.of(&m);
+                profile.add_module(&m, image_address, images.functions(&m))
             }
-            e => profile.add_event(e),
+            kansoku_perfdata::Item::Event(e) => profile.add_event(&e),
         }
     }
     let mut warnings = images.warnings;

@@ -1,10 +1,13 @@
 //! The Firefox Profiler's processed profile format (the JSON `profiler.firefox.com` opens),
 //! written through `fxprof-processed-profile`, the crate samply writes it with.
 //!
-//! A sampled recording becomes one process: a thread per recorded thread, one sample per
-//! recorded sample whose stack is a single frame, the sampled instruction address (kansoku's
-//! samples carry no call stacks). Each recorded module becomes a library with its path,
-//! build id and mapping, so the profiler can symbolise the addresses itself; the frames hold
+//! A sampled recording becomes a process per recorded process (kansoku's recordings are
+//! one; a `perf record -a` many, each with its pid and name, [`FirefoxProfile::enter`]), a
+//! thread per recorded thread (tid and name), and one sample per recorded sample, whose
+//! stack is its call chain where the recording has one (`perf record -g`,
+//! [`FirefoxProfile::set_stack`]), else a single frame, the sampled instruction address.
+//! Each recorded module becomes a library with its path, build id and mapping in its
+//! process, so the profiler can symbolise the addresses itself; the frames hold
 //! library-relative addresses, no names. A marker hit is an instant marker named after the
 //! marker function, and the stretch from one hit to the next on the same thread an interval
 //! marker `iteration` (its number a field), as the Perfetto export shows them.
@@ -19,7 +22,7 @@ use std::sync::Arc;
 
 use fxprof_processed_profile::debugid::DebugId;
 use fxprof_processed_profile::{
-    CategoryColor, CategoryHandle, CategoryPairHandle, CpuDelta, Frame, FrameFlags, FrameInfo, LibraryInfo, Symbol, SymbolTable, MarkerFieldFlags, MarkerFieldFormat,
+    CategoryColor, CategoryHandle, CategoryPairHandle, CpuDelta, Frame, FrameFlags, FrameInfo, LibraryHandle, LibraryInfo, Symbol, SymbolTable, MarkerFieldFlags, MarkerFieldFormat,
     MarkerTiming, ProcessHandle, Profile, ReferenceTimestamp, SamplingInterval, StaticSchemaMarker, StaticSchemaMarkerField, StringHandle,
     ThreadHandle, Timestamp,
 };
@@ -55,6 +58,8 @@ pub struct FirefoxSummary {
     pub unmapped: u64,
     /// Threads.
     pub threads: u64,
+    /// Processes.
+    pub processes: u64,
     /// Distinct recorded modules (by path and build id) given as libraries; the profile
     /// lists those the samples fell in.
     pub libraries: u64,
@@ -62,6 +67,28 @@ pub struct FirefoxSummary {
     pub hits: u64,
     /// Iterations (interval markers between consecutive hits on one thread).
     pub iterations: u64,
+}
+
+/// One process's state while the recording is read.
+#[derive(Default)]
+struct ProcessState {
+    /// Made at the process's first sample or marker hit: a process of a `perf record -a`
+    /// that was never sampled is not in the profile.
+    handle: Option<ProcessHandle>,
+    /// Its libraries' mappings until then (library, start, end, relative address).
+    waiting: Vec<(LibraryHandle, u64, u64, u32)>,
+    /// The address ranges mapped to libraries: anything else gets a labelled frame.
+    mapped: Vec<(u64, u64)>,
+}
+
+/// The process and thread the next events belong to, as the recording named them.
+#[derive(Clone, Debug, Default)]
+struct Context {
+    /// None: the one process of a kansoku recording.
+    pid: Option<i32>,
+    tid: u32,
+    process: String,
+    thread: String,
 }
 
 /// One thread's state while the recording is read.
@@ -75,13 +102,15 @@ struct ThreadState {
 /// serialises it.
 pub struct FirefoxProfile {
     profile: Profile,
-    process: ProcessHandle,
     run: SampledRun,
-    threads: HashMap<u32, ThreadState>,
-    /// The thread the next events belong to (`Thread` events switch it).
-    current: u32,
-    /// The address ranges mapped to libraries: anything else gets a labelled frame.
-    mapped: Vec<(u64, u64)>,
+    /// By pid (None: a kansoku recording's one process).
+    processes: HashMap<Option<i32>, ProcessState>,
+    threads: HashMap<(Option<i32>, u32), ThreadState>,
+    /// The process and thread the next events belong to (`Thread` events and
+    /// [`Self::enter`] switch it).
+    current: Context,
+    /// The call chain of the next sample, innermost first ([`Self::set_stack`]).
+    stack: Option<Vec<u64>>,
     /// The libraries named so far, by path and build id.
     libraries: HashSet<(String, Option<String>)>,
     /// Each library file's functions as the profile's symbol table.
@@ -100,18 +129,17 @@ impl FirefoxProfile {
         let started = ReferenceTimestamp::from_millis_since_unix_epoch(run.started_s as f64 * 1000.0);
         let mut profile = Profile::new(&name, started, SamplingInterval::from_nanos(run.interval_ns.max(1)));
         profile.set_os_name("Linux");
-        let process = profile.add_process(&name, 0, Timestamp::from_nanos_since_reference(0));
         let user = profile.add_category("User", CategoryColor::Yellow).into();
         let kernel = profile.add_category("Kernel", CategoryColor::Orange).into();
         let marker_name = profile.intern_string(run.marker.as_deref().unwrap_or("marker"));
         let iteration_name = profile.intern_string("iteration");
         FirefoxProfile {
             profile,
-            process,
             run,
+            processes: HashMap::new(),
             threads: HashMap::new(),
-            current: 0,
-            mapped: Vec::new(),
+            current: Context::default(),
+            stack: None,
             libraries: HashSet::new(),
             symbol_tables: HashMap::new(),
             user,
@@ -152,9 +180,52 @@ impl FirefoxProfile {
             self.summary.libraries += 1;
         }
         let lib = self.profile.add_lib(library);
-        self.profile.add_lib_mapping(self.process, lib, module.start, module.end, relative);
-        self.mapped.retain(|&(s, e)| e <= module.start || s >= module.end);
-        self.mapped.push((module.start, module.end));
+        let process = self.process();
+        process.mapped.retain(|&(s, e)| e <= module.start || s >= module.end);
+        process.mapped.push((module.start, module.end));
+        match process.handle {
+            Some(handle) => self.profile.add_lib_mapping(handle, lib, module.start, module.end, relative),
+            None => process.waiting.push((lib, module.start, module.end, relative)),
+        }
+    }
+
+    /// The events after this belong to process `pid` (named `process`) and its thread
+    /// `tid` (named `thread`): a recording of several processes (`perf record -a`) says so
+    /// before each process's modules and samples.
+    pub fn enter(&mut self, pid: i32, tid: i32, process: &str, thread: &str) {
+        self.current = Context { pid: Some(pid), tid: tid as u32, process: process.to_string(), thread: thread.to_string() };
+    }
+
+    /// The call chain of the next sample, innermost first (the sampled address, then the
+    /// return addresses): its stack in the profile.
+    pub fn set_stack(&mut self, frames: Vec<u64>) {
+        self.stack = Some(frames);
+    }
+
+    /// The current process's state, made on first use.
+    fn process(&mut self) -> &mut ProcessState {
+        self.processes.entry(self.current.pid).or_default()
+    }
+
+    /// The current process in the profile, added at its first use with its libraries: a
+    /// kansoku recording's named after the program (pid 0: the recording does not keep
+    /// it), a perf.data's as perf named it.
+    fn process_handle(&mut self) -> ProcessHandle {
+        let (current, program) = (self.current.clone(), self.run.program.clone());
+        let profile = &mut self.profile;
+        let state = self.processes.entry(current.pid).or_default();
+        if let Some(handle) = state.handle {
+            return handle;
+        }
+        let short = program.rsplit('/').next().unwrap_or(&program);
+        let name = if current.process.is_empty() { short } else { current.process.as_str() };
+        let pid = current.pid.and_then(|p| u32::try_from(p).ok()).unwrap_or(0);
+        let handle = profile.add_process(name, pid, Timestamp::from_nanos_since_reference(0));
+        for (lib, start, end, relative) in state.waiting.drain(..) {
+            profile.add_lib_mapping(handle, lib, start, end, relative);
+        }
+        state.handle = Some(handle);
+        handle
     }
 
     /// The functions of the library at `path` as the profile's symbol table, made once per
@@ -179,7 +250,7 @@ impl FirefoxProfile {
     /// come through [`Self::add_module`], which needs what only the file knows).
     pub fn add_event(&mut self, event: &Event) {
         match event {
-            Event::Thread { tid } => self.current = *tid,
+            Event::Thread { tid } => self.current.tid = *tid,
             Event::Sample(s) => self.add_sample(s.time_ns, s.ip),
             Event::Marker { time_ns, .. } => self.add_hit(*time_ns),
             _ => {}
@@ -188,36 +259,62 @@ impl FirefoxProfile {
 
     /// The current thread's handle, the thread made on first use.
     fn thread(&mut self, time_ns: u64) -> &mut ThreadState {
-        let (profile, process, program) = (&mut self.profile, self.process, &self.run.program);
-        let is_main = self.threads.is_empty();
-        let tid = self.current;
-        self.threads.entry(tid).or_insert_with(|| {
+        let process = self.process_handle();
+        let (profile, current, program) = (&mut self.profile, &self.current, &self.run.program);
+        let tid = current.tid;
+        // a kansoku recording's first thread is its main one; a perf.data says which
+        let is_main = match current.pid {
+            Some(pid) => pid as u32 == tid,
+            None => !self.threads.keys().any(|(p, _)| p.is_none()),
+        };
+        self.threads.entry((current.pid, tid)).or_insert_with(|| {
             let handle = profile.add_thread(process, tid, Timestamp::from_nanos_since_reference(time_ns), is_main);
             let short = program.rsplit('/').next().unwrap_or(program);
-            profile.set_thread_name(handle, &if tid == 0 { short.to_string() } else { format!("{short} {tid}") });
+            let name = match current.pid {
+                Some(_) => format!("{} {tid}", if current.thread.is_empty() { &current.process } else { &current.thread }),
+                None if tid == 0 => short.to_string(),
+                None => format!("{short} {tid}"),
+            };
+            profile.set_thread_name(handle, &name);
             ThreadState { handle, last_hit: None }
         })
     }
 
     fn add_sample(&mut self, time_ns: u64, ip: u64) {
-        let frame = self.frame(ip);
+        let chain = self.stack.take().filter(|c| !c.is_empty()).unwrap_or_else(|| vec![ip]);
+        let unmapped = !self.is_mapped(ip);
+        let mut frames = Vec::with_capacity(chain.len());
+        // caller-most first, as the profile takes them; a run of kernel frames is one
+        for (i, &addr) in chain.iter().enumerate().rev() {
+            if addr >= KERNEL_START && chain.get(i + 1).is_some_and(|&outer| outer >= KERNEL_START) {
+                continue;
+            }
+            let frame = self.frame(addr, i == 0);
+            frames.push(frame);
+        }
+        self.summary.unmapped += unmapped as u64;
         let cpu = if self.run.time_sampling { CpuDelta::from_nanos(self.run.interval_ns) } else { CpuDelta::ZERO };
         let handle = self.thread(time_ns).handle;
-        let stack = self.profile.intern_stack_frames(handle, std::iter::once(frame));
+        let stack = self.profile.intern_stack_frames(handle, frames.into_iter());
         self.profile.add_sample(handle, Timestamp::from_nanos_since_reference(time_ns), stack, cpu, 1);
         self.summary.samples += 1;
     }
 
-    /// The sample's one frame: its address where a library maps it (the profiler turns it
-    /// into the library-relative address), else a label saying where it fell.
-    fn frame(&mut self, ip: u64) -> FrameInfo {
+    fn is_mapped(&mut self, addr: u64) -> bool {
+        self.process().mapped.iter().any(|&(s, e)| (s..e).contains(&addr))
+    }
+
+    /// A frame: its address where a library of the process maps it (the profiler turns it
+    /// into the library-relative address; a caller's is a return address), else a label
+    /// saying where it fell.
+    fn frame(&mut self, addr: u64, leaf: bool) -> FrameInfo {
         let flags = FrameFlags::empty();
-        if self.mapped.iter().any(|&(s, e)| (s..e).contains(&ip)) {
-            return FrameInfo { frame: Frame::InstructionPointer(ip), category_pair: self.user, flags };
+        if self.is_mapped(addr) {
+            let frame = if leaf { Frame::InstructionPointer(addr) } else { Frame::ReturnAddress(addr) };
+            return FrameInfo { frame, category_pair: self.user, flags };
         }
-        self.summary.unmapped += 1;
         let (label, category_pair) =
-            if ip >= KERNEL_START { ("[kernel]", self.kernel) } else { ("[outside the recorded modules]", self.user) };
+            if addr >= KERNEL_START { ("[kernel]", self.kernel) } else { ("[outside the recorded modules]", self.user) };
         FrameInfo { frame: Frame::Label(self.profile.intern_string(label)), category_pair, flags }
     }
 
@@ -243,6 +340,7 @@ impl FirefoxProfile {
             return Err(ExportError::Empty("firefox"));
         }
         self.summary.threads = self.threads.len() as u64;
+        self.summary.processes = self.processes.values().filter(|p| p.handle.is_some()).count() as u64;
         let mut out = std::io::BufWriter::new(out);
         let write = |e: std::io::Error| ExportError::Write { format: "firefox", source: e };
         serde_json::to_writer(&mut out, &self.profile).map_err(|e| write(e.into()))?;

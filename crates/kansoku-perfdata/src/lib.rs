@@ -46,6 +46,11 @@ const FEATURES_AT: usize = 72;
 const EVENT_TYPES_AT: usize = 56;
 /// `PROT_EXEC` in an `MMAP2` record's protection.
 const PROT_EXEC: u32 = 4;
+/// perf's call-chain context markers (`PERF_CONTEXT_HV`, `_KERNEL`, `_USER`…) are the
+/// values from `-4095` up.
+const PERF_CONTEXT_MAX: u64 = -4095i64 as u64;
+/// The mappings kept per process for the processes it forks.
+const MODULES_PER_PROCESS: usize = 4096;
 
 /// Is this file a perf.data (by its first eight bytes)?
 pub fn is_perf_data(path: &Path) -> bool {
@@ -62,10 +67,30 @@ pub struct PerfDataReader {
     truncated_at: Option<u64>,
     /// How far the file has been read: the byte a damaged record is reported at.
     position: Rc<Cell<u64>>,
+    /// The process [`Self::next_event`] reads, chosen at its first call.
+    selection: Option<Selection>,
 }
 
-/// What turns perf's records into kansoku events (apart from the reader, whose buffer
-/// the record being turned borrows).
+/// One item of a recording read process by process ([`AnyRecording::next_item`]): what
+/// `show` and the Firefox export read. A `perf record -a` holds many processes, each with
+/// its own modules and threads; a `perf record -g` a call chain per sample.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Item {
+    /// The items after it belong to this process and thread, named as perf names them
+    /// (the command, at most 15 bytes; empty when the file does not say). Kansoku's own
+    /// recordings are one process and never say so: their threads come as
+    /// [`Event::Thread`].
+    Context { pid: i32, tid: i32, process: String, thread: String },
+    /// An event of the current process and thread (perf.data: never [`Event::Thread`]).
+    Event(Event),
+    /// The call chain of the sample after it (`perf record -g`), innermost first: the
+    /// sampled address, then the return addresses, kernel frames first when the sample
+    /// was taken in the kernel (perf's context markers left out).
+    Stack(Vec<u64>),
+}
+
+/// What turns perf's records into items (apart from the reader, whose buffer the record
+/// being turned borrows).
 struct Converter {
     /// Per event (attribute index): is it the marker's uprobe?
     markers: Vec<bool>,
@@ -73,12 +98,37 @@ struct Converter {
     /// has lost the event descriptions the attribute index of a record comes from.
     marker_ids: HashSet<u64>,
     build_ids: HashMap<Vec<u8>, String>,
-    /// The recorded program's process, once seen (its `exec`, or its first sample).
-    pid: Option<i32>,
-    tid: Option<i32>,
+    /// Each thread's name (perf's comm), by tid; a process's is its main thread's.
+    names: HashMap<i32, String>,
+    /// Each process's executable mappings so far: a process forked from it starts with
+    /// them (the kernel writes no mapping record for what a child inherits).
+    modules: HashMap<i32, Vec<Module>>,
+    /// Mappings a forked process inherited, given as items before its first sample.
+    inherited: HashMap<i32, Vec<Module>>,
+    /// The processes that called exec, with the name they took, in order.
+    execs: Vec<(i32, String)>,
+    /// The (pid, tid) the last [`Item::Context`] named.
+    context: Option<(i32, i32)>,
     start: Option<u64>,
-    pending: VecDeque<Event>,
+    pending: VecDeque<Item>,
     warnings: Vec<String>,
+}
+
+/// The one process [`PerfDataReader::next_event`] reads (a kansoku recording is one).
+struct Selection {
+    pid: Option<i32>,
+    /// The (pid, tid) of the items being read, and the tid last given as [`Event::Thread`].
+    context: Option<(i32, i32)>,
+    tid: Option<i32>,
+}
+
+/// The processes a perf.data holds samples of, from one pass over it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ProcessCount {
+    pub pid: i32,
+    /// Its name when its first sample was taken.
+    pub name: String,
+    pub samples: u64,
 }
 
 impl PerfDataReader {
@@ -110,11 +160,24 @@ impl PerfDataReader {
         }
         let build_ids = perf_file.build_ids().unwrap_or_default().into_values().map(|d| (d.path, hex(&d.build_id))).collect();
         let reader = PerfFileReader { perf_file, record_iter };
-        let convert = Converter { markers, marker_ids, build_ids, pid: None, tid: None, start: None, pending: VecDeque::new(), warnings: Vec::new() };
-        Ok(PerfDataReader { path: path.to_path_buf(), header, reader, convert, truncated_at, position })
+        let convert = Converter {
+            markers,
+            marker_ids,
+            build_ids,
+            names: HashMap::new(),
+            modules: HashMap::new(),
+            inherited: HashMap::new(),
+            execs: Vec::new(),
+            context: None,
+            start: None,
+            pending: VecDeque::new(),
+            warnings: Vec::new(),
+        };
+        Ok(PerfDataReader { path: path.to_path_buf(), header, reader, convert, truncated_at, position, selection: None })
     }
 
-    /// What the reader noticed: records perf lost (a cut file is [`Self::truncated_at`]).
+    /// What the reader noticed: records perf lost (a cut file is [`Self::truncated_at`]),
+    /// and, once [`Self::next_event`] has read, a file of several processes read as one.
     pub fn warnings(&self) -> &[String] {
         &self.convert.warnings
     }
@@ -128,7 +191,89 @@ impl PerfDataReader {
         self.truncated_at
     }
 
+    /// The next event of one process: a kansoku recording is one process, and so is
+    /// what [`Self::next_event`] gives. A file of several (`perf record -a`) is read as the
+    /// recorded program's process (the one that ran the program perf was given, or with
+    /// the most samples), and [`Self::warnings`] says so, with the counts of the others;
+    /// [`Self::next_item`] reads them all. Call chains are left out.
     pub fn next_event(&mut self) -> Result<Option<Event>, RecordingError> {
+        if self.selection.is_none() {
+            let pid = self.select()?;
+            self.selection = Some(Selection { pid, context: None, tid: None });
+        }
+        loop {
+            let Some(item) = self.next_item()? else { return Ok(None) };
+            let sel = self.selection.as_mut().expect("chosen above");
+            match item {
+                Item::Context { pid, tid, .. } => sel.context = Some((pid, tid)),
+                Item::Stack(_) => {}
+                Item::Event(e) => {
+                    let Some((pid, tid)) = sel.context else { continue };
+                    if sel.pid.is_some_and(|p| p != pid) {
+                        continue;
+                    }
+                    if matches!(e, Event::Sample(_) | Event::Marker { .. }) && sel.tid != Some(tid) {
+                        sel.tid = Some(tid);
+                        self.convert.pending.push_front(Item::Event(e));
+                        return Ok(Some(Event::Thread { tid: tid as u32 }));
+                    }
+                    return Ok(Some(e));
+                }
+            }
+        }
+    }
+
+    /// The process [`Self::next_event`] reads, from a pass over the file (by a second
+    /// reader): None when it holds samples of one process or none.
+    fn select(&mut self) -> Result<Option<i32>, RecordingError> {
+        let (counts, execs) = Self::open(&self.path)?.processes()?;
+        let total: u64 = counts.iter().map(|c| c.samples).sum();
+        if counts.len() <= 1 {
+            return Ok(counts.first().map(|c| c.pid));
+        }
+        // the process that ran the recorded program (its exec took the program's name),
+        // else the one with the most samples
+        let program = self.header.program.rsplit('/').next().unwrap_or_default();
+        let comm: String = program.chars().take(15).collect();
+        let ran = |c: &&ProcessCount| execs.iter().any(|(p, n)| *p == c.pid && *n == comm);
+        let chosen = counts.iter().filter(ran).max_by_key(|c| c.samples).or_else(|| counts.iter().max_by_key(|c| c.samples)).expect("two or more");
+        let others: Vec<String> = counts.iter().filter(|c| c.pid != chosen.pid).take(5).map(|c| format!("{} `{}` {}", c.pid, c.name, c.samples)).collect();
+        self.convert.warnings.push(format!(
+            "{} holds samples of {} processes ({total} samples); this reads one: pid {} `{}` ({} samples){}; the others ({}{}) are left out (`kansoku show` and its firefox export show them all)",
+            self.path.display(),
+            counts.len(),
+            chosen.pid,
+            chosen.name,
+            chosen.samples,
+            if ran(&chosen) { ", which ran the recorded program" } else { ", the most sampled" },
+            others.join(", "),
+            if counts.len() > 6 { ", …" } else { "" },
+        ));
+        Ok(Some(chosen.pid))
+    }
+
+    /// Samples per process (most first), and the processes that called exec with the
+    /// name they took, reading the whole file.
+    pub fn processes(mut self) -> Result<(Vec<ProcessCount>, Vec<(i32, String)>), RecordingError> {
+        let mut counts: HashMap<i32, ProcessCount> = HashMap::new();
+        let mut at = (0, String::new());
+        while let Some(item) = self.next_item()? {
+            match item {
+                Item::Context { pid, process, .. } => at = (pid, process),
+                Item::Event(Event::Sample(_) | Event::Marker { .. }) => {
+                    counts.entry(at.0).or_insert_with(|| ProcessCount { pid: at.0, name: at.1.clone(), samples: 0 }).samples += 1;
+                }
+                _ => {}
+            }
+        }
+        let mut counts: Vec<ProcessCount> = counts.into_values().collect();
+        counts.sort_by_key(|c| (std::cmp::Reverse(c.samples), c.pid));
+        Ok((counts, std::mem::take(&mut self.convert.execs)))
+    }
+
+    /// The next item of every process, with call chains: [`Item::Context`] before the
+    /// items of another process or thread.
+    pub fn next_item(&mut self) -> Result<Option<Item>, RecordingError> {
         loop {
             if let Some(e) = self.convert.pending.pop_front() {
                 return Ok(Some(e));
@@ -154,57 +299,103 @@ impl PerfDataReader {
 }
 
 impl Converter {
-    /// One kernel record: queues the events it means.
+    /// One kernel record: queues the items it means.
     fn take(&mut self, record: EventRecord, time: Option<u64>, marker: bool) {
         match record {
-            EventRecord::Comm(c) if c.is_execve && self.pid.is_none() => self.pid = Some(c.pid),
-            EventRecord::Mmap2(m) if m.protection & PROT_EXEC != 0 && self.ours(m.pid) => {
+            EventRecord::Comm(c) => {
+                let name = String::from_utf8_lossy(&c.name.as_slice()).into_owned();
+                if c.is_execve {
+                    // a new image: what the process had mapped is gone
+                    self.modules.remove(&c.pid);
+                    self.inherited.remove(&c.pid);
+                    self.execs.push((c.pid, name.clone()));
+                }
+                self.names.insert(c.tid, name);
+                if self.context.is_some_and(|(p, t)| p == c.pid || t == c.tid) {
+                    self.context = None;
+                }
+            }
+            EventRecord::Fork(f) if f.pid != f.ppid && f.pid >= 0 => {
+                // a new process: its parent's mappings and name, until it maps or execs
+                if let Some(m) = self.modules.get(&f.ppid).filter(|m| !m.is_empty()) {
+                    self.inherited.insert(f.pid, m.clone());
+                }
+                if let Some(n) = self.names.get(&f.ptid).cloned() {
+                    self.names.entry(f.tid).or_insert(n);
+                }
+            }
+            EventRecord::Fork(f) => {
+                if let Some(n) = self.names.get(&f.pid).cloned() {
+                    self.names.entry(f.tid).or_insert(n);
+                }
+            }
+            // The kernel's own mappings (pid −1) are no process's.
+            EventRecord::Mmap2(m) if m.protection & PROT_EXEC != 0 && m.pid >= 0 => {
                 let path = m.path.as_slice().to_vec();
                 let build_id = match &m.file_id {
                     Mmap2FileId::BuildId(b) => Some(hex(b)),
                     Mmap2FileId::InodeAndVersion(_) => self.build_ids.get(&path).cloned(),
                 };
-                self.module(path, build_id, m.address, m.length, m.page_offset);
+                self.module(m.pid, m.tid, path, build_id, m.address, m.length, m.page_offset);
             }
-            EventRecord::Mmap(m) if m.is_executable && self.ours(m.pid) => {
+            EventRecord::Mmap(m) if m.is_executable && m.pid >= 0 => {
                 let path = m.path.as_slice().to_vec();
                 let build_id = self.build_ids.get(&path).cloned();
-                self.module(path, build_id, m.address, m.length, m.page_offset);
+                self.module(m.pid, m.tid, path, build_id, m.address, m.length, m.page_offset);
             }
             EventRecord::Sample(s) => {
                 let (Some(pid), Some(tid), Some(t)) = (s.pid, s.tid, time.or(s.timestamp)) else { return };
-                if self.pid.is_none() {
-                    self.pid = Some(pid);
-                }
-                if Some(pid) != self.pid {
-                    return;
-                }
-                if self.tid != Some(tid) {
-                    self.tid = Some(tid);
-                    self.pending.push_back(Event::Thread { tid: tid as u32 });
-                }
+                self.enter(pid, tid);
+                self.inherit(pid);
                 let time_ns = t.saturating_sub(*self.start.get_or_insert(t));
                 let marker = marker || s.id.is_some_and(|id| self.marker_ids.contains(&id));
-                self.pending.push_back(match marker {
+                if let Some(chain) = &s.callchain {
+                    // perf's context markers (PERF_CONTEXT_KERNEL, _USER…) are the top 4095 values
+                    let frames: Vec<u64> = (0..chain.len()).filter_map(|i| chain.get(i)).filter(|&a| a < PERF_CONTEXT_MAX).collect();
+                    self.pending.push_back(Item::Stack(frames));
+                }
+                self.pending.push_back(Item::Event(match marker {
                     true => Event::Marker { time_ns, instructions: None },
                     false => Event::Sample(Sample { time_ns, ip: s.ip.unwrap_or(0), instructions: None }),
-                });
+                }));
             }
             EventRecord::Lost(l) => self.warnings.push(format!("perf lost {} records (its ring buffer was full)", l.count)),
             _ => {}
         }
     }
 
-    /// Mappings are taken from the recorded process only (and before it is known, from
-    /// every process: perf synthesises the maps of the process it starts before its exec).
-    /// The kernel's own mappings (pid −1) are never the program's.
-    fn ours(&self, pid: i32) -> bool {
-        pid >= 0 && self.pid.is_none_or(|p| p == pid)
+    /// The items after this are of `pid`'s thread `tid`: said when it changes.
+    fn enter(&mut self, pid: i32, tid: i32) {
+        if self.context == Some((pid, tid)) {
+            return;
+        }
+        self.context = Some((pid, tid));
+        let name = |t: i32| self.names.get(&t).cloned().unwrap_or_default();
+        let (process, thread) = (name(pid), name(tid));
+        self.pending.push_back(Item::Context { pid, tid, process, thread });
     }
 
-    fn module(&mut self, path: Vec<u8>, build_id: Option<String>, start: u64, len: u64, file_offset: u64) {
+    /// A forked process's inherited mappings, given before its first sample or mapping.
+    fn inherit(&mut self, pid: i32) {
+        if let Some(modules) = self.inherited.remove(&pid) {
+            self.pending.extend(modules.iter().cloned().map(|m| Item::Event(Event::Module(m))));
+            self.modules.entry(pid).or_default().extend(modules);
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn module(&mut self, pid: i32, tid: i32, path: Vec<u8>, build_id: Option<String>, start: u64, len: u64, file_offset: u64) {
         let path = String::from_utf8_lossy(&path).into_owned();
-        self.pending.push_back(Event::Module(Module { path, build_id, start, end: start.saturating_add(len), file_offset }));
+        let module = Module { path, build_id, start, end: start.saturating_add(len), file_offset };
+        self.enter(pid, tid);
+        // mapped over what it inherited: those are given first, the new one after them
+        self.inherit(pid);
+        let mine = self.modules.entry(pid).or_default();
+        // bounded: a process that maps code without end passes on its first mappings
+        if mine.len() < MODULES_PER_PROCESS {
+            mine.push(module.clone());
+        }
+        self.pending.push_back(Item::Event(Event::Module(module)));
     }
 }
 
@@ -521,14 +712,25 @@ impl Seek for Patched {
 
 /// What [`AnyRecording::head`] read.
 pub struct Head {
-    /// The first events (modules aside), at most the limit.
-    pub events: Vec<Event>,
-    /// The Module events met while reading them.
-    pub modules: Vec<Module>,
+    /// The first items (modules aside): at most the limit of events, with the
+    /// [`Item::Context`] and [`Item::Stack`] items among them.
+    pub items: Vec<Item>,
+    /// The Module events met while reading them, with their process where the recording
+    /// says it (perf.data).
+    pub modules: Vec<(Option<i32>, Module)>,
     /// Counts of the events and modules returned.
     pub summary: kansoku_core::RecordingSummary,
     /// The recording ended within the limit: the counts are the whole recording's.
     pub complete: bool,
+}
+
+/// What [`AnyRecording::summarize_items`] counted.
+pub struct Summary {
+    pub summary: kansoku_core::RecordingSummary,
+    /// The modules, each with its process where the recording says it (perf.data).
+    pub modules: Vec<(Option<i32>, Module)>,
+    /// Samples (and marker hits) per process, most first (perf.data).
+    pub processes: Vec<ProcessCount>,
 }
 
 /// A recording of either kind, opened by what the file is: kansoku's `.ksk` or perf's
@@ -568,6 +770,52 @@ impl AnyRecording {
         }
     }
 
+    /// The next item of every process the recording holds, with call chains: a kansoku
+    /// recording's events as they are, a perf.data's as [`PerfDataReader::next_item`]
+    /// gives them.
+    pub fn next_item(&mut self) -> Result<Option<Item>, RecordingError> {
+        match self {
+            AnyRecording::Kansoku(r) => Ok(r.next_event()?.map(Item::Event)),
+            AnyRecording::Perf(r) => r.next_item(),
+        }
+    }
+
+    /// Counts, the module map (with each module's process, perf.data) and the samples of
+    /// each process (perf.data: every process; a kansoku recording's are not listed), in
+    /// one pass over every process's items.
+    pub fn summarize_items(mut self) -> Result<Summary, RecordingError> {
+        let mut pids = Vec::new();
+        let mut processes: HashMap<i32, ProcessCount> = HashMap::new();
+        let mut at: Option<(i32, String)> = None;
+        let (mut summary, modules) = kansoku_core::summarize_events(&mut || loop {
+            match self.next_item()? {
+                None => return Ok(None),
+                Some(Item::Stack(_)) => {}
+                Some(Item::Context { pid, tid, process, .. }) => {
+                    at = Some((pid, process));
+                    return Ok(Some(Event::Thread { tid: tid as u32 }));
+                }
+                Some(Item::Event(e)) => {
+                    match (&e, &at) {
+                        (Event::Module(_), _) => pids.push(at.as_ref().map(|a| a.0)),
+                        (Event::Sample(_) | Event::Marker { .. }, Some((pid, name))) => {
+                            processes.entry(*pid).or_insert_with(|| ProcessCount { pid: *pid, name: name.clone(), samples: 0 }).samples += 1;
+                        }
+                        _ => {}
+                    }
+                    return Ok(Some(e));
+                }
+            }
+        })?;
+        summary.truncated_at = self.truncated_at();
+        if let AnyRecording::Kansoku(r) = &self {
+            summary.bytes = r.bytes_read();
+        }
+        let mut processes: Vec<ProcessCount> = processes.into_values().collect();
+        processes.sort_by_key(|c| (std::cmp::Reverse(c.samples), c.pid));
+        Ok(Summary { summary, modules: pids.into_iter().zip(modules).collect(), processes })
+    }
+
     /// Counts and the module map (one pass; open the file again for its events).
     pub fn summarize_with_modules(self) -> Result<(kansoku_core::RecordingSummary, Vec<Module>), RecordingError> {
         match self {
@@ -585,28 +833,40 @@ impl AnyRecording {
     /// counts of the whole need [`Self::summarize_with_modules`]). `summary` counts what
     /// was read, `bytes` the bytes decoded (perf.data: 0, its reader does not count).
     pub fn head(mut self, limit: u64) -> Result<Head, RecordingError> {
+        let mut items = Vec::new();
         let mut events = Vec::new();
         let mut modules = Vec::new();
         let mut complete = true;
-        while let Some(event) = self.next_event()? {
-            match event {
-                Event::Module(m) => modules.push(m),
+        let (mut pid, mut shown) = (None, 0u64);
+        while let Some(item) = self.next_item()? {
+            match item {
+                Item::Event(Event::Module(m)) => modules.push((pid, m)),
                 // one event past the limit says the recording goes on
-                _ if events.len() as u64 >= limit => {
+                Item::Event(_) if shown >= limit => {
                     complete = false;
                     break;
                 }
-                e => events.push(e),
+                Item::Event(e) => {
+                    shown += 1;
+                    events.push(e.clone());
+                    items.push(Item::Event(e));
+                }
+                Item::Context { pid: p, tid, .. } => {
+                    pid = Some(p);
+                    events.push(Event::Thread { tid: tid as u32 });
+                    items.push(item);
+                }
+                Item::Stack(_) => items.push(item),
             }
         }
-        let mut read = events.iter().cloned().map(Some).chain(modules.iter().cloned().map(|m| Some(Event::Module(m))));
+        let mut read = events.iter().cloned().map(Some).chain(modules.iter().map(|(_, m)| Some(Event::Module(m.clone()))));
         let (mut summary, _) = kansoku_core::summarize_events(&mut || Ok(read.next().flatten()))?;
         summary.truncated_at = self.truncated_at();
         summary.bytes = match &self {
             AnyRecording::Kansoku(r) => r.bytes_read(),
             AnyRecording::Perf(_) => 0,
         };
-        Ok(Head { events, modules, summary, complete })
+        Ok(Head { items, modules, summary, complete })
     }
 
     /// What the perf.data reader noticed (records perf lost); a cut file is
@@ -637,9 +897,9 @@ mod tests {
         w.finish().unwrap();
         let size = std::fs::metadata(&path).unwrap().len();
         let head = AnyRecording::open(&path).unwrap().head(10).unwrap();
-        assert_eq!((head.events.len(), head.modules.len(), head.complete), (10, 1, false));
+        assert_eq!((head.items.len(), head.modules.len(), head.complete), (10, 1, false));
         assert_eq!((head.summary.instructions, head.summary.events), (10, 11));
-        assert!(head.events.iter().all(|e| matches!(e, Event::Instruction { .. })));
+        assert!(head.items.iter().all(|e| matches!(e, Item::Event(Event::Instruction { .. }))));
         assert!(size > 8 << 20 && head.summary.bytes < 4096, "{} of {size} bytes decoded", head.summary.bytes);
         // within the limit the head is the whole recording, counts and all
         let whole = AnyRecording::open(&path).unwrap().head(5_000_000).unwrap();

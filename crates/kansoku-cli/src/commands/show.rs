@@ -55,7 +55,8 @@ pub fn run(args: Args) -> Result<()> {
     // of a billion events is shown in the memory of one).
     let reader = kansoku_perfdata::AnyRecording::open(&args.recording)?;
     let header = reader.header().clone();
-    let (summary, modules) = reader.summarize_with_modules()?;
+    let counted = reader.summarize_items()?;
+    let summary = &counted.summary;
     if let Some(offset) = summary.truncated_at {
         eprintln!(
             "kansoku: warning: {} ends early (last complete event before byte {offset}); showing what was recorded",
@@ -64,30 +65,25 @@ pub fn run(args: Args) -> Result<()> {
     }
     if args.json {
         // One object, its events written one per line as they are read.
-        let prelude = json!({"recording": args.recording, "header": header, "modules": modules, "summary": summary});
+        let mut prelude = json!({"recording": args.recording, "header": header, "modules": modules_json(&counted.modules), "summary": summary});
+        if !counted.processes.is_empty() {
+            prelude["processes"] = processes_json(&counted.processes);
+        }
         let text = serde_json::to_string(&prelude)?;
         let open = text.strip_suffix('}').unwrap_or(&text);
         emit(&format!("{open},\n\"events\": [\n"));
     } else {
-        print_prelude(&args, &header, &summary, &modules, None)?;
+        print_prelude(&args, &header, summary, &counted.modules, &counted.processes, None)?;
     }
     // Second pass: the events up to the limit, symbolised with the modules met so far.
     let mut reader = kansoku_perfdata::AnyRecording::open(&args.recording)?;
-    let mut symbolizer = Symbolizer::new(&[]);
-    let mut tid = None;
+    let mut rows = Rows::new(args.by);
     let mut shown = 0u64;
-    while let Some(event) = reader.next_event()? {
-        if let Event::Module(m) = &event {
-            symbolizer.add_module(m.clone());
-            continue;
-        }
-        if limit != 0 && shown >= limit {
+    while let Some(item) = reader.next_item()? {
+        if limit != 0 && shown >= limit && matches!(item, kansoku_perfdata::Item::Event(ref e) if !matches!(e, Event::Module(_))) {
             break;
         }
-        if let Event::Thread { tid: t } = &event {
-            tid = Some(*t);
-        }
-        let row = event_row(&event, tid, &mut symbolizer, args.by);
+        let Some(row) = rows.row(item) else { continue };
         if args.json {
             emit(&format!("{}{}", if shown > 0 { ",\n" } else { "" }, serde_json::to_string(&row)?));
         } else {
@@ -98,9 +94,7 @@ pub fn run(args: Args) -> Result<()> {
     if args.json {
         emit("\n]}\n");
     }
-    for w in &symbolizer.warnings {
-        eprintln!("kansoku: warning: {w}");
-    }
+    rows.warn();
     Ok(())
 }
 
@@ -112,31 +106,111 @@ fn show_head(args: &Args, limit: u64) -> Result<()> {
     if let Some(offset) = head.summary.truncated_at {
         eprintln!("kansoku: warning: {} ends early (last complete event before byte {offset}); showing what was recorded", args.recording.display());
     }
-    let mut symbolizer = Symbolizer::new(&head.modules);
-    let mut tid = None;
-    let rows: Vec<serde_json::Value> = head
-        .events
-        .iter()
-        .map(|e| {
-            if let Event::Thread { tid: t } = e {
-                tid = Some(*t);
-            }
-            event_row(e, tid, &mut symbolizer, args.by)
-        })
-        .collect();
+    let mut rows = Rows::new(args.by);
+    // the modules met are each given to their process's symboliser before the events
+    for (pid, m) in &head.modules {
+        rows.symbolizer(*pid).add_module(m.clone());
+    }
+    let rows_out: Vec<serde_json::Value> = head.items.into_iter().filter_map(|i| rows.row(i)).collect();
     if args.json {
-        let v = json!({"recording": args.recording, "header": header, "modules": head.modules, "summary": head.summary, "summary_complete": head.complete, "events": rows});
+        let v = json!({"recording": args.recording, "header": header, "modules": modules_json(&head.modules), "summary": head.summary, "summary_complete": head.complete, "events": rows_out});
         emit(&format!("{}\n", serde_json::to_string(&v)?));
     } else {
-        print_prelude(args, &header, &head.summary, &head.modules, Some(head.complete))?;
-        for row in &rows {
+        print_prelude(args, &header, &head.summary, &head.modules, &[], Some(head.complete))?;
+        for row in &rows_out {
             emit(&event_line(row));
         }
     }
-    for w in &symbolizer.warnings {
-        eprintln!("kansoku: warning: {w}");
-    }
+    rows.warn();
     Ok(())
+}
+
+/// The modules as JSON objects, each with its process's pid where the recording says it.
+fn modules_json(modules: &[(Option<i32>, kansoku_core::Module)]) -> serde_json::Value {
+    modules
+        .iter()
+        .map(|(pid, m)| {
+            let mut v = json!(m);
+            if let Some(pid) = pid {
+                v["pid"] = json!(pid);
+            }
+            v
+        })
+        .collect()
+}
+
+fn processes_json(processes: &[kansoku_perfdata::ProcessCount]) -> serde_json::Value {
+    processes.iter().map(|p| json!({"pid": p.pid, "name": p.name, "samples": p.samples})).collect()
+}
+
+/// Items of a recording turned into rows: each process symbolised with its own modules,
+/// each sample with its process, thread and call chain where the recording has them.
+struct Rows {
+    by: By,
+    /// By process (None: a kansoku recording's one process).
+    symbolizers: std::collections::HashMap<Option<i32>, Symbolizer>,
+    /// The current process: pid, name and thread name (perf.data).
+    process: Option<(i32, String, String)>,
+    tid: Option<u32>,
+    stack: Option<Vec<u64>>,
+}
+
+impl Rows {
+    fn new(by: By) -> Rows {
+        Rows { by, symbolizers: Default::default(), process: None, tid: None, stack: None }
+    }
+
+    fn symbolizer(&mut self, pid: Option<i32>) -> &mut Symbolizer {
+        self.symbolizers.entry(pid).or_insert_with(|| Symbolizer::new(&[]))
+    }
+
+    /// The row of an item; none for modules (given to the symboliser), contexts and stacks
+    /// (carried into the rows after them).
+    fn row(&mut self, item: kansoku_perfdata::Item) -> Option<serde_json::Value> {
+        use kansoku_perfdata::Item;
+        let pid = self.process.as_ref().map(|p| p.0);
+        match item {
+            Item::Context { pid, tid, process, thread } => {
+                self.process = Some((pid, process, thread));
+                self.tid = Some(tid as u32);
+                None
+            }
+            Item::Stack(frames) => {
+                self.stack = Some(frames);
+                None
+            }
+            Item::Event(Event::Module(m)) => {
+                self.symbolizer(pid).add_module(m);
+                None
+            }
+            Item::Event(event) => {
+                if let Event::Thread { tid: t } = &event {
+                    self.tid = Some(*t);
+                }
+                let (by, tid, stack) = (self.by, self.tid, self.stack.take());
+                let symbolizer = self.symbolizers.entry(pid).or_insert_with(|| Symbolizer::new(&[]));
+                let mut row = event_row(&event, tid, symbolizer, by);
+                if let (Some((pid, process, thread)), Event::Sample(_) | Event::Marker { .. }) = (&self.process, &event) {
+                    row["pid"] = json!(pid);
+                    row["process"] = json!(process);
+                    row["thread"] = json!(thread);
+                }
+                if let Some(frames) = stack {
+                    // a caller's frame is named by the call before its return address
+                    let named: Vec<String> = frames.iter().enumerate().map(|(i, &a)| symbolizer.locate(if i == 0 { a } else { a.saturating_sub(1) }).function_offset()).collect();
+                    row["stack"] = json!(frames.iter().map(|&a| hex(a)).collect::<Vec<_>>());
+                    row["frames"] = json!(named);
+                }
+                Some(row)
+            }
+        }
+    }
+
+    fn warn(&self) {
+        for w in self.symbolizers.values().flat_map(|s| &s.warnings).collect::<std::collections::BTreeSet<_>>() {
+            eprintln!("kansoku: warning: {w}");
+        }
+    }
 }
 
 /// `--export`: each file written from its own pass over the recording.
@@ -148,8 +222,8 @@ fn export(args: &Args) -> Result<()> {
             eprintln!("kansoku: warning: {w}");
         }
         eprintln!(
-            "kansoku: {} samples ({} outside the recorded modules) on {} thread(s), {} libraries, {} marker hits, {} iterations",
-            summary.samples, summary.unmapped, summary.threads, summary.libraries, summary.hits, summary.iterations
+            "kansoku: {} samples ({} outside the recorded modules) in {} process(es) on {} thread(s), {} libraries, {} marker hits, {} iterations",
+            summary.samples, summary.unmapped, summary.processes, summary.threads, summary.libraries, summary.hits, summary.iterations
         );
         eprintln!("kansoku: {}", crate::exports::written(*format, path));
     }
@@ -184,7 +258,16 @@ fn event_line(e: &serde_json::Value) -> String {
     match kind {
         "instruction" | "block" => format!("  {:<11} {:>14}  {}\n", kind, e["addr"].as_str().unwrap_or(""), e["location"].as_str().unwrap_or("")),
         "read" | "write" => format!("  {:<11} {:>14}\n", kind, e["addr"].as_str().unwrap_or("")),
-        "sample" => format!("  {:<11} {:>14}  {}  t={}ns n={}\n", kind, e["addr"].as_str().unwrap_or(""), e["location"].as_str().unwrap_or(""), e["time_ns"], e["instructions"]),
+        "sample" => {
+            let mut line = format!("  {:<11} {:>14}  {}  t={}ns n={}", kind, e["addr"].as_str().unwrap_or(""), e["location"].as_str().unwrap_or(""), e["time_ns"], e["instructions"]);
+            if let Some(pid) = e["pid"].as_i64() {
+                line += &format!(" pid={pid} tid={} {}", e["tid"], e["thread"].as_str().unwrap_or(""));
+            }
+            for f in e["frames"].as_array().into_iter().flatten().skip(1) {
+                line += &format!(" <- {}", f.as_str().unwrap_or(""));
+            }
+            line + "\n"
+        }
         _ => {
             let mut rest = e.clone();
             rest.as_object_mut().map(|o| o.remove("event"));
@@ -194,7 +277,14 @@ fn event_line(e: &serde_json::Value) -> String {
 }
 
 /// `head`: Some(whether the recording ended within the limit) when only its head was read.
-fn print_prelude(args: &Args, header: &kansoku_core::Header, summary: &kansoku_core::RecordingSummary, modules: &[kansoku_core::Module], head: Option<bool>) -> Result<()> {
+fn print_prelude(
+    args: &Args,
+    header: &kansoku_core::Header,
+    summary: &kansoku_core::RecordingSummary,
+    modules: &[(Option<i32>, kansoku_core::Module)],
+    processes: &[kansoku_perfdata::ProcessCount],
+    head: Option<bool>,
+) -> Result<()> {
     reportln!("recording  {}", args.recording.display());
     reportln!("kind       {}", serde_json::to_value(header.kind)?.as_str().unwrap_or("?"));
     reportln!("program    {} {}", header.program, header.args.join(" "));
@@ -215,9 +305,16 @@ fn print_prelude(args: &Args, header: &kansoku_core::Header, summary: &kansoku_c
             kansoku_core::ExitStatus::Detached => "detached (observation stopped before the program ended)".into(),
         });
     }
+    if !processes.is_empty() {
+        reportln!("processes  {} with samples (pid name samples)", processes.len());
+        for p in processes {
+            reportln!("  {:>8} {:<16} {}", p.pid, p.name, p.samples);
+        }
+    }
     reportln!("modules");
-    for (i, m) in modules.iter().enumerate() {
-        reportln!("  [{i}] {}..{} off {} {} {}", hex(m.start), hex(m.end), hex(m.file_offset), m.path, m.build_id.as_deref().unwrap_or(""));
+    for (i, (pid, m)) in modules.iter().enumerate() {
+        let pid = pid.map(|p| format!("pid {p} ")).unwrap_or_default();
+        reportln!("  [{i}] {pid}{}..{} off {} {} {}", hex(m.start), hex(m.end), hex(m.file_offset), m.path, m.build_id.as_deref().unwrap_or(""));
     }
     let limit = args.limit.unwrap_or(100);
     let more = head == Some(false) || (head.is_none() && limit != 0 && summary.events > limit);
