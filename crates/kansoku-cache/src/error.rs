@@ -35,6 +35,18 @@ pub enum CacheError {
     /// denominator, a missing table, a symbol that does not exist): the path inside names where.
     #[error("formulas: {0}")]
     Formulas(String),
+    /// The set method cannot be used here (extents depending on parameters, its budget,
+    /// formulas that disagree with the simulator): `cache model`'s `auto` falls back.
+    /// `budget`: it ran out of time or of isl's operations, so a larger budget may get there.
+    #[error("{msg}")]
+    SetsUnavailable { msg: String, budget: bool },
+    /// A command's input: options that do not go together, a file that cannot be read or
+    /// written, a simulation refused before it starts.
+    #[error("{0}")]
+    Input(String),
+    /// What was being done when `source` went wrong (the file, the stage).
+    #[error("{what}")]
+    Context { what: String, #[source] source: Box<CacheError> },
     /// Reading or writing formulas as JSON failed.
     #[error("formulas JSON: {0}")]
     Json(#[from] serde_json::Error),
@@ -52,6 +64,11 @@ impl CacheError {
             Self::Model(m) | Self::OutOfTime(m) | Self::OutOfOperations(m) => Some(m),
             _ => None,
         }
+    }
+
+    /// This error, saying what was being done.
+    pub fn context(self, what: impl Into<String>) -> Self {
+        Self::Context { what: what.into(), source: Box::new(self) }
     }
 
     /// The same error with `f` applied to a model error's message (how far the build got,

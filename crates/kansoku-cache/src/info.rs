@@ -121,3 +121,39 @@ pub fn kernel_info(k: &Kernel, cache: CacheConfig, layout: &LayoutSpec, params: 
             .collect(),
     })
 }
+
+/// The seed's tables as text (`kansoku cache info`).
+impl std::fmt::Display for KernelInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(f, "Program information ({}), parameters: {}", self.file, if self.params.is_empty() { "none".into() } else { self.params.join(", ") })?;
+        for s in &self.program {
+            let guard = if s.guards.is_empty() { String::new() } else { format!("   (when {})", s.guards.join(" and ")) };
+            writeln!(f, "  {:<4} line {:<3} {}{guard}", s.label, s.line, s.text.split_whitespace().collect::<Vec<_>>().join(" "))?;
+        }
+        writeln!(f, "\nData information")?;
+        writeln!(f, "  {:<8} {:<8} {:>9} {:>12} {:>14}", "array", "type", "elem size", "start", "elements")?;
+        for (i, d) in self.arrays.iter().enumerate() {
+            let (start, elems) = match &self.data {
+                Some(data) => (data[i].start.to_string(), data[i].elems.to_string()),
+                None => ("(give --param)".into(), d.sizes.join(" x ")),
+            };
+            writeln!(f, "  {:<8} {:<8} {:>9} {:>12} {:>14}", d.name, d.elem_type, d.elem_size, start, elems)?;
+        }
+        if let Some(p) = &self.position {
+            writeln!(f, "\nPosition information\n  statement {}  side {}  position {}  ({})", p.statement, p.side, p.position, p.reference)?;
+        }
+        writeln!(f, "  layout: {}", self.layout)?;
+        writeln!(f, "\nCache information\n  associativity A = {}  line size B = {}  sets S = {}  ({} bytes)", self.cache.assoc, self.cache.line, self.cache.sets, self.cache.size_bytes())?;
+        writeln!(f, "\nLoop information")?;
+        for l in &self.loops {
+            let step = if l.step == 1 { String::new() } else { format!(" step {}", l.step) };
+            writeln!(f, "  {}{} from {} while < {}{}   (line {})", "  ".repeat(l.depth), l.var, l.lower, l.upper, step, l.line)?;
+        }
+        writeln!(f, "\nArray information")?;
+        writeln!(f, "  {:<4} {:<5} {:<6} {:>3}  {:<6} {:<20} loop variables", "pos", "stmt", "side", "n", "array", "subscripts")?;
+        for r in &self.references {
+            writeln!(f, "  {:<4} {:<5} {:<6} {:>3}  {:<6} {:<20} {}", r.position_number, r.statement, r.side, r.position, r.array, r.subscripts.join(", "), r.loop_vars.join(", "))?;
+        }
+        Ok(())
+    }
+}

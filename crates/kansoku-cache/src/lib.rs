@@ -30,6 +30,7 @@
 //! ```
 
 pub mod affine;
+pub mod answer;
 pub mod check;
 pub mod config;
 pub mod error;
@@ -38,6 +39,7 @@ pub mod kernel;
 pub mod model;
 pub mod parse;
 pub mod polybench;
+pub mod report;
 pub mod sets;
 pub mod sim;
 

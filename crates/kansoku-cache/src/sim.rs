@@ -73,6 +73,8 @@ pub struct Program {
     warmup: Option<Box<Program>>,
     /// Byte addresses touched before the warm-up, oldest first ([`Program::allocated_by_glibc`]).
     touched_before: Vec<i64>,
+    /// Simulate every access, also in runs of iterations that only hit ([`Program::every_access`]).
+    every_access: bool,
 }
 
 /// The cache's state when the kernel starts.
@@ -157,7 +159,7 @@ impl Program {
         let nodes = build(k, &k.body, params, &mut vec![], &ref_forms);
         let addr_lo = data.iter().map(|d| d.start as i64).min().unwrap_or(0);
         let addr_hi = data.iter().map(|d| (d.start + d.elems * d.elem_size) as i64).max().unwrap_or(0);
-        Ok(Program { nodes, nrefs: k.refs.len(), depth: k.max_depth(), data, addr_lo, addr_hi, warmup: None, touched_before: Vec::new() })
+        Ok(Program { nodes, nrefs: k.refs.len(), depth: k.max_depth(), data, addr_lo, addr_hi, warmup: None, touched_before: Vec::new(), every_access: false })
     }
 
     /// This program after `warm` (the program's initialisation, at the same `params`): the
@@ -215,6 +217,14 @@ impl Program {
         self
     }
 
+    /// This program simulated one access at a time, as the plain simulator did (the same
+    /// counts, for benchmarks): without it, an innermost loop's runs of iterations that
+    /// only hit and change nothing are counted, not simulated (`CacheSim::skippable`).
+    pub fn every_access(mut self) -> Program {
+        self.every_access = true;
+        self
+    }
+
     /// The cache's state at the kernel's start this program assumes.
     pub fn start(&self, warm_name: &str) -> Start {
         if self.warmup.is_some() {
@@ -235,9 +245,15 @@ impl Program {
     }
 
     /// Calls `f(reference, byte address)` for every access in program order.
-    pub fn for_each_access(&self, mut f: impl FnMut(usize, i64)) {
+    pub fn for_each_access(&self, f: impl FnMut(usize, i64)) {
+        self.run(&mut Each(f));
+    }
+
+    /// Runs every access in program order into `sink`, which may account for whole runs
+    /// of an innermost loop's iterations at once ([`Sink::skip`]).
+    fn run(&self, sink: &mut impl Sink) {
         let mut vars = vec![0i64; self.depth.max(1)];
-        run_nodes(&self.nodes, &mut vars, &mut f);
+        run_nodes(&self.nodes, &mut vars, sink);
     }
 
     /// What simulating this program costs, counted without simulating it, up to `limit`
@@ -273,12 +289,15 @@ impl Program {
             self.nrefs,
         );
         let mut n = 0u64;
-        if sims.len() == 1 {
+        if sims.len() == 1 && self.every_access {
             let s = &mut sims[0];
             self.for_each_access(|r, a| {
                 s.access(r, a);
                 tick(&mut n, &mut progress);
             });
+        } else if sims.len() == 1 {
+            // one cache: runs of iterations that only hit are counted, not simulated
+            self.run(&mut Reporting { sink: &mut sims[0], n: 0, next: PROGRESS_MASK + 1, progress: &mut progress });
         } else {
             self.for_each_access(|r, a| {
                 for s in sims.iter_mut() {
@@ -429,14 +448,78 @@ fn count_statements(body: &[PNode], vars: &mut [i64], depth: usize, (lo, hi, ste
     }
 }
 
+/// Where [`Program::run`] sends the accesses.
+trait Sink {
+    /// One access by reference `r` to byte address `addr`.
+    fn access(&mut self, r: usize, addr: i64);
+    /// An innermost loop has just run one iteration whose accesses were `cur` (reference,
+    /// address of the next iteration, advance per iteration), in this order, and `left`
+    /// iterations remain: the number of them (at most `left`) the sink has accounted for
+    /// without their accesses, 0 when it cannot.
+    #[inline(always)]
+    fn skip(&mut self, _cur: &[(usize, i64, i64)], _left: u64) -> u64 {
+        0
+    }
+    /// Whether [`Sink::skip`] can ever account for iterations of a loop that accesses
+    /// `cur` (asked once per loop, so that a loop where it cannot pays nothing for it).
+    #[inline(always)]
+    fn may_skip(&self, _cur: &[(usize, i64, i64)]) -> bool {
+        false
+    }
+}
+
+/// A closure as a [`Sink`] that sees every access.
+struct Each<F>(F);
+impl<F: FnMut(usize, i64)> Sink for Each<F> {
+    #[inline(always)]
+    fn access(&mut self, r: usize, addr: i64) {
+        (self.0)(r, addr)
+    }
+}
+
+/// A [`Sink`] that calls `progress(accesses so far)` every 2^24 accesses or so.
+struct Reporting<'a, S, P> {
+    sink: &'a mut S,
+    n: u64,
+    next: u64,
+    progress: &'a mut P,
+}
+impl<S: Sink, P: FnMut(u64)> Reporting<'_, S, P> {
+    #[inline(always)]
+    fn count(&mut self, k: u64) {
+        self.n += k;
+        if self.n >= self.next {
+            self.next = self.n + PROGRESS_MASK + 1;
+            (self.progress)(self.n);
+        }
+    }
+}
+impl<S: Sink, P: FnMut(u64)> Sink for Reporting<'_, S, P> {
+    #[inline(always)]
+    fn access(&mut self, r: usize, addr: i64) {
+        self.sink.access(r, addr);
+        self.count(1);
+    }
+    #[inline(always)]
+    fn skip(&mut self, cur: &[(usize, i64, i64)], left: u64) -> u64 {
+        let k = self.sink.skip(cur, left);
+        self.count(k * cur.len() as u64);
+        k
+    }
+    #[inline(always)]
+    fn may_skip(&self, cur: &[(usize, i64, i64)]) -> bool {
+        self.sink.may_skip(cur)
+    }
+}
+
 #[inline(always)]
-fn run_nodes(nodes: &[PNode], vars: &mut [i64], f: &mut impl FnMut(usize, i64)) {
+fn run_nodes(nodes: &[PNode], vars: &mut [i64], f: &mut impl Sink) {
     for n in nodes {
         match n {
             PNode::Stmt(refs, guards) => {
                 if guards.iter().all(|g| g.eval(vars) >= 0) {
                     for (r, form) in refs {
-                        f(*r, form.eval(vars));
+                        f.access(*r, form.eval(vars));
                     }
                 }
             }
@@ -462,13 +545,24 @@ fn run_nodes(nodes: &[PNode], vars: &mut [i64], f: &mut impl FnMut(usize, i64)) 
                         // iterations timed the kernel fuzzer out).
                         continue;
                     }
+                    let may_skip = f.may_skip(&cur);
                     let mut v = lo;
                     while v < hi {
                         for e in cur.iter_mut() {
-                            f(e.0, e.1);
+                            f.access(e.0, e.1);
                             e.1 += e.2;
                         }
                         v += step;
+                        if may_skip && v < hi {
+                            // loop steps are positive (the loop runs while v < hi)
+                            let k = f.skip(&cur, ((hi - v + step - 1) / step) as u64);
+                            if k > 0 {
+                                for e in cur.iter_mut() {
+                                    e.1 += e.2 * k as i64;
+                                }
+                                v += step * k as i64;
+                            }
+                        }
                     }
                     vars[*depth] = v;
                 } else {
@@ -618,6 +712,108 @@ impl CacheSim {
 }
 
 impl CacheSim {
+    #[inline(always)]
+    fn line_of(&self, addr: i64) -> i64 {
+        match self.line_shift {
+            Some(s) => addr >> s,
+            None => addr.div_euclid(self.line),
+        }
+    }
+
+    /// How many of the `left` iterations to come of an innermost loop whose iteration
+    /// just ran `cur` (see [`Sink::skip`]) hit on every access, leaving the cache as it
+    /// is: those in which no reference leaves the line it accessed in the iteration that
+    /// just ran, when all those lines are still in the cache. Then the lines of the
+    /// iteration that ran are the most recent of their sets, in the order of their last
+    /// access; each iteration after it only hits (a hit evicts nothing), on the same lines
+    /// in the same order, so the LRU state after any number of them is the state after the
+    /// one that ran, and every access is a hit. (The run-length idea of warping, Morelli and
+    /// Reineke, PLDI 2022, for its simplest case: a repetition that changes nothing.)
+    #[inline]
+    fn skippable(&self, cur: &[(usize, i64, i64)], left: u64) -> u64 {
+        let mut k = left;
+        for &(_, next, stride) in cur {
+            if stride == 0 {
+                continue;
+            }
+            let line = self.line_of(next);
+            if line != self.line_of(next - stride) {
+                return 0;
+            }
+            // iterations from the next one on that stay in `line`
+            let (first, end) = (line * self.line, line * self.line + self.line);
+            let stay = if stride > 0 { (end - 1 - next) / stride + 1 } else { (next - first) / -stride + 1 };
+            k = k.min(stay as u64);
+        }
+        if k == 0 {
+            return 0;
+        }
+        // every line of the iteration still cached (an inclusive level below may have
+        // taken one back; without one, it holds when no set got more lines than ways)
+        let a = self.assoc;
+        for e in cur {
+            let line = self.line_of(e.1);
+            let set = line.rem_euclid(self.sets) as usize;
+            if !self.tags[set * a..set * a + a].contains(&line) {
+                return 0;
+            }
+        }
+        k
+    }
+
+    /// Counts `k` hits for each access of `cur`.
+    fn credit_hits(&mut self, cur: &[(usize, i64, i64)], k: u64) {
+        for &(r, _, _) in cur {
+            let st = &mut self.stats[r];
+            st.accesses += k;
+            st.hits += k;
+        }
+    }
+}
+
+impl Sink for CacheSim {
+    /// Only where every reference stays in a line for more than one iteration.
+    #[inline(always)]
+    fn may_skip(&self, cur: &[(usize, i64, i64)]) -> bool {
+        cur.iter().all(|e| e.2.abs() < self.line)
+    }
+    #[inline(always)]
+    fn access(&mut self, r: usize, addr: i64) {
+        CacheSim::access(self, r, addr)
+    }
+    #[inline(always)]
+    fn skip(&mut self, cur: &[(usize, i64, i64)], left: u64) -> u64 {
+        let k = self.skippable(cur, left);
+        if k > 0 {
+            self.credit_hits(cur, k);
+        }
+        k
+    }
+}
+
+impl Sink for HierarchySim {
+    /// Only where every reference stays in a line for more than one iteration.
+    #[inline(always)]
+    fn may_skip(&self, cur: &[(usize, i64, i64)]) -> bool {
+        cur.iter().all(|e| e.2.abs() < self.levels[0].line)
+    }
+    #[inline(always)]
+    fn access(&mut self, r: usize, addr: i64) {
+        HierarchySim::access(self, r, addr)
+    }
+    /// Accesses that hit the first level reach no other: the first level's runs of hits
+    /// are the hierarchy's.
+    #[inline(always)]
+    fn skip(&mut self, cur: &[(usize, i64, i64)], left: u64) -> u64 {
+        let k = self.levels[0].skippable(cur, left);
+        if k > 0 {
+            self.levels[0].credit_hits(cur, k);
+        }
+        k
+    }
+}
+
+impl CacheSim {
     /// Looks `line` up and makes it most recently used; on a miss inserts it and returns
     /// the line it evicted (for the hierarchy, which counts per level itself).
     fn touch(&mut self, line: i64) -> (bool, Option<i64>) {
@@ -719,11 +915,15 @@ impl Program {
     pub fn simulate_hierarchy_reporting(&self, levels: &[CacheConfig], inclusion: Inclusion, mut progress: impl FnMut(u64)) -> Result<Vec<Vec<RefStats>>> {
         let mut h = HierarchySim::new(levels, self.nrefs + 1, inclusion)?;
         self.warm_up(|r, a| h.access(r, a), self.nrefs);
-        let mut n = 0u64;
-        self.for_each_access(|r, a| {
-            h.access(r, a);
-            tick(&mut n, &mut progress);
-        });
+        if self.every_access {
+            let mut n = 0u64;
+            self.for_each_access(|r, a| {
+                h.access(r, a);
+                tick(&mut n, &mut progress);
+            });
+        } else {
+            self.run(&mut Reporting { sink: &mut h, n: 0, next: PROGRESS_MASK + 1, progress: &mut progress });
+        }
         let mut stats = h.stats();
         stats.iter_mut().for_each(|s| s.truncate(self.nrefs));
         Ok(stats)

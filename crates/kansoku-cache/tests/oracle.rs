@@ -219,3 +219,27 @@ fn large_second_level_leaves_l1_alone() {
     let e = prog.simulate_hierarchy(&[l1, CacheConfig { line: 64, ..l2 }], Inclusion::Inclusive).unwrap_err();
     assert!(e.to_string().contains("same line size"), "{e}");
 }
+
+/// Runs of hits counted at once (the default) give the counts of one access at a time
+/// (`Program::every_access`), for one level and for both kinds of hierarchy, on every
+/// bundled kernel with lines of 2 to 8 doubles (so that runs exist) and small caches (so
+/// that lines leave before their runs end).
+#[test]
+fn counted_runs_of_hits_equal_every_access() {
+    for (name, _) in BUNDLED_KERNELS {
+        let k = kernel(name);
+        for n in [7i64, 24] {
+            let params: ParamValues = k.params.iter().map(|p| (p.clone(), if p == "T" { 3 } else { n })).collect();
+            let layout = if *name == "seed" { LayoutSpec::parse_bases("A=0,B=800,C=1600").unwrap() } else { LayoutSpec::default() };
+            let fast = Program::new(&k, &params, &layout).unwrap();
+            let plain = fast.clone().every_access();
+            for c in [CacheConfig { assoc: 2, line: 16, sets: 4 }, CacheConfig { assoc: 4, line: 64, sets: 8 }, CacheConfig { assoc: 8, line: 32, sets: 64 }] {
+                assert_eq!(fast.simulate(&[c]), plain.simulate(&[c]), "{name} n={n} {c}");
+            }
+            let (l1, l2) = (CacheConfig { assoc: 2, line: 32, sets: 2 }, CacheConfig { assoc: 2, line: 32, sets: 4 });
+            for inclusion in [Inclusion::Inclusive, Inclusion::NonInclusive] {
+                assert_eq!(fast.simulate_hierarchy(&[l1, l2], inclusion).unwrap(), plain.simulate_hierarchy(&[l1, l2], inclusion).unwrap(), "{name} n={n} {inclusion:?}");
+            }
+        }
+    }
+}
