@@ -98,14 +98,13 @@ fn gzip_exports_open_in_callgrind_annotate_pprof_and_flame_graph_tools() {
     let ours: HashMap<String, u64> =
         r["functions"].as_array().unwrap().iter().map(|f| (f["function"].as_str().unwrap().to_string(), f["instructions"].as_u64().unwrap())).collect();
 
-    // callgrind_annotate reads the file and gives kansoku's own figures, function by function.
+    // callgrind_annotate reads the file: the report's instructions, and each element of a
+    // rep string instruction once more (as Callgrind counts them; the path report counts
+    // the instruction once per block entry). Per function the export follows Callgrind's
+    // attribution, not the report's blocks (bzip2_exports_equal_callgrind_function_by_function).
     let (annotated, annotated_total) = annotate(Path::new(&cg));
-    assert_eq!(annotated_total, total);
-    for (f, n) in &ours {
-        if *n > 0 {
-            assert_eq!(annotated.get(f), Some(n), "{f}");
-        }
-    }
+    assert!(annotated_total >= total && annotated_total - total <= total / 10_000, "{annotated_total} vs {total}");
+    assert!(annotated.len() >= 3, "{annotated:?}");
 
     // ... and they are Callgrind's own for the same run: gzip is stripped, Callgrind names
     // its functions 0x…ADDR where kansoku writes gzip+0xADDR; the boundaries of a few
@@ -141,7 +140,7 @@ fn gzip_exports_open_in_callgrind_annotate_pprof_and_flame_graph_tools() {
         assert!(!stack.is_empty() && stack.split(';').all(|f| !f.is_empty()), "{line:?}");
         sum += n.parse::<u64>().unwrap();
     }
-    assert_eq!(sum, total);
+    assert_eq!(sum, annotated_total);
 
     // go tool pprof reads the profile.proto: the same total, the hottest function first.
     let Some(o) = run("go", &["tool", "pprof", "-top", &pb]) else {
@@ -150,7 +149,7 @@ fn gzip_exports_open_in_callgrind_annotate_pprof_and_flame_graph_tools() {
     };
     let top = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{top}{}", String::from_utf8_lossy(&o.stderr));
-    assert!(top.contains(&format!("of {total} total")), "{top}");
+    assert!(top.contains(&format!("of {annotated_total} total")), "{top}");
     let hottest = ours.iter().max_by_key(|(_, &n)| n).unwrap().0;
     let first_row = top.lines().skip_while(|l| !l.trim_start().starts_with("flat")).nth(1).unwrap();
     assert!(first_row.ends_with(hottest.as_str()), "{first_row} (expected {hottest})");
@@ -169,4 +168,148 @@ fn bad_exports_are_refused_before_the_program_runs() {
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("creating /nonexistent/dir/k.cg"), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(o.stdout.is_empty(), "the program ran: {}", String::from_utf8_lossy(&o.stdout));
+}
+
+/// Self `Ir` per function and calls per callee of a callgrind file, keyed `object:function`
+/// (an unnamed function, Callgrind's `0x…ADDR` or kansoku's `module+0xaddr`, as
+/// `object+0xaddr`), and the file's total.
+fn callgrind_costs(file: &Path) -> (HashMap<String, u64>, HashMap<String, u64>, u64) {
+    let text = std::fs::read_to_string(file).unwrap();
+    let (mut obs, mut fns) = (HashMap::new(), HashMap::new());
+    let name = |spec: &str, names: &mut HashMap<String, String>| -> String {
+        match spec.strip_prefix('(').and_then(|s| s.split_once(')')) {
+            Some((id, rest)) => {
+                if let Some(n) = rest.strip_prefix(' ') {
+                    names.insert(id.to_string(), n.to_string());
+                }
+                names[id].clone()
+            }
+            None => spec.to_string(),
+        }
+    };
+    let key = |ob: &str, f: &str| {
+        let base = ob.rsplit('/').next().unwrap();
+        let addr = f.strip_prefix("0x").or_else(|| f.rsplit_once("+0x").filter(|(m, _)| base.starts_with(m)).map(|(_, a)| a));
+        match addr.and_then(|a| u64::from_str_radix(a, 16).ok()) {
+            Some(a) => format!("{base}+{a:#x}"),
+            None => format!("{base}:{f}"),
+        }
+    };
+    let (mut costs, mut calls, mut total) = (HashMap::new(), HashMap::new(), 0);
+    let (mut ob, mut cob, mut f, mut cf) = (String::new(), String::new(), String::new(), String::new());
+    let mut inclusive_next = false;
+    for line in text.lines() {
+        if line.starts_with(|c: char| c.is_ascii_digit() || "+-*".contains(c)) {
+            if !std::mem::take(&mut inclusive_next) {
+                let ir: u64 = line.rsplit(' ').next().unwrap().parse().unwrap();
+                *costs.entry(key(&ob, &f)).or_insert(0) += ir;
+                total += ir;
+            }
+        } else if let Some(s) = line.strip_prefix("ob=") {
+            ob = name(s, &mut obs);
+        } else if let Some(s) = line.strip_prefix("cob=") {
+            cob = name(s, &mut obs);
+        } else if let Some(s) = line.strip_prefix("fn=") {
+            (f, cob) = (name(s, &mut fns), ob.clone());
+        } else if let Some(s) = line.strip_prefix("cfn=") {
+            cf = name(s, &mut fns);
+        } else if let Some(s) = line.strip_prefix("calls=") {
+            *calls.entry(key(&cob, &cf)).or_insert(0) += s.split(' ').next().unwrap().parse::<u64>().unwrap();
+            (inclusive_next, cob) = (true, ob.clone());
+        }
+    }
+    (costs, calls, total)
+}
+
+/// Issue 43: on Debian's bzip2 (200 KB of python3.11 as input), `--scope all`, the
+/// callgrind export is Callgrind's own, function by function: every function above 0.1 %
+/// of the run has Callgrind's `Ir` and calls (by Callgrind's names), the totals within
+/// 0.01 % (a rep string instruction counts once per element; code entered by a jump into
+/// another function's middle stays with the function that jumped; PLT stubs are their
+/// callers'). The collapsed and pprof exports of the same run give every function the
+/// same cost, and pprof's stacks are whole (cumulative above flat).
+#[test]
+fn bzip2_exports_equal_callgrind_function_by_function() {
+    if run("valgrind", &["--version"]).is_none() {
+        skip(Missing::Installed { package: "valgrind" }, "valgrind is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = |n: &str| dir.path().join(n).to_str().unwrap().to_string();
+    let input = file("in.bin");
+    let python = std::fs::read("/usr/bin/python3.11").expect("python3.11 (scripts/setup --tests installs it)");
+    std::fs::write(&input, &python[..200_000]).unwrap();
+    let (cg, folded, pb, vg) = (file("k.callgrind"), file("k.folded"), file("k.pb.gz"), file("vg.callgrind"));
+    let o = Command::new(env!("CARGO_BIN_EXE_kansoku"))
+        .args(["paths", "--scope", "all", "--top", "0"])
+        .args(["--export", &format!("callgrind={cg}"), "--export", &format!("collapsed={folded}"), "--export", &format!("pprof={pb}")])
+        .args(["--", "bzip2", "-c", &input])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = Command::new("valgrind").args(["--tool=callgrind", &format!("--callgrind-out-file={vg}"), "bzip2", "-c", &input]).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (ours, our_calls, our_total) = callgrind_costs(Path::new(&cg));
+    let (theirs, their_calls, their_total) = callgrind_costs(Path::new(&vg));
+    assert!(our_total.abs_diff(their_total) * 10_000 <= their_total, "totals: kansoku {our_total}, callgrind {their_total}");
+    let big: Vec<&String> = theirs.iter().filter(|(_, &n)| n * 1000 > their_total).map(|(f, _)| f).collect();
+    assert!(big.len() >= 8, "{big:?}");
+    for f in &big {
+        assert_eq!(ours.get(*f), theirs.get(*f), "Ir of {f}");
+        assert_eq!(our_calls.get(*f), their_calls.get(*f), "calls of {f}");
+    }
+
+    // Collapsed stacks: each function's innermost cost is its callgrind-export cost (by
+    // name: both exports name functions alike).
+    let by_name = |m: &HashMap<String, u64>| -> HashMap<String, u64> {
+        let mut out = HashMap::new();
+        for (k, &n) in m {
+            let name = k.split_once(':').map_or(k.as_str(), |(_, f)| f).to_string();
+            *out.entry(name).or_insert(0) += n;
+        }
+        out
+    };
+    let exported = by_name(&ours);
+    let mut flat: HashMap<String, u64> = HashMap::new();
+    for line in std::fs::read_to_string(&folded).unwrap().lines() {
+        let (stack, n) = line.rsplit_once(' ').unwrap();
+        *flat.entry(stack.rsplit(';').next().unwrap().to_string()).or_insert(0) += n.parse::<u64>().unwrap();
+    }
+    let named = |f: &str| f.split_once(':').map_or(f, |(_, n)| n).to_string();
+    for f in &big {
+        let f = named(f);
+        if let Some(&n) = exported.get(&f) {
+            assert_eq!(flat.get(&f), Some(&n), "collapsed cost of {f}");
+        }
+    }
+    assert_eq!(flat.values().sum::<u64>(), our_total);
+
+    // pprof: the same flat cost per function, and stacks: a function's cumulative cost
+    // (every sample it is on) covers its callees.
+    let Some(o) = run("go", &["tool", "pprof", "-raw", &pb]) else {
+        skip(Missing::Installed { package: "golang-go" }, "the pprof part: `go` is not installed");
+        return;
+    };
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let raw = String::from_utf8_lossy(&o.stdout);
+    let mut locations = HashMap::new();
+    for line in raw.lines().skip_while(|l| !l.starts_with("Locations")).skip(1).take_while(|l| !l.starts_with("Mappings")) {
+        let (id, rest) = line.trim().split_once(": ").unwrap();
+        let rest = rest.splitn(3, ' ').nth(2).unwrap();
+        let rest = rest.rsplit_once(" s=").unwrap().0;
+        locations.insert(id.to_string(), rest.rsplit_once(' ').unwrap().0.to_string());
+    }
+    let (mut pflat, mut cum): (HashMap<String, u64>, HashMap<String, u64>) = (HashMap::new(), HashMap::new());
+    for line in raw.lines().skip_while(|l| !l.starts_with("instructions/count")).skip(1).take_while(|l| !l.is_empty() && !l.starts_with("Locations")) {
+        let (n, ids) = line.trim().split_once(": ").unwrap();
+        let n: u64 = n.parse().unwrap();
+        let frames: Vec<&String> = ids.split_whitespace().map(|i| &locations[i]).collect();
+        *pflat.entry(frames[0].clone()).or_insert(0) += n;
+        for f in frames.iter().collect::<std::collections::HashSet<_>>() {
+            *cum.entry((*f).clone()).or_insert(0) += n;
+        }
+    }
+    assert_eq!(pflat, flat, "pprof's flat cost per function is the collapsed stacks'");
+    let compress_block = cum["BZ2_compressBlock"];
+    assert!(compress_block > pflat["BZ2_compressBlock"] + pflat["BZ2_blockSort"], "cumulative {compress_block} covers BZ2_blockSort");
 }

@@ -7,7 +7,7 @@
 //! |---|---|---|
 //! | [`callgrind`] | [`CostProfile`]: instructions per instruction address and source line, call arcs with inclusive cost | `callgrind_annotate FILE`, `kcachegrind FILE` |
 //! | [`collapsed`] | [`CostProfile`]: instructions per call stack | `flamegraph.pl`, `inferno-flamegraph`, speedscope |
-//! | [`pprof`] | [`PathReport`]: one sample per path, its blocks as locations with file:line | `go tool pprof -top FILE`, `-http` |
+//! | [`pprof`] | [`CostProfile`]: instructions per call stack (a sample per stack, a location per function), the same per-function costs as the callgrind and collapsed exports | `go tool pprof -top FILE`, `-http` |
 //! | [`firefox`] | a sampled recording's events ([`FirefoxProfile`]): a process per recorded process (pid and name), a thread per recorded thread, a sample's call chain as its stack (`perf record -g`; else one frame, the sampled address), the recorded modules as libraries with path, build id and mapping so the profiler symbolises, marker hits as instant markers and the stretches between them as `iteration` interval markers (numbered) | profiler.firefox.com (Load a profile from file), `samply load FILE` |
 //! | [`perfetto`] | [`Timeline`]: one process's threads with nested slices, instants, side lanes and counters, and the run's metadata; made by [`events_timeline`] (event mode: a slice per call, off-CPU stretches), [`calls_timeline`] (an exact trace's calls, marker hits, iterations on the instruction index), [`wave_timeline`] (code and data address counters), [`sampling_timeline`] (the monitor's series as counters) | ui.perfetto.dev, Perfetto's `trace_processor` |
 //!
@@ -15,7 +15,6 @@
 //! programs or prints.
 //!
 //! [`CostProfile`]: kansoku_paths::CostProfile
-//! [`PathReport`]: kansoku_paths::PathReport
 //! [`perfetto`]: write_perfetto
 //! [`firefox`]: FirefoxProfile
 

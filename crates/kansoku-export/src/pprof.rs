@@ -2,17 +2,17 @@
 //! written by hand with prost's derive attributes (field numbers from that schema), so no
 //! `protoc` is needed at build time. The file is gzip-compressed, as pprof writes it.
 //!
-//! A path profile becomes one sample per distinct path: its blocks are the sample's
-//! locations, the path's last block innermost, so a flame graph of the profile draws each
-//! path as a tower from its first block up to its last. A location is one block start
-//! (its link-time address, and the block's function and source line); sample values are
-//! the path's executions and the instructions they ran (the default).
+//! A cost profile becomes one sample per distinct call stack of the shadow call stack
+//! (outermost frame last, as pprof wants), valued with the instructions executed with that
+//! stack innermost: the same attribution as the callgrind and collapsed exports, so each
+//! function's flat cost is its callgrind `Ir` and its cumulative cost covers its callees.
+//! A location is one function (its first executed instruction's link-time address and its
+//! source file).
 
-use std::collections::HashMap;
 use std::io::Write;
 
 use flate2::write::GzEncoder;
-use kansoku_paths::PathReport;
+use kansoku_paths::CostProfile;
 use prost::Message;
 
 use crate::{ExportError, Interner};
@@ -140,60 +140,35 @@ fn value(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
-/// The profile message for `report` (every path in it); `comment` goes into the profile's
-/// comments (`go tool pprof -comments`).
-pub(crate) fn build_profile(report: &PathReport, comment: &str) -> Profile {
+/// The profile message for `profile`'s stacks; `comment` goes into the profile's comments
+/// (`go tool pprof -comments`).
+pub(crate) fn build_profile(profile: &CostProfile, comment: &str) -> Profile {
     let mut strings = Strings::new();
-    let sample_type = vec![
-        ValueType { r#type: strings.id("executions"), unit: strings.id("count") },
-        ValueType { r#type: strings.id("instructions"), unit: strings.id("count") },
-    ];
+    let sample_type = vec![ValueType { r#type: strings.id("instructions"), unit: strings.id("count") }];
     let default_sample_type = strings.id("instructions");
-    let mut functions: Vec<Function> = Vec::new();
-    let mut function_ids: HashMap<(String, String), u64> = HashMap::new();
-    let mut locations: Vec<Location> = Vec::new();
-    let mut location_ids: HashMap<(String, u64), u64> = HashMap::new();
-    let mut samples = Vec::with_capacity(report.paths.len());
-    let (rank_key, bl_key) = (strings.id("rank"), strings.id("ball_larus"));
-    for path in &report.paths {
-        let mut ids = Vec::with_capacity(path.blocks.len());
-        for block in path.blocks.iter().rev() {
-            let key = (block.function.clone(), block.link_address);
-            let id = match location_ids.get(&key) {
-                Some(&id) => id,
-                None => {
-                    let file = block.source.as_ref().map_or("", |s| s.file.as_str());
-                    let fkey = (block.function.clone(), file.to_string());
-                    let function_id = match function_ids.get(&fkey) {
-                        Some(&f) => f,
-                        None => {
-                            let f = functions.len() as u64 + 1;
-                            let name = strings.id(&block.function);
-                            functions.push(Function { id: f, name, system_name: name, filename: strings.id(file), start_line: 0 });
-                            function_ids.insert(fkey, f);
-                            f
-                        }
-                    };
-                    let id = locations.len() as u64 + 1;
-                    let line = block.source.as_ref().map_or(0, |s| i64::from(s.line));
-                    locations.push(Location { id, mapping_id: 0, address: block.link_address, line: vec![Line { function_id, line }] });
-                    location_ids.insert(key, id);
-                    id
-                }
-            };
-            ids.push(id);
-        }
-        let mut label = vec![Label { key: rank_key, str: 0, num: value(path.rank as u64), num_unit: 0 }];
-        if let Some(bl) = path.ball_larus {
-            label.push(Label { key: bl_key, str: 0, num: value(bl), num_unit: 0 });
-        }
-        samples.push(Sample { location_id: ids, value: vec![value(path.count), value(path.count.saturating_mul(path.instructions))], label });
+    // One function and one location per function of the profile (ids from 1).
+    let mut functions = Vec::with_capacity(profile.functions.len());
+    let mut locations = Vec::with_capacity(profile.functions.len());
+    for (i, f) in profile.functions.iter().enumerate() {
+        let id = i as u64 + 1;
+        let name = strings.id(&f.name);
+        let first = f.instructions.first();
+        let file = f.instructions.iter().find_map(|x| x.file.as_deref()).unwrap_or("");
+        let line = f.instructions.iter().find_map(|x| x.line).map_or(0, i64::from);
+        functions.push(Function { id, name, system_name: name, filename: strings.id(file), start_line: line });
+        locations.push(Location { id, mapping_id: 0, address: first.map_or(0, |x| x.address), line: vec![Line { function_id: id, line }] });
     }
+    let sample = profile
+        .stacks
+        .iter()
+        .filter(|s| s.instructions > 0)
+        .map(|s| Sample { location_id: s.frames.iter().rev().map(|&f| f as u64 + 1).collect(), value: vec![value(s.instructions)], label: Vec::new() })
+        .collect();
     let comment = vec![strings.id(comment)];
     let period_type = Some(ValueType { r#type: strings.id("instructions"), unit: strings.id("count") });
     Profile {
         sample_type,
-        sample: samples,
+        sample,
         mapping: Vec::new(),
         location: locations,
         function: functions,
@@ -205,18 +180,19 @@ pub(crate) fn build_profile(report: &PathReport, comment: &str) -> Profile {
     }
 }
 
-/// The encoded (uncompressed) `profile.proto` message for `report`.
-pub fn pprof_profile(report: &PathReport, comment: &str) -> Vec<u8> {
-    build_profile(report, comment).encode_to_vec()
+/// The encoded (uncompressed) `profile.proto` message for `profile`.
+pub fn pprof_profile(profile: &CostProfile, comment: &str) -> Vec<u8> {
+    build_profile(profile, comment).encode_to_vec()
 }
 
-/// Writes `report`'s paths as a gzip-compressed `profile.proto`.
-pub fn write_pprof(report: &PathReport, comment: &str, out: impl Write) -> Result<(), ExportError> {
-    if report.paths.is_empty() {
+/// Writes `profile`'s call stacks as a gzip-compressed `profile.proto`. The profile must
+/// have been made with the call tracker; one without stacks is [`ExportError::Empty`].
+pub fn write_pprof(profile: &CostProfile, comment: &str, out: impl Write) -> Result<(), ExportError> {
+    if profile.stacks.is_empty() {
         return Err(ExportError::Empty("pprof"));
     }
     let io = |source| ExportError::Write { format: "pprof", source };
     let mut gz = GzEncoder::new(out, flate2::Compression::default());
-    gz.write_all(&pprof_profile(report, comment)).map_err(io)?;
+    gz.write_all(&pprof_profile(profile, comment)).map_err(io)?;
     gz.finish().map_err(io)?.flush().map_err(io)
 }

@@ -10,7 +10,7 @@ use kansoku_core::{Event, ExitStatus, Header, RecordingError, RecordingKind, Rec
 use crate::code::{BlockId, CodeMap, Scope};
 use crate::costs::CallTracker;
 use crate::lackey::{module_from_syms, parse_line, LackeyLine};
-use crate::normalize::{BasicBlockStream, InstructionReducer, SuperblockSplitter, VEX_MAX_INSNS};
+use crate::normalize::{BasicBlockStream, InstructionReducer, Repeats, SuperblockSplitter, VEX_MAX_INSNS};
 use crate::profile::{BackEdgeMode, CallMode, PathProfiler};
 use crate::replay::ToolTrie;
 use crate::sbstream::{Item, StreamDecoder};
@@ -172,6 +172,14 @@ fn emit<'a>(
     }
 }
 
+/// Repetitions of a `rep` instruction a splitter met: more executions of it for the costs.
+#[inline]
+fn repeated(tracker: &mut Option<CallTracker>, code: &CodeMap, repeats: Option<Repeats>) {
+    if let (Some(t), Some(r)) = (tracker, repeats) {
+        t.repeat(r.addr, r.count, code);
+    }
+}
+
 impl PathAnalysis {
     pub fn new(options: &AnalysisOptions) -> Self {
         let mut profiler = PathProfiler::new(options.calls, options.back_edges);
@@ -249,6 +257,7 @@ impl PathAnalysis {
             Event::Instruction { addr } => {
                 self.stats.instructions += 1;
                 self.current.instructions.push(*addr, &mut self.code, &mut emit(&mut self.profiler, &mut self.recorder, &mut self.call_tracker));
+                repeated(&mut self.call_tracker, &self.code, self.current.instructions.take_repeats());
             }
             Event::Block { addr } => {
                 self.stats.block_events += 1;
@@ -313,6 +322,7 @@ impl PathAnalysis {
                 // A superblock may be missing here: end the one in progress and cut the paths.
                 if let Some(s) = &mut self.current.superblocks {
                     s.reset(&mut self.code, &mut emit(&mut self.profiler, &mut self.recorder, &mut self.call_tracker));
+                    repeated(&mut self.call_tracker, &self.code, s.take_repeats());
                 }
                 self.profiler.cut_thread();
             }
@@ -335,6 +345,7 @@ impl PathAnalysis {
         self.stats.superblocks = self.stats.superblocks.saturating_add(1);
         let s = self.current.superblocks.get_or_insert_with(|| SuperblockSplitter::new(VEX_MAX_INSNS));
         s.push(addr, &mut self.code, &mut emit(&mut self.profiler, &mut self.recorder, &mut self.call_tracker));
+        repeated(&mut self.call_tracker, &self.code, s.take_repeats());
     }
 
     #[inline]
@@ -368,6 +379,7 @@ impl PathAnalysis {
                 // Superblocks may be missing here: end the one in progress and cut the paths.
                 if let Some(s) = &mut self.current.superblocks {
                     s.reset(&mut self.code, &mut emit(&mut self.profiler, &mut self.recorder, &mut self.call_tracker));
+                    repeated(&mut self.call_tracker, &self.code, s.take_repeats());
                 }
                 self.profiler.cut_thread();
             }
@@ -471,6 +483,7 @@ impl PathAnalysis {
             self.switch_thread(tid);
             if let Some(mut s) = self.current.superblocks.take() {
                 s.finish(fault.filter(|_| tid == last_tid), &mut self.code, &mut emit(&mut self.profiler, &mut self.recorder, &mut self.call_tracker));
+                repeated(&mut self.call_tracker, &self.code, s.take_repeats());
                 self.stats.unexpected_superblock_cuts += s.unexpected_cuts;
             }
         }

@@ -2,14 +2,26 @@
 //! its source line), per function, per call arc (calls and inclusive cost) and per call
 //! stack. The path table says which paths ran; this says where the instructions went.
 //!
-//! Per-instruction counts come from the block counts (every block entry ran the block's
-//! instructions). Calls, inclusive costs and stacks come from a shadow call stack per
-//! thread ([`CallTracker`]) fed the same basic-block entries as the path profiler:
+//! Calls, inclusive costs and stacks come from a shadow call stack per thread
+//! ([`CallTracker`]) fed the same basic-block entries as the path profiler, with
+//! Callgrind's rules (callgrind/bbcc.c, `setup_bbcc`), so its costs are Callgrind's:
 //!
-//! * the block after a block ending in a call (not a system call) starts a frame;
-//! * a jump (or fall-through) into another function starts a frame too, marked as
-//!   entered by a jump (a tail call, a PLT stub's jump to its target), as Callgrind does;
-//! * a return ends the frames entered by jumps and then the one frame entered by a call.
+//! * the block after a block ending in a call (not a system call) starts a frame, except
+//!   a call into a PLT stub (`name@plt`): Callgrind skips stubs (`--skip-plt=yes`), so a
+//!   stub's instructions are its caller's and its jump is the call;
+//! * a jump (or fall-through) starts a frame, marked as entered by a jump, when it enters
+//!   a function at its first instruction (a tail call) or another module (a PLT stub's
+//!   jump to its target); a jump into the middle of another function stays in the frame
+//!   it leaves (glibc's `mempcpy` jumping into `memcpy`'s body is `mempcpy`'s cost);
+//! * a return ends the frames entered by jumps and then the one frame entered by a call;
+//!   the code returned to is the frame below's, whichever function holds it.
+//!
+//! An instruction's cost goes to the function of the frame on top when it runs, as
+//! Callgrind charges a block to its context, not to the symbol holding its address.
+//! Each repetition of a `rep` string instruction is one more execution of it (VEX runs
+//! each element as a new entry of the instruction; Callgrind counts it so). Without a
+//! tracker, per-instruction counts come from the block counts and the function holding
+//! each block.
 //!
 //! Cost is counted only for blocks in the analysis' scope; blocks out of scope still move
 //! the stack, so a library call between two program functions keeps its frame. Frames
@@ -27,6 +39,30 @@ use crate::fxhash::FxHashMap;
 
 /// Deepest shadow call stack followed; deeper calls are counted in the deepest frame.
 const MAX_DEPTH: usize = 1 << 16;
+
+/// A PLT stub (`memcpy@plt`): Callgrind skips them, charging their instructions to the
+/// caller.
+fn is_plt_stub(code: &CodeMap, owner: Owner) -> bool {
+    matches!(owner, Owner::Function(f) if code.functions()[f as usize].name.ends_with("@plt"))
+}
+
+/// Does a jump (or fall-through) from block `from` into block `to` of another function
+/// enter it as a call would (Callgrind's call emulation): at the first instruction of a
+/// function with a symbol, or in another module.
+fn enters_by_jump(code: &CodeMap, from: BlockId, to: BlockId) -> bool {
+    let (a, b) = (code.block(from), code.block(to));
+    a.module != b.module
+        || b.function.is_some_and(|f| {
+            let f = &code.functions()[f as usize];
+            f.base == b.addr && !unnamed(&f.name)
+        })
+}
+
+/// A function known only by its unwind entry or as a stretch between functions
+/// (`module+0xaddress`): Valgrind has no symbol there, so Callgrind sees no entry to jump to.
+fn unnamed(name: &str) -> bool {
+    name.rsplit_once("+0x").is_some_and(|(m, hex)| !m.is_empty() && !hex.is_empty() && hex.bytes().all(|c| c.is_ascii_hexdigit()))
+}
 
 /// Who owns a block for the call graph: a function, or code outside every known function
 /// of a module (or of no module).
@@ -66,6 +102,9 @@ struct ThreadStack {
     frames: Vec<Frame>,
     prev: Option<BlockId>,
     instructions: u64,
+    /// A PLT stub was entered by a call and no frame was pushed since: the next frame
+    /// entered by a jump is that call's.
+    stub_called: bool,
 }
 
 #[derive(Default, Clone, Copy)]
@@ -93,6 +132,10 @@ pub struct CallTracker {
     spans: Option<Vec<FrameSpan>>,
     /// Marker hits (thread, clock), when a timeline is asked for.
     markers: Vec<(u32, u64)>,
+    /// In-scope entries of each block per owner of the frame it ran in.
+    entries: FxHashMap<(Owner, BlockId), u64>,
+    /// In-scope repetitions of `rep` instructions (runtime address) per owner of the frame.
+    repeats: FxHashMap<(Owner, u64), u64>,
 }
 
 /// One closed frame of a thread's shadow call stack, on the run's instruction index.
@@ -194,22 +237,29 @@ impl CallTracker {
         let prev = self.current.prev.replace(b);
         match (prev, self.current.frames.last().copied()) {
             (Some(p), Some(top)) => match prev_end {
+                // a call into a PLT stub: the caller's frame goes on; the stub's jump is the call
+                _ if is_plt_stub(code, owner) && prev_end != InstructionKind::Return => {
+                    if owner != owner_of(code, p) {
+                        self.current.stub_called = prev_end == InstructionKind::Call;
+                    }
+                }
                 InstructionKind::Call if !code.block(p).ends_in_syscall => self.push_call(owner, top.owner, p),
                 InstructionKind::Return => {
                     while self.current.frames.last().is_some_and(|f| f.by_jump) {
                         self.pop();
                     }
                     self.pop();
-                    match self.current.frames.last().copied() {
-                        // Back where the call came from.
-                        Some(f) if f.owner == owner => {}
-                        // Somewhere the stack does not know (a longjmp, a return into
-                        // code whose call was not seen): entered as by a jump.
-                        Some(f) => self.push(owner, Some((f.owner, p)), true),
-                        None => self.push(owner, None, false),
+                    if self.current.frames.is_empty() {
+                        // a return the stack did not see the call of
+                        self.push(owner, None, false);
                     }
                 }
-                _ if owner != top.owner && self.current.frames.len() < MAX_DEPTH => self.push(owner, Some((top.owner, p)), true),
+                _ if owner != top.owner && self.current.frames.len() < MAX_DEPTH && enters_by_jump(code, p, b) => {
+                    // the first frame out of a PLT stub that was called (directly, or through
+                    // the lazy binder's PLT0 and resolver) stands for that call
+                    let by_jump = !std::mem::take(&mut self.current.stub_called);
+                    self.push(owner, Some((top.owner, p)), by_jump)
+                }
                 _ => {}
             },
             _ => {
@@ -225,7 +275,23 @@ impl CallTracker {
             self.current.instructions += n;
             if let Some(top) = self.current.frames.last() {
                 self.self_cost[top.node as usize] += n;
+                *self.entries.entry((top.owner, b)).or_insert(0) += 1;
             }
+        }
+    }
+
+    /// `count` more executions of the `rep` instruction at `addr`, which ended the block
+    /// this thread entered last.
+    pub fn repeat(&mut self, addr: u64, count: u64, code: &CodeMap) {
+        self.clock += count;
+        let Some(b) = self.current.prev else { return };
+        if !code.block(b).in_program {
+            return;
+        }
+        self.current.instructions += count;
+        if let Some(top) = self.current.frames.last() {
+            self.self_cost[top.node as usize] += count;
+            *self.repeats.entry((top.owner, addr)).or_insert(0) += count;
         }
     }
 
@@ -354,22 +420,40 @@ impl PathAnalysis {
         self.code.symbolizer.resolve(addr).map_or(addr, |r| r.link_address)
     }
 
-    /// Where the instructions went: per instruction (from the block counts), per call arc
-    /// and per stack (from the call tracker, when the analysis ran one).
+    /// Where the instructions went: per instruction and function (from the call tracker's
+    /// frames when the analysis ran one, else from the block counts), per call arc and per
+    /// stack (from the call tracker).
     pub fn costs(&mut self) -> CostProfile {
         let mut names = Names { index: HashMap::new(), functions: Vec::new() };
         // Per owner: runtime address → executions.
         let mut per_owner: HashMap<Owner, FxHashMap<u64, u64>> = HashMap::new();
-        for b in 0..self.code.blocks().len() as BlockId {
-            let count = self.profiler.block_counts.get(b as usize).copied().unwrap_or(0);
-            if count == 0 || !self.code.block(b).in_program {
-                continue;
-            }
-            let owner = owner_of(&self.code, b);
-            let addrs = self.code.block_instructions(b);
+        fn add(per_owner: &mut HashMap<Owner, FxHashMap<u64, u64>>, code: &mut CodeMap, owner: Owner, b: BlockId, count: u64) {
             let map = per_owner.entry(owner).or_default();
-            for a in addrs {
+            for a in code.block_instructions(b) {
                 *map.entry(a).or_insert(0) += count;
+            }
+        }
+        match &self.call_tracker {
+            // Callgrind's attribution: to the frame each block ran in.
+            Some(t) => {
+                let mut entries: Vec<((Owner, BlockId), u64)> = t.entries.iter().map(|(k, v)| (*k, *v)).collect();
+                entries.sort_unstable();
+                for ((owner, b), count) in entries {
+                    add(&mut per_owner, &mut self.code, owner, b, count);
+                }
+                for (&(owner, a), &count) in &t.repeats {
+                    *per_owner.entry(owner).or_default().entry(a).or_insert(0) += count;
+                }
+            }
+            None => {
+                for b in 0..self.code.blocks().len() as BlockId {
+                    let count = self.profiler.block_counts.get(b as usize).copied().unwrap_or(0);
+                    if count == 0 || !self.code.block(b).in_program {
+                        continue;
+                    }
+                    let owner = owner_of(&self.code, b);
+                    add(&mut per_owner, &mut self.code, owner, b, count);
+                }
             }
         }
         let mut owners: Vec<Owner> = per_owner.keys().copied().collect();

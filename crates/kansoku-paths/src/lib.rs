@@ -47,4 +47,4 @@ pub use code::{BlockFacts, BlockId, CodeMap, Scope};
 pub use costs::{CallCost, CallSpan, CallTimeline, CallTracker, CostProfile, FunctionCost, InstructionCost, StackCost};
 pub use dot::CfgError;
 pub use profile::{BackEdgeMode, CallMode, PathProfiler, PathTable};
-pub use report::{BlockRef, FunctionRow, PathReport, PathRow, Summary};
+pub use report::{BlockRef, FunctionRow, Keep, PathReport, PathRow, Summary};

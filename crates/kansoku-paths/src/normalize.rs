@@ -44,11 +44,38 @@ pub struct SuperblockSplitter {
     max_insns: usize,
     /// Superblocks that ended at a non-transfer other than the VEX limit (diagnostic).
     pub unexpected_cuts: u64,
+    /// Repetitions of a `rep` string instruction seen since the caller last took them
+    /// ([`SuperblockSplitter::take_repeats`]): VEX runs each element as one more entry of
+    /// the instruction's superblock, and Callgrind counts each as one more execution of it.
+    repeats: Repeats,
+}
+
+/// Repetitions of one `rep` instruction not yet taken by the caller.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Repeats {
+    /// Runtime address of the instruction.
+    pub addr: u64,
+    /// Executions beyond the one its block's entry counts.
+    pub count: u64,
+}
+
+impl Repeats {
+    #[inline]
+    fn add(&mut self, addr: u64) {
+        self.addr = addr;
+        self.count += 1;
+    }
+
+    /// The repetitions so far, if any, leaving none.
+    #[inline]
+    fn take(&mut self) -> Option<Repeats> {
+        (self.count != 0).then(|| std::mem::take(self))
+    }
 }
 
 impl SuperblockSplitter {
     pub fn new(max_insns: usize) -> Self {
-        SuperblockSplitter { pending: None, prev: Prev::Start, max_insns, unexpected_cuts: 0 }
+        SuperblockSplitter { pending: None, prev: Prev::Start, max_insns, unexpected_cuts: 0, repeats: Repeats::default() }
     }
 
     /// One superblock entry.
@@ -77,16 +104,27 @@ impl SuperblockSplitter {
         self.finish(None, code, out);
     }
 
+    /// The `rep` repetitions met since the last call: the caller takes them after every
+    /// [`SuperblockSplitter::push`] and [`SuperblockSplitter::finish`] (at most one
+    /// instruction's, since a repetition is a superblock of its own).
+    #[inline]
+    pub fn take_repeats(&mut self) -> Option<Repeats> {
+        self.repeats.take()
+    }
+
     /// The entry block of plan `id`, if this superblock starts a basic block.
     #[inline]
-    fn enter(&self, id: u32, code: &mut CodeMap, out: &mut impl FnMut(&mut CodeMap, BlockId, InstructionKind)) {
+    fn enter(&mut self, id: u32, code: &mut CodeMap, out: &mut impl FnMut(&mut CodeMap, BlockId, InstructionKind)) {
         let p = code.plan(id);
         let kind = match self.prev {
             Prev::Start => Some(InstructionKind::Other),
             Prev::Transfer(k) => Some(k),
             Prev::Continuation => p.entry_leader.then_some(InstructionKind::Other),
-            // the rep instruction's next element: same block
-            Prev::Rep(r, _) if p.entry == r => None,
+            // the rep instruction's next element: same block, one more execution of it
+            Prev::Rep(r, _) if p.entry == r => {
+                self.repeats.add(r);
+                None
+            }
             Prev::Rep(_, n) if p.entry == n => p.entry_leader.then_some(InstructionKind::Other),
             Prev::Rep(..) => Some(InstructionKind::Other),
         };
@@ -106,6 +144,11 @@ impl SuperblockSplitter {
         }
         // The usual ways out, a taken branch or falling off the end, need no search.
         if (p.last.transfers() && p.last.target == Some(n)) || n == p.end || n <= p.entry || n > p.last_addr {
+            return (u32::MAX, false);
+        }
+        if p.last.rep && n == p.last_addr {
+            // the superblock's last instruction, a rep string, repeats: it ran, and the
+            // next entry is its next element (Callgrind counts each)
             return (u32::MAX, false);
         }
         let run = code.run(p.entry, self.max_insns);
@@ -147,6 +190,7 @@ impl SuperblockSplitter {
 #[derive(Default)]
 pub struct InstructionReducer {
     prev: Option<(u64, InsnInfo)>,
+    repeats: Repeats,
 }
 
 impl InstructionReducer {
@@ -163,7 +207,8 @@ impl InstructionReducer {
                     let b = code.block_at(addr);
                     out(code, b, pi.kind)
                 } else if pi.rep && addr == pa {
-                    // next element of a rep instruction
+                    // next element of a rep instruction: one more execution of it
+                    self.repeats.add(addr);
                 } else if pi.len != 0 && addr == pa + pi.len as u64 {
                     if info.leader {
                         let b = code.block_at(addr);
@@ -176,6 +221,12 @@ impl InstructionReducer {
             }
         }
         self.prev = Some((addr, info));
+    }
+
+    /// The `rep` repetitions met since the last call (see [`SuperblockSplitter::take_repeats`]).
+    #[inline]
+    pub fn take_repeats(&mut self) -> Option<Repeats> {
+        self.repeats.take()
     }
 }
 

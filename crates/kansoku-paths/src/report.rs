@@ -83,6 +83,22 @@ pub struct FunctionRow {
     pub possible_paths: Option<u64>,
     /// Distinct Ball–Larus ids among the observed paths.
     pub possible_paths_run: usize,
+    /// Distinct paths starting in this function that the report leaves out ([`Keep::Heaviest`]).
+    pub paths_left_out: usize,
+}
+
+/// Which distinct paths a report lists. The summary and the per-function rows count every
+/// path either way; what is left out is counted in [`Summary`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Keep {
+    /// Every distinct path (a path-heavy program has hundreds of thousands).
+    All,
+    /// The `n` most frequent.
+    Top(usize),
+    /// The `overall` most frequent, and the `per_function` most frequent of each function
+    /// (the function a path starts in): the report of the paths that matter, its size
+    /// bounded by the functions run, not by the paths.
+    Heaviest { overall: usize, per_function: usize },
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -99,6 +115,13 @@ pub struct Summary {
     pub functions_covered: usize,
     /// Block ids held by the path table (its memory, in 4-byte units).
     pub stored_blocks: usize,
+    /// Distinct paths listed in `paths`.
+    pub paths_listed: usize,
+    /// Distinct paths not listed (see [`Keep`]), their executions and the instructions
+    /// those executions ran.
+    pub paths_left_out: usize,
+    pub executions_left_out: u64,
+    pub instructions_left_out: u64,
 }
 
 /// Everything `kansoku paths` reports.
@@ -177,12 +200,19 @@ impl PathAnalysis {
     /// The report: the `top` most frequent paths (all when `None`), optionally only those
     /// lying entirely in `function`.
     pub fn report(&mut self, top: Option<usize>, function: Option<&str>) -> PathReport {
+        self.report_keeping(top.map_or(Keep::All, Keep::Top), function)
+    }
+
+    /// The report, listing the paths `keep` says (optionally only those lying entirely in
+    /// `function`). Only listed paths are symbolised, so its memory and size grow with them.
+    pub fn report_keeping(&mut self, keep: Keep, function: Option<&str>) -> PathReport {
         let mut order: Vec<u32> = (0..self.profiler.paths.len() as u32).collect();
         // Ties by the blocks' addresses: path ids follow the order paths were first met,
         // which differs between sources of the same run (the tool's trie is replayed in
-        // its own order).
+        // its own order). Compared in place: a copy of every path would be the run's size.
         let (paths, code) = (&self.profiler.paths, &self.code);
-        order.sort_by_cached_key(|&id| (std::cmp::Reverse(paths.count_of(id)), paths.path(id).iter().map(|&b| code.block(b).addr).collect::<Vec<u64>>()));
+        let addrs = |id: u32| paths.path(id).iter().map(|&b| code.block(b).addr);
+        order.sort_unstable_by(|&a, &b| paths.count_of(b).cmp(&paths.count_of(a)).then_with(|| addrs(a).cmp(addrs(b))));
         let mut bl_cache: HashMap<u32, BallLarus> = HashMap::new();
         // Per function: distinct observed paths and distinct BL ids.
         let mut per_function: HashMap<u32, (usize, BTreeSet<u128>)> = HashMap::new();
@@ -190,11 +220,11 @@ impl PathAnalysis {
         let mut total_instructions = 0u64;
         let mut repeating = 0usize;
         for id in 0..self.profiler.paths.len() as u32 {
-            let path = self.profiler.paths.path(id).to_vec();
+            let path = self.profiler.paths.path(id);
             // saturating: counts come from outside too (a tool's trie, a recording)
-            total_instructions = total_instructions.saturating_add(self.profiler.paths.count_of(id).saturating_mul(self.path_instructions(&path)));
-            repeating += usize::from(repeats_block(&path));
-            if let Some((f, cfg_blocks)) = self.path_in_function(&path) {
+            total_instructions = total_instructions.saturating_add(self.profiler.paths.count_of(id).saturating_mul(self.path_instructions(path)));
+            repeating += usize::from(repeats_block(path));
+            if let Some((f, cfg_blocks)) = self.path_in_function(path) {
                 let bl = self.ball_larus_of(f, &mut bl_cache).path_id(&cfg_blocks);
                 bl_ids[id as usize] = bl;
                 let e = per_function.entry(f).or_default();
@@ -207,6 +237,12 @@ impl PathAnalysis {
         let scope_blocks = self.profiler.blocks_in_scope.max(1) as f64;
         let scope_instructions = total_instructions.max(1) as f64;
         let mut rows = Vec::new();
+        // Paths listed per function they start in, and those left out.
+        let mut listed_in: HashMap<Option<u32>, usize> = HashMap::new();
+        let mut left_out_in: HashMap<u32, usize> = HashMap::new();
+        let (mut left_out, mut executions_left_out, mut instructions_left_out) = (0usize, 0u64, 0u64);
+        // Position among the paths `function` lets through, most frequent first.
+        let mut rank = 0;
         for &id in &order {
             let path = self.profiler.paths.path(id).to_vec();
             if let Some(name) = function {
@@ -215,14 +251,32 @@ impl PathAnalysis {
                     continue;
                 }
             }
-            if top.is_some_and(|t| rows.len() >= t) {
-                break;
-            }
+            rank += 1;
             let count = self.profiler.paths.count_of(id);
-            let blocks: Vec<BlockRef> = path.iter().map(|&b| self.block_ref(b)).collect();
             let instructions = self.path_instructions(&path);
+            let home = path.first().and_then(|&b| self.code.block(b).function);
+            let listed = listed_in.entry(home).or_insert(0);
+            let kept = match keep {
+                Keep::All => true,
+                Keep::Top(t) => rows.len() < t,
+                Keep::Heaviest { overall, per_function } => rank <= overall || *listed < per_function,
+            };
+            if !kept {
+                if matches!(keep, Keep::Top(_)) {
+                    break;
+                }
+                left_out += 1;
+                executions_left_out = executions_left_out.saturating_add(count);
+                instructions_left_out = instructions_left_out.saturating_add(count.saturating_mul(instructions));
+                if let Some(f) = home {
+                    *left_out_in.entry(f).or_insert(0) += 1;
+                }
+                continue;
+            }
+            *listed += 1;
+            let blocks: Vec<BlockRef> = path.iter().map(|&b| self.block_ref(b)).collect();
             rows.push(PathRow {
-                rank: rows.len() + 1,
+                rank,
                 count,
                 text: Self::path_text(&blocks),
                 blocks,
@@ -272,6 +326,7 @@ impl PathAnalysis {
                 paths_observed: observed,
                 possible_paths: possible,
                 possible_paths_run: ids.len(),
+                paths_left_out: left_out_in.get(&f).copied().unwrap_or(0),
             });
         }
         let distinct_blocks = self
@@ -333,6 +388,10 @@ impl PathAnalysis {
                 distinct_blocks,
                 functions_covered: functions.len(),
                 stored_blocks: self.profiler.paths.stored_blocks(),
+                paths_listed: rows.len(),
+                paths_left_out: left_out,
+                executions_left_out,
+                instructions_left_out,
             },
             input: self.stats.clone(),
             paths: rows,

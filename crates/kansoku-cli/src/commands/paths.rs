@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use kansoku_core::{ExitStatus, RecordingKind};
 use kansoku_export::Format;
-use kansoku_paths::{AnalysisOptions, BackEdgeMode, BlockKind, BlockRecorder, CallMode, PathAnalysis, PathReport, Scope};
+use kansoku_paths::{AnalysisOptions, BackEdgeMode, BlockKind, BlockRecorder, CallMode, Keep, PathAnalysis, PathReport, Scope};
 use kansoku_probe::blocks::{run_source, BlockSource, ToolCuts};
 use kansoku_probe::valgrind::{tool_dir, LackeyOptions};
 use kansoku_probe::{interrupt, Engine, ExactTraceOptions};
@@ -68,6 +68,15 @@ pub struct Args {
     /// Show the N most frequent paths.
     #[arg(long, default_value_t = 20)]
     pub top: usize,
+    /// In -o and --json, list also the N most frequent paths of each function (the function
+    /// a path starts in); the rest is counted (`summary.paths_left_out`, per function
+    /// `paths_left_out`), not listed.
+    #[arg(long, default_value_t = 10, value_name = "N")]
+    pub per_function: usize,
+    /// List every distinct path in -o and --json (a path-heavy program has hundreds of
+    /// thousands: bzip2 -9 on 10 MB, 106,874).
+    #[arg(long)]
+    pub all_paths: bool,
     /// Show only paths lying entirely in this function.
     #[arg(long)]
     pub function: Option<String>,
@@ -75,7 +84,9 @@ pub struct Args {
     /// stderr (the program's stdout and stderr stay its own); from a file, to stdout.
     #[arg(long)]
     pub json: bool,
-    /// Write every path to this file (CSV, or the whole JSON report when it ends in .json).
+    /// Write the paths to this file (CSV, or the whole JSON report when it ends in .json):
+    /// the --top most frequent and the --per-function most frequent of each function, or
+    /// every one with --all-paths.
     #[arg(short, long)]
     pub output: Option<PathBuf>,
     /// Draw this function's CFG with block counts and the hottest paths (needs --svg or --dot).
@@ -93,8 +104,8 @@ pub struct Args {
     /// Also write the profile for a viewer, as FORMAT=FILE (repeatable): `callgrind`
     /// (instructions per function, line and call: `callgrind_annotate FILE`, `kcachegrind
     /// FILE`), `collapsed` (instructions per call stack: `flamegraph.pl FILE > out.svg`,
-    /// `inferno-flamegraph`), `pprof` (one sample per path, gzipped profile.proto: `go tool
-    /// pprof -top FILE`), `perfetto` (every call as a slice on its thread, marker hits and
+    /// `inferno-flamegraph`), `pprof` (instructions per call stack, gzipped profile.proto:
+    /// `go tool pprof -top FILE`; the three give each function Callgrind's cost), `perfetto` (every call as a slice on its thread, marker hits and
     /// iterations, on the instruction index: ui.perfetto.dev).
     #[arg(long, value_name = "FORMAT=FILE", value_parser = crate::exports::parse_export)]
     pub export: Vec<(Format, PathBuf)>,
@@ -104,7 +115,7 @@ pub struct Args {
     /// Where `--source valgrind` counts paths: `tool` (inside kansoku's Valgrind tool, which
     /// writes only its table of distinct superblock paths at the end: the fast way), `stream`
     /// (every superblock entry streamed to kansoku, as needed by --cfg, --record, the
-    /// callgrind, collapsed and perfetto exports, --calls frames and --back-edges loops), or
+    /// callgrind, collapsed, pprof and perfetto exports, --calls frames and --back-edges loops), or
     /// `auto` (the tool whenever none of those is asked for). The path tables are the same.
     #[arg(long, value_enum, default_value = "auto")]
     pub count_in: CountInArg,
@@ -143,7 +154,7 @@ fn options(args: &Args, program: Option<String>) -> AnalysisOptions {
         },
         program,
         track_edges: args.cfg.is_some(),
-        track_calls: args.export.iter().any(|(f, _)| matches!(f, Format::Callgrind | Format::Collapsed)),
+        track_calls: args.export.iter().any(|(f, _)| matches!(f, Format::Callgrind | Format::Collapsed | Format::Pprof)),
     }
 }
 
@@ -153,7 +164,7 @@ const PATH_EXPORTS: [Format; 4] = [Format::Callgrind, Format::Collapsed, Format:
 /// Writes the `--export` files; returns one line per file saying how to open it.
 fn write_exports(args: &Args, files: Vec<File>, r: &mut PathsRun) -> Result<Vec<String>> {
     let mut done = Vec::new();
-    let costs = if args.export.iter().any(|(f, _)| matches!(f, Format::Callgrind | Format::Collapsed)) { Some(r.analysis.costs()) } else { None };
+    let costs = if args.export.iter().any(|(f, _)| matches!(f, Format::Callgrind | Format::Collapsed | Format::Pprof)) { Some(r.analysis.costs()) } else { None };
     let command = if args.command.is_empty() { args.source.clone() } else { args.command.join(" ") };
     for ((format, path), file) in args.export.iter().zip(files) {
         let out = BufWriter::new(file);
@@ -161,8 +172,8 @@ fn write_exports(args: &Args, files: Vec<File>, r: &mut PathsRun) -> Result<Vec<
             Format::Callgrind => costs.as_ref().map(|c| kansoku_export::write_callgrind(c, &command, out)),
             Format::Collapsed => costs.as_ref().map(|c| kansoku_export::write_collapsed(c, out)),
             Format::Pprof => {
-                let comment = format!("kansoku paths of {command} (source {}, calls {:?}, back edges {:?}, scope {:?})", r.source, r.report.calls, r.report.back_edges, r.report.scope);
-                Some(kansoku_export::write_pprof(&r.report, &comment, out))
+                let comment = format!("kansoku paths of {command} (source {}, scope {:?}): instructions per call stack", r.source, r.report.scope);
+                costs.as_ref().map(|c| kansoku_export::write_pprof(c, &comment, out))
             }
             Format::Perfetto => r.analysis.call_timeline().map(|t| {
                 let metadata = calls_metadata(&command, r, &t);
@@ -231,8 +242,8 @@ fn tool_cuts(args: &Args) -> Result<Option<ToolCuts>> {
     if args.record.is_some() {
         needs_stream.push("--record (every block)");
     }
-    if args.export.iter().any(|(f, _)| matches!(f, Format::Callgrind | Format::Collapsed | Format::Perfetto)) {
-        needs_stream.push("the callgrind, collapsed and perfetto exports (calls followed block by block)");
+    if args.export.iter().any(|(f, _)| matches!(f, Format::Callgrind | Format::Collapsed | Format::Pprof | Format::Perfetto)) {
+        needs_stream.push("the callgrind, collapsed, pprof and perfetto exports (calls followed block by block)");
     }
     if matches!(args.calls, CallsArg::Frames) {
         needs_stream.push("--calls frames (a path stack per thread)");
@@ -313,7 +324,8 @@ pub fn analyse(args: &Args) -> Result<PathsRun> {
     }
     analysis.finish().context("finishing the block recording")?;
     let elapsed = start.elapsed();
-    let report = analysis.report(None, args.function.as_deref());
+    let keep = if args.all_paths { Keep::All } else { Keep::Heaviest { overall: args.top, per_function: args.per_function } };
+    let report = analysis.report_keeping(keep, args.function.as_deref());
     let counted_in = if matches!(source, BlockSource::ToolPaths(..)) { "tool" } else { "kansoku" };
     let source = match &source {
         BlockSource::Exact(o) if o.engine == Engine::Ptrace => "step".to_string(),
@@ -518,6 +530,20 @@ pub fn run(args: Args) -> Result<()> {
         r.elapsed.as_secs_f64(),
         blocks_per_second / 1e6
     );
+    if s.paths_left_out > 0 {
+        if let Some(out) = &args.output {
+            reportln!(
+                "{} paths listed in {} (the {} most frequent and the {} most frequent of each function); {} left out, {} executions ({:.1}% of the instructions): --all-paths lists every one",
+                s.paths_listed,
+                out.display(),
+                args.top,
+                args.per_function,
+                s.paths_left_out,
+                s.executions_left_out,
+                s.instructions_left_out as f64 * 100.0 / s.instructions_executed.max(1) as f64
+            );
+        }
+    }
     let mut ft = Table::new(&["function", ">blocks run", ">executions", ">paths seen", ">BL paths run/possible"]);
     for f in r.report.functions.iter().take(args.top) {
         ft.row(vec![
@@ -556,6 +582,8 @@ pub fn demo_stage(dir: &Path) -> Result<String> {
         back_edges: BackEdgesArg::Address,
         scope: ScopeArg::Program,
         top: 10,
+        per_function: 10,
+        all_paths: true,
         function: Some("walk".into()),
         json: false,
         output: Some(dir.join("paths.csv")),

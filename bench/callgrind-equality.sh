@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Issue 43: `kansoku paths --export callgrind` against `valgrind --tool=callgrind`, function by
+# function, on Debian's programs. Per program: total Ir of both, the functions above 0.1 % of
+# callgrind's total, how many of them are equal in Ir and in calls, and the worst difference
+# (bench/callgrind-compare.py reads both files; `--list N` there shows the N largest).
+# Usage: bench/callgrind-equality.sh [PROGRAM...]   (default: bzip2 gzip sqlite3 perl python3.11 zstd)
+# Needs sqlite3 and zstd (apt-get install sqlite3 zstd); the rest scripts/setup --tests installs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo build --release -q -p kansoku-cli
+K=${CARGO_TARGET_DIR:-$PWD/target}/release/kansoku
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+head -c 2000000 /usr/bin/python3.11 > "$work/in.bin"
+programs=("$@")
+[ ${#programs[@]} -gt 0 ] || programs=(bzip2 gzip sqlite3 perl python3.11 zstd)
+echo "== callgrind export vs valgrind --tool=callgrind ($(valgrind --version)), $(date -u +%F)"
+status=0
+for w in "${programs[@]}"; do
+  case $w in
+    bzip2) cmd=(/usr/bin/bzip2 -c "$work/in.bin") ;;
+    gzip) cmd=(/usr/bin/gzip -c "$work/in.bin") ;;
+    sqlite3) cmd=(/usr/bin/sqlite3 :memory: "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x<100000) SELECT sum(x*x), count(*) FROM c;") ;;
+    perl) cmd=(/usr/bin/perl -e 'my %h; for my $i (1..100000) { $h{$i % 977} += $i * $i } print scalar(keys %h), "\n"') ;;
+    python3.11) cmd=(/usr/bin/python3.11 -c 'd = {}
+for i in range(100000): d[i % 977] = d.get(i % 977, 0) + i * i
+print(len(d))') ;;
+    zstd) cmd=(/usr/bin/zstd -T2 -c "$work/in.bin") ;;
+    *) echo "unknown program $w" >&2; exit 2 ;;
+  esac
+  valgrind --tool=callgrind --callgrind-out-file="$work/$w.cg" --log-file="$work/$w.cg.log" "${cmd[@]}" > /dev/null
+  "$K" paths --scope all --export callgrind="$work/$w.k" -o /dev/null -- "${cmd[@]}" > /dev/null 2> "$work/$w.k.log"
+  python3 bench/callgrind-compare.py "$work/$w.cg" "$work/$w.k" --label "$w" --list "${LIST:-0}" || status=1
+done
+exit $status
