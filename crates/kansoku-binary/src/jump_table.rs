@@ -14,7 +14,7 @@
 //! and, without PIE, `jmp qword [rax*8+T]` or `mov rax, [rax*8+T]; jmp rax` (absolute
 //! 8-byte entries). Anything else stays an unresolved indirect jump, which is counted.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use iced_x86::{Instruction, InstructionInfoFactory, Mnemonic, OpAccess, OpKind, Register};
 use serde::Serialize;
@@ -79,6 +79,8 @@ pub(crate) struct Flow {
     /// Every indirect jump of the function has known targets: a block without
     /// predecessors is then unreachable (or an exception landing pad), not a table target.
     complete: bool,
+    /// How many indirect jumps have no known targets.
+    missing: usize,
 }
 
 impl Flow {
@@ -90,8 +92,8 @@ impl Flow {
                 preds[s as usize].push(b.index);
             }
         }
-        let complete = ins.iter().filter(|i| is_table_candidate(i)).all(|i| tables.contains_key(&i.address));
-        Flow { blocks, preds, complete }
+        let missing = ins.iter().filter(|i| is_table_candidate(i) && !tables.contains_key(&i.address)).count();
+        Flow { blocks, preds, complete: missing == 0, missing }
     }
 }
 
@@ -127,7 +129,7 @@ pub(crate) fn resolve(ins: &[DecodedInstruction], jump: usize, cx: &Context, kno
         Entries::Absolute(table) => table,
         // First a candidate from the paths known without this table, then a check with
         // its edges added: a case looping back to the switch must not change the base.
-        Entries::Relative(base, add) => table_base(ins, add, base, known_flow.get_or_init(|| Flow::new(ins, cx, known)), false)?,
+        Entries::Relative(base, add) => table_base(ins, add, base, known_flow.get_or_init(|| Flow::new(ins, cx, known)), false).0?,
     };
     if load.names_table.is_some_and(|t| t != table) {
         return None;
@@ -139,9 +141,25 @@ pub(crate) fn resolve(ins: &[DecodedInstruction], jump: usize, cx: &Context, kno
         return None;
     }
     if let Entries::Relative(base, add) = load.entries {
-        let mut with_this = known.clone();
-        with_this.insert(ins[jump].address, &targets);
-        if table_base(ins, add, base, &Flow::new(ins, cx, &with_this), true)? != table {
+        // The strict walk with this table's edges added sees what the walk over the known
+        // flow sees, unless a target lands in a block that walk entered (the edge adds a
+        // predecessor there, or splits it) or the edges complete the function's flow. Only
+        // then is the flow built again with them: building it for every jump made huge
+        // pseudo-functions (a stripped Go program's or Chromium's text) quadratic.
+        let flow = known_flow.get_or_init(|| Flow::new(ins, cx, known));
+        let (base_known, entered) = table_base(ins, add, base, flow, true);
+        let block_of = |a: u64| flow.blocks.partition_point(|b| b.start <= a).checked_sub(1);
+        let seen = targets.iter().any(|&t| block_of(t).is_some_and(|b| entered.contains(&b)));
+        // (this jump is one of the flow's missing ones)
+        let completes = flow.missing == 1;
+        let checked = if seen || completes {
+            let mut with_this = known.clone();
+            with_this.insert(ins[jump].address, &targets);
+            table_base(ins, add, base, &Flow::new(ins, cx, &with_this), true).0
+        } else {
+            base_known
+        };
+        if checked? != table {
             return None;
         }
     }
@@ -252,52 +270,64 @@ fn absolute_operand(i: &Instruction) -> Option<(u64, Register)> {
 /// The table address in `base` at instruction `at`: every definition of `base` reaching
 /// `at` must be the same `lea base, [rip+T]` (gcc hoists it out of loops, so it may be
 /// far away, and other paths may set `base` to something else).
-fn table_base(ins: &[DecodedInstruction], at: usize, base: Register, flow: &Flow, strict: bool) -> Option<u64> {
-    let mut table = None;
-    for w in reaching_writers(ins, at, base, flow, strict)? {
-        let w = &ins[w].raw;
-        let t = (w.mnemonic() == Mnemonic::Lea && w.memory_base() == Register::RIP).then(|| w.ip_rel_memory_address())?;
-        if table.replace(t).is_some_and(|old| old != t) {
-            return None;
+/// The table base `base` holds at `at` (the one `lea` every path into it sets it with),
+/// and the blocks the walk back from `at` entered.
+fn table_base(ins: &[DecodedInstruction], at: usize, base: Register, flow: &Flow, strict: bool) -> (Option<u64>, HashSet<usize>) {
+    let (writers, entered) = reaching_writers(ins, at, base, flow, strict);
+    let table = writers.and_then(|writers| {
+        let mut table = None;
+        for w in writers {
+            let w = &ins[w].raw;
+            let t = (w.mnemonic() == Mnemonic::Lea && w.memory_base() == Register::RIP).then(|| w.ip_rel_memory_address())?;
+            if table.replace(t).is_some_and(|old| old != t) {
+                return None;
+            }
         }
-    }
-    table
+        table
+    });
+    (table, entered)
 }
 
 /// The instructions that last write `reg` on the paths into `at`, walking the CFG back.
 /// `None` when some path reaches the function entry or a call that may clobber `reg`
 /// without a write, or, if `strict`, a block without known predecessors that is not
 /// alignment padding (not strict: such paths are ignored, to find a candidate that the
-/// strict walk then checks).
-fn reaching_writers(ins: &[DecodedInstruction], at: usize, reg: Register, flow: &Flow, strict: bool) -> Option<Vec<usize>> {
+/// strict walk then checks). With them, the blocks the walk entered (a set, not a flag
+/// per block: a walk is short, the function may be millions of blocks).
+fn reaching_writers(ins: &[DecodedInstruction], at: usize, reg: Register, flow: &Flow, strict: bool) -> (Option<Vec<usize>>, HashSet<usize>) {
     let mut factory = InstructionInfoFactory::new();
     let block_of = |i: usize| flow.blocks.partition_point(|b| b.first_instruction <= i).checked_sub(1);
-    let mut visited = vec![false; flow.blocks.len()];
-    let mut work = vec![(block_of(at)?, at)];
+    // `visited` as the walk had it (the first block again only when a loop leads back to
+    // it, then whole); `entered` adds the first block
+    let (mut visited, mut entered) = (HashSet::new(), HashSet::new());
+    let Some(first) = block_of(at) else { return (None, entered) };
+    entered.insert(first);
+    let mut work = vec![(first, at)];
     let mut writers = Vec::new();
     while let Some((b, end)) = work.pop() {
         let block = &flow.blocks[b];
         match (block.first_instruction..end).rev().find(|&k| writes(&mut factory, &ins[k].raw, reg) || clobbers(&ins[k].raw, reg)) {
-            Some(k) if clobbers(&ins[k].raw, reg) => return None,
+            Some(k) if clobbers(&ins[k].raw, reg) => return (None, entered),
             Some(k) => writers.push(k),
-            None if b == 0 => return None,
+            None if b == 0 => return (None, entered),
             None if flow.preds[b].is_empty() => {
                 let padding = ins[block.first_instruction..end].iter().all(|i| matches!(i.raw.mnemonic(), Mnemonic::Nop | Mnemonic::Int3));
                 if strict && !padding && !flow.complete {
-                    return None;
+                    return (None, entered);
                 }
             }
             None => {
                 for &p in &flow.preds[b] {
                     let p = p as usize;
-                    if !std::mem::replace(&mut visited[p], true) {
+                    if visited.insert(p) {
+                        entered.insert(p);
                         work.push((p, flow.blocks[p].first_instruction + flow.blocks[p].instruction_count));
                     }
                 }
             }
         }
     }
-    Some(writers)
+    (Some(writers), entered)
 }
 
 /// A call may overwrite every caller-saved register of the System V ABI.

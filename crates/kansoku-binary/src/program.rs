@@ -462,7 +462,7 @@ fn code_gaps(funcs: &[FunctionSymbol], code: &[CodeSection], data: &[u8], module
         let mut push = |from: u64, to: u64| {
             let offset = s.data_offset.saturating_add((from - s.address) as usize);
             let bytes = data.get(offset..offset.saturating_add((to - from) as usize)).unwrap_or(&[]);
-            if let Some((a, b)) = without_padding(bytes, from) {
+            for (a, b) in gap_pieces(bytes, from) {
                 gaps.push(unnamed(module, a, b - a, SymbolSource::AddressRange));
             }
         };
@@ -479,14 +479,47 @@ fn code_gaps(funcs: &[FunctionSymbol], code: &[CodeSection], data: &[u8], module
     gaps
 }
 
-/// The part of `bytes` (at `ip`) between leading and trailing runs of `nop` (any length)
-/// and `int3`, which compilers and linkers put between functions to align them.
-fn without_padding(bytes: &[u8], ip: u64) -> Option<(u64, u64)> {
-    let ins = crate::decode::decode_all(bytes, ip);
-    let is_padding = |i: &crate::DecodedInstruction| matches!(i.raw.mnemonic(), iced_x86::Mnemonic::Nop | iced_x86::Mnemonic::Int3);
-    let first = ins.iter().position(|i| !is_padding(i))?;
-    let last = ins.iter().rposition(|i| !is_padding(i))?;
-    Some((ins[first].address, ins[last].next_address()))
+/// A gap's pseudo functions grow to this size before they are cut where functions part.
+const GAP_PIECE: u64 = 64 << 10;
+/// ... and are cut at any end of the flow past this size, padding or not.
+const GAP_PIECE_MAX: u64 = 1 << 20;
+
+/// The parts of `bytes` (at `ip`) between leading and trailing runs of `nop` (any length)
+/// and `int3`, which compilers and linkers put between functions to align them. A gap
+/// larger than [`GAP_PIECE`] is cut into pieces where functions part: after an end of the
+/// flow (`ret`, `jmp`, `ud2`, `hlt`) and the padding after it (anywhere past
+/// [`GAP_PIECE_MAX`]). A stripped program without unwind tables (Go's, most of
+/// Chromium's text) was one gap of tens of megabytes, a pseudo function whose CFG took
+/// minutes and gigabytes to build; its pieces are now about the size of functions.
+fn gap_pieces(bytes: &[u8], ip: u64) -> Vec<(u64, u64)> {
+    use iced_x86::{Decoder, DecoderOptions, FlowControl, Instruction, Mnemonic};
+    let mut decoder = Decoder::with_ip(64, bytes, ip, DecoderOptions::NONE);
+    let mut pieces = Vec::new();
+    let mut instruction = Instruction::default();
+    // the piece so far: its start, the end of its last instruction that is not padding,
+    // whether that instruction ended the flow, and whether padding came after it
+    let (mut start, mut end, mut stopped, mut padded) = (None::<u64>, 0u64, false, false);
+    while decoder.can_decode() {
+        decoder.decode_out(&mut instruction);
+        if matches!(instruction.mnemonic(), Mnemonic::Nop | Mnemonic::Int3) {
+            padded |= start.is_some();
+            continue;
+        }
+        if let Some(s) = start {
+            let long = end - s;
+            if stopped && ((padded && long >= GAP_PIECE) || long >= GAP_PIECE_MAX) {
+                pieces.push((s, end));
+                start = None;
+            }
+        }
+        start.get_or_insert(instruction.ip());
+        end = instruction.next_ip();
+        stopped = matches!(instruction.flow_control(), FlowControl::Return | FlowControl::UnconditionalBranch | FlowControl::IndirectBranch | FlowControl::Exception)
+            || instruction.mnemonic() == Mnemonic::Hlt;
+        padded = false;
+    }
+    pieces.extend(start.map(|s| (s, end)));
+    pieces
 }
 
 fn unnamed(module: &str, address: u64, size: u64, source: SymbolSource) -> FunctionSymbol {
@@ -598,5 +631,24 @@ mod tests {
         // the standard check value of CRC-32/ISO-HDLC, which binutils' `--add-gnu-debuglink` uses
         assert_eq!(super::crc32(b"123456789"), 0xcbf4_3926);
         assert_eq!(super::crc32(b""), 0);
+    }
+
+    /// A gap of code without unwind entries (a stripped Go program's text) is cut where its
+    /// functions part once it is past 64 KiB; a small one stays one range, padding trimmed.
+    #[test]
+    fn a_huge_gap_is_cut_into_pieces_where_functions_part() {
+        // a function: `xor eax, eax; inc eax; ret` (5 bytes), then int3 padding to 16 bytes
+        let function: Vec<u8> = [0x31, 0xc0, 0xff, 0xc0, 0xc3].into_iter().chain([0xcc; 11]).collect();
+        let small: Vec<u8> = [0x90, 0x90].into_iter().chain(function.iter().copied().cycle().take(16 * 4)).collect();
+        assert_eq!(super::gap_pieces(&small, 0x1000), vec![(0x1002, 0x1002 + 16 * 3 + 5)]);
+        let huge: Vec<u8> = function.iter().copied().cycle().take(16 * 20_000).collect();
+        let pieces = super::gap_pieces(&huge, 0x10000);
+        assert!(pieces.len() >= 4, "{} pieces", pieces.len());
+        for (k, &(start, end)) in pieces.iter().enumerate() {
+            assert_eq!((start - 0x10000) % 16, 0, "piece {k} starts at a function");
+            assert_eq!((end - 0x10000) % 16, 5, "piece {k} ends after a ret");
+            assert!(end - start <= super::GAP_PIECE + 16, "piece {k}: {} bytes", end - start);
+        }
+        assert_eq!((pieces[0].0, pieces.last().unwrap().1), (0x10000, 0x10000 + 16 * 19_999 + 5));
     }
 }
