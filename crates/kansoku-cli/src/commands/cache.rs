@@ -286,9 +286,8 @@ pub struct CArgs {
     pub size: Option<String>,
 }
 
-/// A kernel file, and the values its sizes got from a C file's `-D` or `--size` (empty for
-
 impl CArgs {
+    /// The kernel file `path` as these options read it.
     fn source(&self, path: &Path) -> Source {
         Source { path: path.to_path_buf(), function: self.function.clone(), defines: self.define.clone(), size: self.size.clone() }
     }
