@@ -14,6 +14,8 @@ trap 'rm -rf "$work"' EXIT
 head -c 2000000 /usr/bin/python3.11 > "$work/in.bin"
 programs=("$@")
 [ ${#programs[@]} -gt 0 ] || programs=(bzip2 gzip sqlite3 perl python3.11 zstd)
+# the two runs must run the same instructions: no hash randomisation in perl and python
+export PERL_HASH_SEED=0 PERL_PERTURB_KEYS=0 PYTHONHASHSEED=0
 echo "== callgrind export vs valgrind --tool=callgrind ($(valgrind --version)), $(date -u +%F)"
 status=0
 for w in "${programs[@]}"; do
