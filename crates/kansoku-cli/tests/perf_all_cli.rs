@@ -42,6 +42,9 @@ fn s(p: &Path) -> String {
 /// perf's call-chain context markers (PERF_CONTEXT_KERNEL, _USER…) are the top 4095 values.
 const CONTEXT_MARKERS: u64 = -4095i64 as u64;
 
+/// Samples per (pid, tid, call chain).
+type Chains = BTreeMap<(i64, i64, Vec<u64>), u64>;
+
 /// `perf record ARGS -- program`; None (the reason said) where perf cannot record.
 fn perf_record(args: &[&str], data: &Path, program: &Path) -> Option<()> {
     let mut all = vec!["record", "-q", "-o"];
@@ -64,7 +67,7 @@ fn perf_record(args: &[&str], data: &Path, program: &Path) -> Option<()> {
 /// Samples per (pid, tid, call chain) as `perf script -D` dumps them: each sample's raw
 /// record, its chain's addresses without perf's context markers (the sampled address alone
 /// when it has no chain).
-fn perf_script_chains(data: &Path) -> BTreeMap<(i64, i64, Vec<u64>), u64> {
+fn perf_script_chains(data: &Path) -> Chains {
     let o = Command::new("perf").args(["script", "-D", "-i", &s(data)]).output().unwrap();
     assert!(o.status.success(), "perf script -D: {}", String::from_utf8_lossy(&o.stderr));
     let text = String::from_utf8_lossy(&o.stdout);
@@ -112,7 +115,7 @@ fn perf_script_pids(data: &Path) -> BTreeMap<i64, u64> {
 }
 
 /// `kansoku show --json` of every event: samples per (pid, tid, call chain), and per pid.
-fn shown_chains(data: &Path) -> (BTreeMap<(i64, i64, Vec<u64>), u64>, BTreeMap<i64, u64>, Value) {
+fn shown_chains(data: &Path) -> (Chains, BTreeMap<i64, u64>, Value) {
     let v = ok_json(&["show", &s(data), "--json", "--limit", "0", "--by", "function"]);
     let hex = |v: &Value| u64::from_str_radix(v.as_str().unwrap().trim_start_matches("0x"), 16).unwrap();
     let (mut chains, mut pids) = (BTreeMap::new(), BTreeMap::new());

@@ -106,7 +106,7 @@ struct Converter {
     /// Mappings a forked process inherited, given as items before its first sample.
     inherited: HashMap<i32, Vec<Module>>,
     /// The processes that called exec, with the name they took, in order.
-    execs: Vec<(i32, String)>,
+    execs: Execs,
     /// The (pid, tid) the last [`Item::Context`] named.
     context: Option<(i32, i32)>,
     start: Option<u64>,
@@ -121,6 +121,9 @@ struct Selection {
     context: Option<(i32, i32)>,
     tid: Option<i32>,
 }
+
+/// The processes that called exec, with the name each took, in order.
+pub type Execs = Vec<(i32, String)>;
 
 /// The processes a perf.data holds samples of, from one pass over it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -254,7 +257,7 @@ impl PerfDataReader {
 
     /// Samples per process (most first), and the processes that called exec with the
     /// name they took, reading the whole file.
-    pub fn processes(mut self) -> Result<(Vec<ProcessCount>, Vec<(i32, String)>), RecordingError> {
+    pub fn processes(mut self) -> Result<(Vec<ProcessCount>, Execs), RecordingError> {
         let mut counts: HashMap<i32, ProcessCount> = HashMap::new();
         let mut at = (0, String::new());
         while let Some(item) = self.next_item()? {
