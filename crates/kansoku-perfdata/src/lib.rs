@@ -69,6 +69,9 @@ pub struct PerfDataReader {
     position: Rc<Cell<u64>>,
     /// The process [`Self::next_event`] reads, chosen at its first call.
     selection: Option<Selection>,
+    /// Which process of several that is, and which were left out (see
+    /// [`Self::process_selection`]).
+    selection_note: Option<String>,
 }
 
 /// One item of a recording read process by process ([`AnyRecording::next_item`]): what
@@ -176,13 +179,18 @@ impl PerfDataReader {
             pending: VecDeque::new(),
             warnings: Vec::new(),
         };
-        Ok(PerfDataReader { path: path.to_path_buf(), header, reader, convert, truncated_at, position, selection: None })
+        Ok(PerfDataReader { path: path.to_path_buf(), header, reader, convert, truncated_at, position, selection: None, selection_note: None })
     }
 
-    /// What the reader noticed: records perf lost (a cut file is [`Self::truncated_at`]),
-    /// and, once [`Self::next_event`] has read, a file of several processes read as one.
+    /// What the reader noticed: records perf lost (a cut file is [`Self::truncated_at`]).
     pub fn warnings(&self) -> &[String] {
         &self.convert.warnings
+    }
+
+    /// Once [`Self::next_event`] has read a file of several processes (`perf record -a`):
+    /// which one it reads and the counts of those it leaves out.
+    pub fn process_selection(&self) -> Option<&str> {
+        self.selection_note.as_deref()
     }
 
     pub fn header(&self) -> &Header {
@@ -197,7 +205,7 @@ impl PerfDataReader {
     /// The next event of one process: a kansoku recording is one process, and so is
     /// what [`Self::next_event`] gives. A file of several (`perf record -a`) is read as the
     /// recorded program's process (the one that ran the program perf was given, or with
-    /// the most samples), and [`Self::warnings`] says so, with the counts of the others;
+    /// the most samples), and [`Self::process_selection`] says so, with the counts of the others;
     /// [`Self::next_item`] reads them all. Call chains are left out.
     pub fn next_event(&mut self) -> Result<Option<Event>, RecordingError> {
         if self.selection.is_none() {
@@ -241,7 +249,7 @@ impl PerfDataReader {
         let ran = |c: &&ProcessCount| execs.iter().any(|(p, n)| *p == c.pid && *n == comm);
         let chosen = counts.iter().filter(ran).max_by_key(|c| c.samples).or_else(|| counts.iter().max_by_key(|c| c.samples)).expect("two or more");
         let others: Vec<String> = counts.iter().filter(|c| c.pid != chosen.pid).take(5).map(|c| format!("{} `{}` {}", c.pid, c.name, c.samples)).collect();
-        self.convert.warnings.push(format!(
+        self.selection_note = Some(format!(
             "{} holds samples of {} processes ({total} samples); this reads one: pid {} `{}` ({} samples){}; the others ({}{}) are left out (`kansoku show` and its firefox export show them all)",
             self.path.display(),
             counts.len(),
@@ -870,6 +878,15 @@ impl AnyRecording {
             AnyRecording::Perf(_) => 0,
         };
         Ok(Head { items, modules, summary, complete })
+    }
+
+    /// Which process of a perf.data of several [`Self::next_event`] reads, and which it
+    /// leaves out ([`PerfDataReader::process_selection`]); a kansoku recording is one process.
+    pub fn process_selection(&self) -> Option<&str> {
+        match self {
+            AnyRecording::Kansoku(_) => None,
+            AnyRecording::Perf(r) => r.process_selection(),
+        }
     }
 
     /// What the perf.data reader noticed (records perf lost); a cut file is

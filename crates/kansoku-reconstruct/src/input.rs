@@ -77,7 +77,10 @@ pub fn load_samples(path: &Path) -> Result<Loaded, FileError> {
         .into_iter()
         .map(|w| Warning::new("unsymbolised", w, "keep the recorded program and libraries where they were recorded (or give their debug files)"))
         .collect();
-    warnings.extend(reader.warnings().iter().map(|w| Warning::new("recording_damaged", w.clone(), "record again")));
+    warnings.extend(reader.warnings().iter().map(|w| Warning::new("records_lost", w.clone(), "record with a larger ring buffer (perf record -m PAGES) or a longer period")));
+    if let Some(note) = reader.process_selection() {
+        warnings.push(Warning::new("other_processes_left_out", note.to_string(), "record the program alone (perf record without -a) to reconstruct it with nothing left out"));
+    }
     if kernel + outside > 0 {
         let share = |n: u64| 100.0 * n as f64 / samples.max(1) as f64;
         warnings.push(Warning::new("samples_dropped", format!(
