@@ -238,11 +238,10 @@ impl CallTracker {
         match (prev, self.current.frames.last().copied()) {
             (Some(p), Some(top)) => match prev_end {
                 // a call into a PLT stub: the caller's frame goes on; the stub's jump is the call
-                _ if is_plt_stub(code, owner) && prev_end != InstructionKind::Return => {
-                    if owner != owner_of(code, p) {
-                        self.current.stub_called = prev_end == InstructionKind::Call;
-                    }
+                _ if is_plt_stub(code, owner) && prev_end != InstructionKind::Return && owner != owner_of(code, p) => {
+                    self.current.stub_called = prev_end == InstructionKind::Call;
                 }
+                _ if is_plt_stub(code, owner) && prev_end != InstructionKind::Return => {}
                 InstructionKind::Call if !code.block(p).ends_in_syscall => self.push_call(owner, top.owner, p),
                 InstructionKind::Return => {
                     while self.current.frames.last().is_some_and(|f| f.by_jump) {
