@@ -20,7 +20,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 (cat /usr/share/common-licenses/* /usr/include/*.h /usr/include/*/*.h 2>/dev/null || true) | head -c $((mb * 1000000)) > "$work/input"
 cc -O2 -g -o "$work/zsqueeze" bench/c/zsqueeze.c -lz
-# the Valgrind arguments kansoku uses (kansoku-probe/src/valgrind.rs)
+# the Valgrind arguments kansoku uses (kansoku-probe/src/trace/valgrind.rs)
 tool=(env VALGRIND_LIB="$TOOL_LIB" valgrind --tool=kansoku --out-fd=1 --paths=split --vex-guest-chase=no
       --vex-guest-max-insns=50 --vex-iropt-unroll-thresh=0 --vgdb=no)
 secs() { local s e; s=$EPOCHREALTIME; "$@" < "$work/input" > /dev/null 2>&1; e=$EPOCHREALTIME; python3 -c "print(f'{$e - $s:.3f}')"; }

@@ -14,8 +14,8 @@ W=$PWD/target/bench-paths
 mkdir -p "$W"
 cc -O1 -g -fno-inline -fno-omit-frame-pointer -o "$W/workload" bench/paths-workload.c
 N=${N:-25000000}
-# The exact Valgrind arguments kansoku uses (kansoku-probe/src/valgrind.rs).
-# kansoku's own Valgrind tool, as built by kansoku-probe's build.rs (kansoku-probe/src/valgrind.rs).
+# The exact Valgrind arguments kansoku uses (kansoku-probe/src/trace/valgrind.rs).
+# kansoku's own Valgrind tool, as built by kansoku-probe's build.rs (kansoku-probe/src/trace/valgrind.rs).
 TOOL_LIB=$(dirname "$(ls -t target/release/build/kansoku-probe-*/out/valgrind-lib/kansoku-amd64-linux | head -1)")
 KT=(env VALGRIND_LIB="$TOOL_LIB" valgrind --tool=kansoku --out-fd=9 --vex-guest-chase=no
     --vex-guest-max-insns=50 --vex-iropt-unroll-thresh=0 --vgdb=no)

@@ -57,7 +57,7 @@ fn zsqueeze() -> PathBuf {
 fn text_input() -> PathBuf {
     let p = scratch().join("input.txt");
     let mut text = String::new();
-    for f in ["src/main.rs", "src/commands/monitor.rs", "../kansoku-probe/src/events.rs", "../kansoku-agent/src/lib.rs"] {
+    for f in ["src/main.rs", "src/commands/monitor.rs", "../kansoku-probe/src/points/events.rs", "../kansoku-agent/src/lib.rs"] {
         text.push_str(&std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(f)).unwrap());
     }
     std::fs::write(&p, text.repeat(8)).unwrap();

@@ -1,40 +1,39 @@
 //! # kansoku-probe — observing live Linux processes
 //!
 //! The only room of kansoku that talks to the kernel. Each observer writes what it sees
-//! into a [`kansoku_core::RecordingWriter`], so analyses never need a live process:
+//! into a [`kansoku_core::RecordingWriter`], so analyses never need a live process.
 //!
-//! * [`exact`] — the ground truth: run a program and record every user-space instruction
-//!   of every thread, optionally only inside a marker window, on one of two engines:
-//!   kansoku's Valgrind tool ([`exact_valgrind`], fast) or ptrace single-stepping (the real CPU).
-//! * [`perf`] — perf_event sampling (instructions or cpu-clock), uprobes, ring buffer.
-//! * [`sampler`] — a program's instruction-pointer samples and marker hits into a `.ksk`.
-//! * [`procfs`] — readers of `/proc` (memory maps as modules).
-//! * [`valgrind`] — kansoku's Valgrind tool and Valgrind's Lackey, their streams through pipes (seed 003).
-//! * [`blocks`] — every block source of the path analysis (the tool, Lackey, an exact trace,
-//!   a file) run one way into a `kansoku_core::feed::BlockSink`.
-//! * [`tracee`] — one program under ptrace for every tracer: spawn, waits that survive
-//!   Ctrl-C, run to an address, threads, detach.
-//! * [`interrupt`] — Ctrl-C as a request to stop observing and keep what was recorded.
-//! * [`sysstat`] — `/proc/stat`, `/proc/diskstats`, a process's CPU time, threads and children (seed 001 sampling).
-//! * [`marker`] — marker functions by name: `F`, `F@LIB`, `F@plt` (issue 42).
-//! * [`events`] — seed 001's event method: measurement points as uprobes or as ptrace traps (restore, step, re-arm).
-//! * [`wave`] — seed 001's program waveform: sampled (or single-stepped) code and data addresses.
+//! Five rooms, each a folder; their modules are re-exported here, so a user writes
+//! `kansoku_probe::exact`, not the room:
+//!
+//! * **process/** — [`spawn`] (fork and exec, the exec gate, `poll_child`), [`tracee`] (one
+//!   program under ptrace for every tracer: spawn, waits that survive Ctrl-C, run to an
+//!   address, threads, detach), [`interrupt`] (Ctrl-C as a request to stop observing and
+//!   keep what was recorded), [`procfs`] (memory maps as modules).
+//! * **trace/** — the ground truth: [`exact`] records every user-space instruction of every
+//!   thread, optionally only inside a marker window, on ptrace single-stepping or on
+//!   kansoku's Valgrind tool ([`exact_valgrind`]; the tool and Lackey in [`valgrind`]);
+//!   [`blocks`] runs every block source of the path analysis into a `BlockSink`.
+//! * **sampling/** — [`perf`] (perf_event sessions: instructions or cpu-clock, uprobes, the
+//!   ring buffer) and [`sampler`] (samples and marker hits into a `.ksk`).
+//! * **points/** — seed 001's event method: [`events`] (measurement points as the agent,
+//!   uprobes or ptrace traps), [`agent`] (kansoku's side of the in-process agent),
+//!   [`marker`] (marker functions by name: `F`, `F@LIB`, `F@plt`).
+//! * **monitor/** — [`sysstat`] (`/proc/stat`, diskstats, a process's threads and children,
+//!   the monitor's loop and function sampler) and [`wave`] (the program waveform's sampled
+//!   or single-stepped code and data addresses).
 
-pub mod agent;
-pub mod blocks;
-pub mod exact;
-pub mod exact_valgrind;
-pub mod interrupt;
-pub mod perf;
-pub mod procfs;
-pub mod sampler;
-pub mod sysstat;
-pub mod events;
-pub mod marker;
-pub mod wave;
-pub mod spawn;
-pub mod tracee;
-pub mod valgrind;
+mod monitor;
+mod points;
+mod process;
+mod sampling;
+mod trace;
+
+pub use monitor::{sysstat, wave};
+pub use points::{agent, events, marker};
+pub use process::{interrupt, procfs, spawn, tracee};
+pub use sampling::{perf, sampler};
+pub use trace::{blocks, exact, exact_valgrind, valgrind};
 
 pub use exact::{trace_exact, Engine, ExactTraceOptions, StopReason, TraceOutcome};
 

@@ -1,0 +1,7 @@
+//! Process control: starting a program (`spawn`, the exec gate), one program under ptrace
+//! for every tracer (`tracee`), Ctrl-C as a request (`interrupt`), `/proc` readers (`procfs`).
+
+pub mod interrupt;
+pub mod procfs;
+pub mod spawn;
+pub mod tracee;
