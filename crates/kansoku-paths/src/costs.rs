@@ -282,7 +282,9 @@ impl CallTracker {
     /// `count` more executions of the `rep` instruction at `addr`, which ended the block
     /// this thread entered last.
     pub fn repeat(&mut self, addr: u64, count: u64, code: &CodeMap) {
-        self.clock += count;
+        // The costs count each repetition (callgrind's Ir); the timeline's clock does not:
+        // it is the recorded trace's instruction index, where a `rep` instruction is one
+        // instruction, so calls and marker hits line up with the trace they came from.
         let Some(b) = self.current.prev else { return };
         if !code.block(b).in_program {
             return;
