@@ -35,10 +35,8 @@ export K=${KANSOKU:-${CARGO_TARGET_DIR:-$PWD/target}/release/kansoku}
 export PB=$pb
 export WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
-files=$(cd "$pb" && find . -name '*.c' -path './*/*' ! -path './utilities/*' ! -name '*.orig.c' | sort)
-if [ -n "${KERNELS:-}" ]; then
-  files=$(for k in $KERNELS; do echo "$files" | grep "/$k\.c$"; done)
-fi
+. bench/polybench-kernels.sh
+files=$(polybench_kernels "$pb")
 
 one() {
   local file=$1 size=$2 start=$3

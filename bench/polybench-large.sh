@@ -19,10 +19,8 @@ if [ -z "${KANSOKU:-}" ]; then
   cargo build --release -q -p kansoku-cli
 fi
 K=${KANSOKU:-${CARGO_TARGET_DIR:-$PWD/target}/release/kansoku}
-files=$(cd "$pb" && find . -name '*.c' -path './*/*' ! -path './utilities/*' ! -name '*.orig.c' | sort)
-if [ -n "${KERNELS:-}" ]; then
-  files=$(for k in $KERNELS; do echo "$files" | grep "/$k\.c$"; done)
-fi
+. bench/polybench-kernels.sh
+files=$(polybench_kernels "$pb")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 run() { # FILE [FLAGS...] -> "accesses misses seconds"
