@@ -14,12 +14,7 @@
 # Prints TSV: kernel, size, start (cold|warm), callgrind D1 misses of kernel_*, kansoku misses,
 # ratio (kansoku / callgrind), within 1 % (yes/no), note.
 #
-# Compiler flags: -O2 -fno-inline. -fno-inline keeps kernel_* and init_array functions of their
-# own, so callgrind charges the kernel's accesses to kernel_* (with -O2 alone gcc inlines both,
-# static and called once, into main); -O2 keeps the scalars (alpha, sums, loop counters) in
-# registers as kansoku assumes. -O2 may vectorise and keep a reused element in a register:
-# that changes the count of accesses, not which lines are touched in which order of
-# lines, so the misses are what is compared (kansoku's accesses are the C source's).
+# Compiler flags and how kernel_* is read: polybench_callgrind in bench/polybench-kernels.sh.
 set -uo pipefail
 pb=${1:?usage: bench/polybench-callgrind.sh PATH_TO_POLYBENCH [SIZE...]}
 shift
@@ -42,24 +37,11 @@ one() {
   local file=$1 size=$2 start=$3
   local name; name=$(basename "$file" .c)
   local exe=$WORK/$name.$size.$start
-  local flag=""; [ "$start" = cold ] && flag=-DPOLYBENCH_TIME
-  if ! gcc -O2 -fno-inline -I "$PB/utilities" -I "$PB/$(dirname "$file")" "$PB/utilities/polybench.c" "$PB/$file" -D${size}_DATASET $flag -lm -o "$exe" 2>"$exe.cc"; then
+  local cg
+  read -r cg _ <<<"$(polybench_callgrind "$PB" "$file" "$size" "$start" "$exe")"
+  if [ ! -x "$exe" ]; then
     printf '%s\t%s\t%s\t-\t-\t-\t-\tdoes not compile\n' "$name" "$size" "$start"; return
   fi
-  valgrind --tool=callgrind --cache-sim=yes --D1=32768,8,64 --callgrind-out-file="$exe.cg" "$exe" >/dev/null 2>"$exe.vg"
-  local cg; cg=$(callgrind_annotate --threshold=100 --show=D1mr,D1mw "$exe.cg" 2>/dev/null | python3 -c '
-import re, sys
-for line in sys.stdin:
-    if ":kernel_" in line:
-        nums = []
-        for x in re.sub(r"\(\s*[\d.]+%\)", " ", line).split():
-            if not re.fullmatch(r"[\d,]+", x):
-                break
-            nums.append(int(x.replace(",", "")))
-        print(sum(nums[:2]))
-        break
-else:
-    print("-")')
   local warm=""; [ "$start" = warm ] && warm=--warm
   local ks note=""
   if ks=$("$K" cache simulate "$PB/$file" --size "$size" --cache 32KiB,8-way,64B $warm --json 2>"$exe.k"); then
@@ -79,7 +61,7 @@ else:
 print("\t".join([name, size, start, cg, ks, ratio, ok, note]))
 EOF
 }
-export -f one
+export -f one polybench_callgrind
 printf 'kernel\tsize\tstart\tcallgrind\tkansoku\tratio\twithin 1%%\tnote\n'
 for size in "${sizes[@]}"; do
   for f in $files; do
