@@ -85,6 +85,50 @@ thread_local! {
     };
 }
 
+/// This thread's state, reached without the dynamic linker. `STATE` is general-dynamic TLS
+/// (a `cdylib`'s thread-locals are), so each `STATE.with` calls ld.so's `__tls_get_addr`:
+/// on every hit that was a third of the marker's cost (issue 42). The agent is loaded by
+/// `LD_PRELOAD`, at start, so it may use the static TLS block: [`stubs`] defines one
+/// initial-exec slot, `kansoku_agent_tls`, read at `%fs` plus an offset the dynamic linker
+/// wrote into the GOT. It holds the address of this thread's `STATE`, looked up once per
+/// thread (null in a new thread's fresh TLS; a forked child keeps its thread's copy, which
+/// points at the same, copied, `STATE`).
+#[inline(always)]
+fn state() -> *mut ThreadState {
+    let p: *mut ThreadState;
+    // SAFETY: reads this thread's own slot; `kansoku_agent_tls` is an 8-byte `.tbss` object
+    // of the agent, and its GOT entry holds its offset from the thread pointer.
+    unsafe {
+        core::arch::asm!(
+            "mov {p}, qword ptr [rip + kansoku_agent_tls@GOTTPOFF]",
+            "mov {p}, qword ptr fs:[{p}]",
+            p = out(reg) p,
+            options(nostack, readonly, preserves_flags, pure),
+        );
+    }
+    if p.is_null() {
+        return state_first();
+    }
+    p
+}
+
+#[cold]
+#[inline(never)]
+fn state_first() -> *mut ThreadState {
+    let p = STATE.with(|s| s.get());
+    // SAFETY: writes this thread's own slot (see `state`).
+    unsafe {
+        core::arch::asm!(
+            "mov {o}, qword ptr [rip + kansoku_agent_tls@GOTTPOFF]",
+            "mov qword ptr fs:[{o}], {p}",
+            o = out(reg) _,
+            p = in(reg) p,
+            options(nostack, preserves_flags),
+        );
+    }
+    p
+}
+
 #[inline(always)]
 fn now(tsc: bool) -> u64 {
     // (with the TSC the stubs read the counter themselves; this serves the calibration-free
@@ -116,8 +160,8 @@ struct EntryAnswer {
 unsafe extern "C" fn on_entry(point: u64, slot: *mut u64) -> EntryAnswer {
     let t = &*TABLES.load(Ordering::Relaxed);
     let continuation = *t.continuation.get_unchecked(point as usize);
-    let stamp = STATE.with(|s| {
-        let s = &mut *s.get();
+    let stamp = (|| {
+        let s = &mut *state();
         if s.busy || s.in_agent {
             if !s.in_agent {
                 (*t.control).lost.fetch_add(1, Ordering::Relaxed);
@@ -138,11 +182,15 @@ unsafe extern "C" fn on_entry(point: u64, slot: *mut u64) -> EntryAnswer {
             let record = append(s, t, point << 1, time);
             if t.tsc && !record.is_null() {
                 stamp = std::ptr::addr_of_mut!((*record).time);
+                if exit == NO_EXIT {
+                    // no call to time: the stub need not wait for the counter (stubs.rs)
+                    stamp = stamp.map_addr(|a| a | 1);
+                }
             }
         }
         s.busy = false;
         stamp
-    });
+    })();
     EntryAnswer { continuation, stamp }
 }
 
@@ -152,8 +200,8 @@ unsafe extern "C" fn on_entry(point: u64, slot: *mut u64) -> EntryAnswer {
 unsafe extern "C" fn on_exit(sp: u64, tsc: u64) -> u64 {
     let t = &*TABLES.load(Ordering::Relaxed);
     let time = if t.tsc { tsc } else { now(false) };
-    STATE.with(|s| {
-        let s = &mut *s.get();
+    {
+        let s = &mut *state();
         let slot = sp - 8;
         // The frame of this return; frames above it were left by longjmp (abandoned: the
         // analysis counts them when this exit arrives).
@@ -168,7 +216,7 @@ unsafe extern "C" fn on_exit(sp: u64, tsc: u64) -> u64 {
             s.busy = false;
         }
         f.ret
-    })
+    }
 }
 
 /// C++ exceptions and Rust panics unwind through `_Unwind_RaiseException` (thread
