@@ -12,7 +12,8 @@
 //!   with timestamps in executed instructions (fuel) or nanoseconds;
 //! - [`decode`] expands merged records into exactly what the unmodified program would have
 //!   emitted, timestamps rebuilt from offsets or sub-indices;
-//! - [`check()`] runs both modules and compares their decoded streams.
+//! - [`check()`] runs both modules and compares their decoded streams;
+//! - [`report`] words each result as the text `kansoku tp` prints.
 
 pub mod check;
 pub mod clang;
@@ -21,6 +22,7 @@ pub mod decode;
 pub mod error;
 pub mod module;
 pub mod optimize;
+pub mod report;
 pub mod runtime;
 pub mod tracefile;
 pub mod xlat;

@@ -124,10 +124,6 @@ fn write(path: &Path, bytes: &[u8]) -> Result<()> {
     std::fs::write(path, bytes).with_context(|| format!("cannot write {}", path.display()))
 }
 
-fn pct(saved: f64) -> String {
-    format!("{:.1}%", 100.0 * saved)
-}
-
 fn optimize(a: OptimizeArgs) -> Result<()> {
     let wasm = read(&a.input)?;
     let mut opts = tp::OptimizeOptions { max_new_ids: a.max_new_ids, ..Default::default() };
@@ -158,69 +154,8 @@ fn optimize(a: OptimizeArgs) -> Result<()> {
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(());
     }
-    print!("{}", optimize_summary(&a.input, &a.output, &o, a.report));
+    print!("{}", tp::report::optimize_text(&a.input, &a.output, &o, a.report));
     Ok(())
-}
-
-fn optimize_summary(input: &Path, output: &Path, o: &tp::Optimized, full: bool) -> String {
-    let r = &o.report;
-    let mut s = String::new();
-    let first = r.iterations.first().copied().unwrap_or_default();
-    let last = r.iterations.last().copied().unwrap_or_default();
-    let saved = |a: f64, b: f64| if a > 0.0 { 1.0 - b / a } else { 0.0 };
-    let _ = writeln!(s, "{} -> {} ({} -> {} bytes)", input.display(), output.display(), r.bytes_in, r.bytes_out);
-    let _ = writeln!(
-        s,
-        "trace calls: {} sites; {} merged into {} calls; removed {} disabled, {} idempotent repeats, {} barriers",
-        r.trace_sites, r.sites_merged, r.groups_merged, r.removed_disabled, r.removed_idempotent, r.barriers_removed
-    );
-    let _ = writeln!(
-        s,
-        "arguments: {} -> {} (constants {}, duplicates {}, derived {}); new ids {}{}",
-        r.args_before,
-        r.args_after,
-        r.args_constant,
-        r.args_duplicate,
-        r.args_derived,
-        r.new_ids_used,
-        r.max_new_ids.map(|b| format!(" of {b} ({} shapes over budget)", r.shapes_over_budget)).unwrap_or_default()
-    );
-    let _ = writeln!(
-        s,
-        "estimated: calls {} fewer, bytes {} fewer, tracing instructions {} fewer ({} iterations)",
-        pct(saved(first.calls, last.calls)),
-        pct(saved(first.bytes, last.bytes)),
-        pct(saved(first.instructions, last.instructions)),
-        r.iterations.len() - 1
-    );
-    let _ = writeln!(
-        s,
-        "table kansoku.xlat: {} entries, {} bytes ({} without prefix sharing; {} entries share a prefix)",
-        o.table.entries.len(),
-        r.xlat.bytes,
-        r.xlat.bytes_without_prefix_sharing,
-        r.xlat.entries_sharing_a_prefix
-    );
-    if full {
-        let _ = writeln!(s, "\niteration  calls        bytes          instructions   total");
-        for (i, c) in r.iterations.iter().enumerate() {
-            let _ = writeln!(s, "{i:9}  {:<11.0}  {:<13.0}  {:<13.0}  {:.0}", c.calls, c.bytes, c.instructions, c.total);
-        }
-        let _ = writeln!(s, "\nnew id  args  original events (offset: id(args))");
-        for e in o.table.entries.values() {
-            let evs: Vec<String> = e
-                .events
-                .iter()
-                .zip(&e.offsets)
-                .map(|(ev, off)| {
-                    let args: Vec<String> = ev.args.iter().map(|a| a.display()).collect();
-                    format!("{off:+}: {}({})", ev.id, args.join(", "))
-                })
-                .collect();
-            let _ = writeln!(s, "{:6}  {:4}  {}", e.new_id, e.nargs, evs.join("  "));
-        }
-    }
-    s
 }
 
 fn run_cmd(a: RunArgs) -> Result<()> {
@@ -261,17 +196,7 @@ fn decode(a: DecodeArgs) -> Result<()> {
         .with_context(|| format!("cannot decode {} with {}", a.trace.display(), a.module.display()))?;
     let n = a.limit.unwrap_or(usize::MAX).min(d.events.len());
     if a.json {
-        let events: Vec<serde_json::Value> = d.events[..n]
-            .iter()
-            .map(|e| {
-                serde_json::json!({
-                    "id": e.id,
-                    "name": d.decls.name(e.id),
-                    "args": e.args,
-                    "timestamp": e.timestamp_text(a.timestamps),
-                })
-            })
-            .collect();
+        let events = tp::report::events_json(&d, n, a.timestamps);
         let v = serde_json::json!({
             "trace": a.trace, "module": a.module, "clock": d.header.clock,
             "records": d.records, "expanded_records": d.expanded_records,
@@ -281,7 +206,7 @@ fn decode(a: DecodeArgs) -> Result<()> {
     } else {
         // a long listing is often piped into `head`: a closed pipe ends the listing quietly
         let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-        let listed = print_events(&mut out, &d, n, a.timestamps);
+        let listed = tp::report::write_events(&mut out, &d, n, a.timestamps);
         match listed.and_then(|_| std::io::Write::flush(&mut out)) {
             Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(()),
             other => other.context("cannot write to stdout")?,
@@ -302,7 +227,7 @@ fn check(a: CheckArgs) -> Result<()> {
     if a.json {
         println!("{}", serde_json::to_string_pretty(&r)?);
     } else {
-        print!("{}", check_summary(&a.original, &a.optimised, &r));
+        print!("{}", tp::report::check_text(&a.original, &a.optimised, &r));
     }
     if !r.identical {
         bail!(
@@ -314,42 +239,6 @@ fn check(a: CheckArgs) -> Result<()> {
         bail!("the entry function returned different values: {:?} vs {:?}", r.original.results, r.optimised.results);
     }
     Ok(())
-}
-
-fn check_summary(orig: &Path, opt: &Path, r: &tp::CheckReport) -> String {
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "{}: decoded events {} ({} events; {} disabled dropped, {} idempotent repeats collapsed)",
-        opt.display(),
-        if r.identical { "IDENTICAL to the original's" } else { "DIFFER from the original's" },
-        r.events,
-        r.disabled_events_dropped,
-        r.idempotent_repeats_collapsed
-    );
-    let _ = writeln!(s, "{:<22} {:>12} {:>12} {:>8}", "", orig.file_name().unwrap_or_default().to_string_lossy(), opt.file_name().unwrap_or_default().to_string_lossy(), "saved");
-    let _ = writeln!(s, "{:<22} {:>12} {:>12} {:>8}", "trace calls executed", r.original.records, r.optimised.records, pct(r.calls_saved));
-    let _ = writeln!(s, "{:<22} {:>12} {:>12} {:>8}", "trace bytes", r.original.bytes, r.optimised.bytes, pct(r.bytes_saved));
-    let _ = writeln!(
-        s,
-        "{:<22} {:>12} {:>12} {:>8}",
-        "wasm instructions",
-        r.original.instructions.unwrap_or(0),
-        r.optimised.instructions.unwrap_or(0),
-        pct(r.instructions_saved)
-    );
-    if let Some(t) = &r.timing {
-        let _ = writeln!(
-            s,
-            "{:<22} {:>11.2}x {:>11.2}x   (traced / untraced wall time, best of {}; untraced {:.3} ms)",
-            "tracing overhead",
-            t.original_overhead,
-            t.optimised_overhead,
-            t.repeats,
-            t.untraced_ns as f64 / 1e6
-        );
-    }
-    s
 }
 
 /// The `kansoku demo` stage: compiles the matrix example with clang, optimises it, runs both
@@ -364,7 +253,7 @@ pub fn demo_stage(dir: &Path) -> Result<String> {
     let o = tp::optimize(&wasm, &tp::OptimizeOptions::default())?;
     write(&opt_path, &o.wasm)?;
     write(&dir.join("tp-matrix.xlat.json"), serde_json::to_string_pretty(&o.table)?.as_bytes())?;
-    write(dir.join("tp-optimize.txt").as_path(), optimize_summary(&orig_path, &opt_path, &o, true).as_bytes())?;
+    write(dir.join("tp-optimize.txt").as_path(), tp::report::optimize_text(&orig_path, &opt_path, &o, true).as_bytes())?;
     let opts = tp::RunOptions { args: vec!["1".into()], ..Default::default() };
     for (m, name) in [(&wasm, "tp-matrix.ktrace"), (&o.wasm, "tp-matrix.opt.ktrace")] {
         let (_, trace) = tp::run_to_vec(m, &opts)?;
@@ -379,7 +268,7 @@ pub fn demo_stage(dir: &Path) -> Result<String> {
     write(&dir.join("tp-matrix.decoded.txt"), text.as_bytes())?;
     let r = tp::check(&wasm, &o.wasm, &opts, 3)?;
     write(&dir.join("tp-check.json"), serde_json::to_string_pretty(&r)?.as_bytes())?;
-    write(&dir.join("tp-check.txt"), check_summary(&orig_path, &opt_path, &r).as_bytes())?;
+    write(&dir.join("tp-check.txt"), tp::report::check_text(&orig_path, &opt_path, &r).as_bytes())?;
     if !r.identical {
         bail!("tracepoints demo: decoded streams differ: {:?}", r.first_difference);
     }
@@ -388,35 +277,9 @@ pub fn demo_stage(dir: &Path) -> Result<String> {
          tp: files tp-matrix.wasm, tp-matrix.opt.wasm (table in section kansoku.xlat), tp-*.ktrace, tp-matrix.decoded.txt, tp-check.txt",
         r.original.records,
         r.optimised.records,
-        pct(r.calls_saved),
+        tp::report::percent(r.calls_saved),
         r.original.bytes,
         r.optimised.bytes,
-        pct(r.bytes_saved)
+        tp::report::percent(r.bytes_saved)
     ))
-}
-
-fn print_events(out: &mut impl std::io::Write, d: &tp::Decoded, n: usize, mode: tp::TimestampMode) -> std::io::Result<()> {
-    writeln!(out, "{:>16}  {:>6}  {:<16}  args", "timestamp", "id", "name")?;
-    for e in &d.events[..n] {
-        let name = d.decls.name(e.id).map(str::to_string).unwrap_or_else(|| format!("event{}", e.id));
-        let names = d.decls.decls.get(&e.id).map(|x| x.arg_names.clone()).unwrap_or_default();
-        let args: Vec<String> = e
-            .args
-            .iter()
-            .enumerate()
-            .map(|(i, v)| match names.get(i) {
-                Some(nm) => format!("{nm}={v}"),
-                None => v.to_string(),
-            })
-            .collect();
-        writeln!(out, "{:>16}  {:>6}  {:<16}  {}", e.timestamp_text(mode), e.id, name, args.join(" "))?;
-    }
-    writeln!(
-        out,
-        "{} events from {} records ({} merged records expanded){}",
-        d.events.len(),
-        d.records,
-        d.expanded_records,
-        if n < d.events.len() { format!("; printed the first {n}") } else { String::new() }
-    )
 }
