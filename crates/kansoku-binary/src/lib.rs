@@ -10,9 +10,12 @@
 //! size a bounds check fixes ([`JumpTable`]). At run time a process maps programs at some
 //! address; [`Symbolizer`] turns runtime addresses back into [`kansoku_core::Location`]s
 //! through the recording's module map, including shared libraries such as libc.
+//! [`listing`] is a program's functions and one function in full as data, what `kansoku
+//! inspect` prints.
 
 pub mod cfg;
 pub mod decode;
+pub mod listing;
 mod jump_table;
 pub mod maps;
 mod plt;

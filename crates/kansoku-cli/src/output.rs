@@ -4,60 +4,16 @@ use std::io::{IsTerminal, Write};
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-/// A text table with left-aligned columns, or right-aligned where the header says so
-/// (headers starting with '>' are right-aligned; the '>' is not printed).
-pub struct Table {
-    headers: Vec<(String, bool)>,
-    rows: Vec<Vec<String>>,
+pub use kansoku_core::text::Table;
+
+/// Prints a [`Table`] where the report goes.
+pub trait Print {
+    /// Writes the rendered table with [`emit`].
+    fn print(&self);
 }
 
-impl Table {
-    pub fn new(headers: &[&str]) -> Self {
-        Table {
-            headers: headers.iter().map(|h| (h.trim_start_matches('>').to_string(), h.starts_with('>'))).collect(),
-            rows: Vec::new(),
-        }
-    }
-
-    pub fn row(&mut self, cells: Vec<String>) {
-        self.rows.push(cells);
-    }
-
-    pub fn render(&self) -> String {
-        let mut widths: Vec<usize> = self.headers.iter().map(|(h, _)| h.chars().count()).collect();
-        for r in &self.rows {
-            for (w, c) in widths.iter_mut().zip(r) {
-                *w = (*w).max(c.chars().count());
-            }
-        }
-        let line = |cells: Vec<&str>| {
-            let mut s = String::new();
-            for (i, (c, w)) in cells.iter().zip(&widths).enumerate() {
-                let pad = w.saturating_sub(c.chars().count());
-                let last = i + 1 == cells.len();
-                if self.headers[i].1 {
-                    s.push_str(&" ".repeat(pad));
-                    s.push_str(c);
-                } else {
-                    s.push_str(c);
-                    if !last {
-                        s.push_str(&" ".repeat(pad));
-                    }
-                }
-                if !last {
-                    s.push_str("  ");
-                }
-            }
-            s.trim_end().to_string() + "\n"
-        };
-        let mut out = line(self.headers.iter().map(|(h, _)| h.as_str()).collect());
-        for r in &self.rows {
-            out.push_str(&line(r.iter().map(String::as_str).collect()));
-        }
-        out
-    }
-
-    pub fn print(&self) {
+impl Print for Table {
+    fn print(&self) {
         emit(&self.render());
     }
 }
@@ -180,29 +136,7 @@ pub fn hex(addr: u64) -> String {
     format!("0x{addr:x}")
 }
 
-/// Human-readable name of a signal number.
-pub fn signal_name(sig: i32) -> String {
-    let name = match sig {
-        1 => "SIGHUP",
-        2 => "SIGINT",
-        4 => "SIGILL",
-        5 => "SIGTRAP",
-        6 => "SIGABRT",
-        7 => "SIGBUS",
-        8 => "SIGFPE",
-        9 => "SIGKILL",
-        11 => "SIGSEGV",
-        13 => "SIGPIPE",
-        14 => "SIGALRM",
-        15 => "SIGTERM",
-        19 => "SIGSTOP",
-        20 => "SIGTSTP",
-        21 => "SIGTTIN",
-        22 => "SIGTTOU",
-        _ => return format!("signal {sig}"),
-    };
-    format!("{name} ({sig})")
-}
+pub use kansoku_core::text::signal_name;
 
 /// Reads a text file the user named (formulas, traces): regular files only, and text that
 /// is not UTF-8 is located (`line:col`), so the error can name the file and the position.

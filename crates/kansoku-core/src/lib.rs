@@ -24,6 +24,7 @@ pub mod location;
 pub mod marker;
 pub mod recording;
 pub mod sbstream;
+pub mod text;
 pub mod varint;
 
 pub use event::{Event, ExitStatus, Module, Sample};

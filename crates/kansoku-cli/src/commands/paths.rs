@@ -15,7 +15,7 @@ use kansoku_probe::valgrind::{tool_dir, LackeyOptions};
 use kansoku_probe::{interrupt, Engine, ExactTraceOptions};
 use serde::Serialize;
 
-use crate::output::{reportln, print_json, signal_name, spinner, Table};
+use crate::output::{reportln, print_json, signal_name, spinner, Print, Table};
 
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
 pub enum CallsArg {

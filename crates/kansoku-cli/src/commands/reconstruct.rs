@@ -12,7 +12,7 @@ use kansoku_reconstruct::trace_file::read_trace;
 use kansoku_reconstruct::truth::{compare_keys, compare_weighted, engine_note, exact_iteration, iteration_of_class, CompareReport, WeightedComparison};
 use kansoku_reconstruct::{reconstruct_file, Comparison, Granularity, Likelihood, Reconstruction, Report, Request, Solver, Split, Weighting};
 
-use crate::output::{print_json, Table};
+use crate::output::{print_json, Print, Table};
 
 #[derive(clap::Args, Clone)]
 pub struct Args {
