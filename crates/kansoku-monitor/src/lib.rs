@@ -10,6 +10,8 @@
 //!   summarised as the seed's **eight items** (CPU active, CPU only, CPU/I-O overlap,
 //!   I-O only, I-O busy, CPU wait, user state, kernel state), CPU share per program and
 //!   per function, and busy share per device (tables 2–4, figure 4).
+//! * [`sampling_report`] — a sampling run's report: the summary with how the run ended and
+//!   its warnings, as JSON and as the seed's tables in text.
 //! * [`events`] — the event method: time-stamped hits of measurement points become per
 //!   point hits and frequency, and per routine calls and execution times (entry → exit per
 //!   thread, correct under recursion), exclusive times, percentiles and histograms, with
@@ -25,6 +27,7 @@
 
 pub mod events;
 pub mod sampling;
+pub mod sampling_report;
 pub mod wave;
 pub mod wave_report;
 pub mod pictures;

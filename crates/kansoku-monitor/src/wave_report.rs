@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use kansoku_binary::maps::Mapping;
 use kansoku_binary::Symbolizer;
+use kansoku_core::text::Table;
 use kansoku_core::{ExitStatus, Module};
 
 use crate::wave::{analyse_signals, repeating_functions, Recurrence, Region, RegionKind, SignalAnalysis, WavePoint};
@@ -191,3 +192,53 @@ pub fn analyse(o: &WaveOutcome, exact: bool, cpu_period_ns: Option<u64>) -> (Wav
     (report, ca, da)
 }
 
+impl WaveReport {
+    /// The report as `kansoku wave` prints it: the points, each signal's period (or why
+    /// none), the functions that recur at the code period, the address regions.
+    pub fn text(&self) -> String {
+        let r = self;
+        let mut out = format!("{} points of {} ({}), {} with data addresses\n", r.points, r.program, r.clock, r.points_with_data);
+        if let Some(dt) = r.mean_interval_ns {
+            out.push_str(&format!("mean interval between points: {dt:.0} ns\n"));
+        }
+        if r.lost > 0 {
+            out.push_str(&format!("warning: {} records lost\n", r.lost));
+        }
+        if r.interrupted {
+            out.push_str("interrupted (Ctrl-C): analysed what was observed so far\n");
+        }
+        let mut t = Table::new(&["signal", "period (samples)", "seconds", "instructions", "autocorr.", "spectrum peak (samples)"]);
+        for (name, p) in [("code address", &r.code_period), ("data address", &r.data_period)] {
+            match p {
+                Some(p) => t.row(vec![
+                    name.into(),
+                    format!("{:.3}", p.samples),
+                    p.seconds.map_or("-".into(), |s| format!("{s:.6}")),
+                    p.instructions.map_or("- (no counts)".into(), |i| format!("{i:.2}")),
+                    format!("{:.3}", p.autocorrelation),
+                    p.spectrum_peak_samples.map_or("-".into(), |s| format!("{s:.2}")),
+                ]),
+                None => t.row(vec![name.into(), "no period".into(), "-".into(), "-".into(), "-".into(), "-".into()]),
+            }
+        }
+        out.push_str(&t.render());
+        for (name, why) in [("code address", &r.code_no_period), ("data address", &r.data_no_period)] {
+            if let Some(why) = why {
+                out.push_str(&format!("{name}: no period: {why}\n"));
+            }
+        }
+        let mut t = Table::new(&["function", "% of points", "% recurring one code period later"]);
+        for f in r.functions.iter().take(12) {
+            t.row(vec![f.label.clone(), format!("{:.1}", f.share), format!("{:.1}", f.recurrence)]);
+        }
+        out.push('\n');
+        out.push_str(&t.render());
+        let mut t = Table::new(&["region", "kind", "low", "high"]);
+        for g in r.regions.iter().take(20) {
+            t.row(vec![g.label.clone(), format!("{:?}", g.kind), format!("0x{:x}", g.low), format!("0x{:x}", g.high)]);
+        }
+        out.push('\n');
+        out.push_str(&t.render());
+        out
+    }
+}

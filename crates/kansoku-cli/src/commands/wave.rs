@@ -9,7 +9,7 @@ use kansoku_monitor::wave::SignalAnalysis;
 use kansoku_monitor::wave_report::{analyse, WaveReport};
 use kansoku_probe::wave::{record_wave, WaveMode, WaveOptions, WaveOutcome};
 
-use crate::output::{report, reportln, hex, print_json, Table};
+use crate::output::{report, reportln, print_json};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -84,7 +84,7 @@ pub fn run(args: Args) -> Result<()> {
     if args.json {
         print_json(&report)?;
     } else {
-        report!("{}", text(&report));
+        report!("{}", report.text());
         if let Some(svg) = &args.svg {
             reportln!("wrote {} and {}", svg.display(), acf_path(svg).display());
         }
@@ -131,52 +131,6 @@ fn save_svgs(svg: &Path, o: &WaveOutcome, r: &WaveReport, ca: &SignalAnalysis, d
     let p = acf_path(svg);
     std::fs::write(&p, acf).with_context(|| format!("writing {}", p.display()))?;
     Ok(())
-}
-
-pub fn text(r: &WaveReport) -> String {
-    let mut out = format!("{} points of {} ({}), {} with data addresses\n", r.points, r.program, r.clock, r.points_with_data);
-    if let Some(dt) = r.mean_interval_ns {
-        out.push_str(&format!("mean interval between points: {dt:.0} ns\n"));
-    }
-    if r.lost > 0 {
-        out.push_str(&format!("warning: {} records lost\n", r.lost));
-    }
-    if r.interrupted {
-        out.push_str("interrupted (Ctrl-C): analysed what was observed so far\n");
-    }
-    let mut t = Table::new(&["signal", "period (samples)", "seconds", "instructions", "autocorr.", "spectrum peak (samples)"]);
-    for (name, p) in [("code address", &r.code_period), ("data address", &r.data_period)] {
-        match p {
-            Some(p) => t.row(vec![
-                name.into(),
-                format!("{:.3}", p.samples),
-                p.seconds.map_or("-".into(), |s| format!("{s:.6}")),
-                p.instructions.map_or("- (no counts)".into(), |i| format!("{i:.2}")),
-                format!("{:.3}", p.autocorrelation),
-                p.spectrum_peak_samples.map_or("-".into(), |s| format!("{s:.2}")),
-            ]),
-            None => t.row(vec![name.into(), "no period".into(), "-".into(), "-".into(), "-".into(), "-".into()]),
-        }
-    }
-    out.push_str(&t.render());
-    for (name, why) in [("code address", &r.code_no_period), ("data address", &r.data_no_period)] {
-        if let Some(why) = why {
-            out.push_str(&format!("{name}: no period: {why}\n"));
-        }
-    }
-    let mut t = Table::new(&["function", "% of points", "% recurring one code period later"]);
-    for f in r.functions.iter().take(12) {
-        t.row(vec![f.label.clone(), format!("{:.1}", f.share), format!("{:.1}", f.recurrence)]);
-    }
-    out.push('\n');
-    out.push_str(&t.render());
-    let mut t = Table::new(&["region", "kind", "low", "high"]);
-    for g in r.regions.iter().take(20) {
-        t.row(vec![g.label.clone(), format!("{:?}", g.kind), hex(g.low), hex(g.high)]);
-    }
-    out.push('\n');
-    out.push_str(&t.render());
-    out
 }
 
 /// Demo: the exact waveform of seed 000's func_M loop and its detected period.
