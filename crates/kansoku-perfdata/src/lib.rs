@@ -23,6 +23,10 @@
 //! events are then lost with the file's end: a tracepoint event is taken for the marker.
 //!
 //! Nothing here runs perf or a program: [`PerfDataReader`] turns a file into events.
+//!
+//! [`listing`] is what `kansoku show` prints of a recording: its items as rows.
+
+pub mod listing;
 
 use std::cell::Cell;
 use std::collections::{HashMap, HashSet, VecDeque};

@@ -5,11 +5,11 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use kansoku_binary::Symbolizer;
 use kansoku_core::Event;
+use kansoku_perfdata::listing::{self, event_line, modules_json, processes_json, Rows};
 use serde_json::json;
 
-use crate::output::{emit, hex, reportln, signal_name};
+use crate::output::emit;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -43,6 +43,26 @@ pub enum By {
     Block,
 }
 
+impl From<By> for listing::By {
+    fn from(by: By) -> listing::By {
+        match by {
+            By::Function => listing::By::Function,
+            By::Block => listing::By::Block,
+        }
+    }
+}
+
+fn warn(rows: &Rows) {
+    for w in rows.warnings() {
+        eprintln!("kansoku: warning: {w}");
+    }
+}
+
+/// The lines before the events, where the report goes.
+fn print_prelude(args: &Args, header: &kansoku_core::Header, summary: &kansoku_core::RecordingSummary, modules: &[(Option<i32>, kansoku_core::Module)], processes: &[kansoku_perfdata::ProcessCount], head: Option<bool>) {
+    emit(&listing::prelude_text(&args.recording, args.limit.unwrap_or(100), header, summary, modules, processes, head));
+}
+
 pub fn run(args: Args) -> Result<()> {
     if !args.export.is_empty() {
         return export(&args);
@@ -73,11 +93,11 @@ pub fn run(args: Args) -> Result<()> {
         let open = text.strip_suffix('}').unwrap_or(&text);
         emit(&format!("{open},\n\"events\": [\n"));
     } else {
-        print_prelude(&args, &header, summary, &counted.modules, &counted.processes, None)?;
+        print_prelude(&args, &header, summary, &counted.modules, &counted.processes, None);
     }
     // Second pass: the events up to the limit, symbolised with the modules met so far.
     let mut reader = kansoku_perfdata::AnyRecording::open(&args.recording)?;
-    let mut rows = Rows::new(args.by);
+    let mut rows = Rows::new(args.by.into());
     let mut shown = 0u64;
     while let Some(item) = reader.next_item()? {
         if limit != 0 && shown >= limit && matches!(item, kansoku_perfdata::Item::Event(ref e) if !matches!(e, Event::Module(_))) {
@@ -94,7 +114,7 @@ pub fn run(args: Args) -> Result<()> {
     if args.json {
         emit("\n]}\n");
     }
-    rows.warn();
+    warn(&rows);
     Ok(())
 }
 
@@ -106,7 +126,7 @@ fn show_head(args: &Args, limit: u64) -> Result<()> {
     if let Some(offset) = head.summary.truncated_at {
         eprintln!("kansoku: warning: {} ends early (last complete event before byte {offset}); showing what was recorded", args.recording.display());
     }
-    let mut rows = Rows::new(args.by);
+    let mut rows = Rows::new(args.by.into());
     // the modules met are each given to their process's symboliser before the events
     for (pid, m) in &head.modules {
         rows.symbolizer(*pid).add_module(m.clone());
@@ -116,101 +136,13 @@ fn show_head(args: &Args, limit: u64) -> Result<()> {
         let v = json!({"recording": args.recording, "header": header, "modules": modules_json(&head.modules), "summary": head.summary, "summary_complete": head.complete, "events": rows_out});
         emit(&format!("{}\n", serde_json::to_string(&v)?));
     } else {
-        print_prelude(args, &header, &head.summary, &head.modules, &[], Some(head.complete))?;
+        print_prelude(args, &header, &head.summary, &head.modules, &[], Some(head.complete));
         for row in &rows_out {
             emit(&event_line(row));
         }
     }
-    rows.warn();
+    warn(&rows);
     Ok(())
-}
-
-/// The modules as JSON objects, each with its process's pid where the recording says it.
-fn modules_json(modules: &[(Option<i32>, kansoku_core::Module)]) -> serde_json::Value {
-    modules
-        .iter()
-        .map(|(pid, m)| {
-            let mut v = json!(m);
-            if let Some(pid) = pid {
-                v["pid"] = json!(pid);
-            }
-            v
-        })
-        .collect()
-}
-
-fn processes_json(processes: &[kansoku_perfdata::ProcessCount]) -> serde_json::Value {
-    processes.iter().map(|p| json!({"pid": p.pid, "name": p.name, "samples": p.samples})).collect()
-}
-
-/// Items of a recording turned into rows: each process symbolised with its own modules,
-/// each sample with its process, thread and call chain where the recording has them.
-struct Rows {
-    by: By,
-    /// By process (None: a kansoku recording's one process).
-    symbolizers: std::collections::HashMap<Option<i32>, Symbolizer>,
-    /// The current process: pid, name and thread name (perf.data).
-    process: Option<(i32, String, String)>,
-    tid: Option<u32>,
-    stack: Option<Vec<u64>>,
-}
-
-impl Rows {
-    fn new(by: By) -> Rows {
-        Rows { by, symbolizers: Default::default(), process: None, tid: None, stack: None }
-    }
-
-    fn symbolizer(&mut self, pid: Option<i32>) -> &mut Symbolizer {
-        self.symbolizers.entry(pid).or_insert_with(|| Symbolizer::new(&[]))
-    }
-
-    /// The row of an item; none for modules (given to the symboliser), contexts and stacks
-    /// (carried into the rows after them).
-    fn row(&mut self, item: kansoku_perfdata::Item) -> Option<serde_json::Value> {
-        use kansoku_perfdata::Item;
-        let pid = self.process.as_ref().map(|p| p.0);
-        match item {
-            Item::Context { pid, tid, process, thread } => {
-                self.process = Some((pid, process, thread));
-                self.tid = Some(tid as u32);
-                None
-            }
-            Item::Stack(frames) => {
-                self.stack = Some(frames);
-                None
-            }
-            Item::Event(Event::Module(m)) => {
-                self.symbolizer(pid).add_module(m);
-                None
-            }
-            Item::Event(event) => {
-                if let Event::Thread { tid: t } = &event {
-                    self.tid = Some(*t);
-                }
-                let (by, tid, stack) = (self.by, self.tid, self.stack.take());
-                let symbolizer = self.symbolizers.entry(pid).or_insert_with(|| Symbolizer::new(&[]));
-                let mut row = event_row(&event, tid, symbolizer, by);
-                if let (Some((pid, process, thread)), Event::Sample(_) | Event::Marker { .. }) = (&self.process, &event) {
-                    row["pid"] = json!(pid);
-                    row["process"] = json!(process);
-                    row["thread"] = json!(thread);
-                }
-                if let Some(frames) = stack {
-                    // a caller's frame is named by the call before its return address
-                    let named: Vec<String> = frames.iter().enumerate().map(|(i, &a)| symbolizer.locate(if i == 0 { a } else { a.saturating_sub(1) }).function_offset()).collect();
-                    row["stack"] = json!(frames.iter().map(|&a| hex(a)).collect::<Vec<_>>());
-                    row["frames"] = json!(named);
-                }
-                Some(row)
-            }
-        }
-    }
-
-    fn warn(&self) {
-        for w in self.symbolizers.values().flat_map(|s| &s.warnings).collect::<std::collections::BTreeSet<_>>() {
-            eprintln!("kansoku: warning: {w}");
-        }
-    }
 }
 
 /// `--export`: each file written from its own pass over the recording.
@@ -227,97 +159,5 @@ fn export(args: &Args) -> Result<()> {
         );
         eprintln!("kansoku: {}", crate::exports::written(*format, path));
     }
-    Ok(())
-}
-
-/// One event as a JSON row (the text form is printed from it too).
-fn event_row(event: &Event, tid: Option<u32>, symbolizer: &mut Symbolizer, by: By) -> serde_json::Value {
-    let mut locate = |addr: u64| {
-        let loc = symbolizer.locate(addr);
-        match by {
-            By::Function => loc.function_offset(),
-            By::Block => loc.block_form(),
-        }
-    };
-    match event {
-        Event::Thread { tid: t } => json!({"event": "thread", "tid": t}),
-        Event::Instruction { addr } => json!({"event": "instruction", "addr": hex(*addr), "location": locate(*addr), "tid": tid}),
-        Event::Block { addr } => json!({"event": "block", "addr": hex(*addr), "location": locate(*addr), "tid": tid}),
-        Event::Sample(s) => json!({"event": "sample", "addr": hex(s.ip), "location": locate(s.ip), "time_ns": s.time_ns, "instructions": s.instructions, "tid": tid}),
-        Event::Marker { time_ns, instructions } => json!({"event": "marker", "time_ns": time_ns, "instructions": instructions, "tid": tid}),
-        Event::Signal { signal } => json!({"event": "signal", "signal": signal, "tid": tid}),
-        Event::Exit(e) => json!({"event": "exit", "status": e}),
-        Event::Access { addr, write } => json!({"event": if *write { "write" } else { "read" }, "addr": hex(*addr), "tid": tid}),
-        Event::Unknown { tag, len } => json!({"event": "unknown", "tag": tag, "len": len}),
-        Event::Module(m) => json!({"event": "module", "path": m.path}),
-    }
-}
-
-fn event_line(e: &serde_json::Value) -> String {
-    let kind = e["event"].as_str().unwrap_or("?");
-    match kind {
-        "instruction" | "block" => format!("  {:<11} {:>14}  {}\n", kind, e["addr"].as_str().unwrap_or(""), e["location"].as_str().unwrap_or("")),
-        "read" | "write" => format!("  {:<11} {:>14}\n", kind, e["addr"].as_str().unwrap_or("")),
-        "sample" => {
-            let mut line = format!("  {:<11} {:>14}  {}  t={}ns n={}", kind, e["addr"].as_str().unwrap_or(""), e["location"].as_str().unwrap_or(""), e["time_ns"], e["instructions"]);
-            if let Some(pid) = e["pid"].as_i64() {
-                line += &format!(" pid={pid} tid={} {}", e["tid"], e["thread"].as_str().unwrap_or(""));
-            }
-            for f in e["frames"].as_array().into_iter().flatten().skip(1) {
-                line += &format!(" <- {}", f.as_str().unwrap_or(""));
-            }
-            line + "\n"
-        }
-        _ => {
-            let mut rest = e.clone();
-            rest.as_object_mut().map(|o| o.remove("event"));
-            format!("  {kind:<11} {rest}\n")
-        }
-    }
-}
-
-/// `head`: Some(whether the recording ended within the limit) when only its head was read.
-fn print_prelude(
-    args: &Args,
-    header: &kansoku_core::Header,
-    summary: &kansoku_core::RecordingSummary,
-    modules: &[(Option<i32>, kansoku_core::Module)],
-    processes: &[kansoku_perfdata::ProcessCount],
-    head: Option<bool>,
-) -> Result<()> {
-    reportln!("recording  {}", args.recording.display());
-    reportln!("kind       {}", serde_json::to_value(header.kind)?.as_str().unwrap_or("?"));
-    reportln!("program    {} {}", header.program, header.args.join(" "));
-    if !header.parameters.is_empty() {
-        let params: Vec<String> = header.parameters.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        reportln!("parameters {}", params.join(" "));
-    }
-    let accesses = if summary.accesses > 0 { format!(", {} memory accesses", summary.accesses) } else { String::new() };
-    let counts = if head == Some(false) { "counts of the first events (--limit: not read further; --counts reads it all)\n           " } else { "" };
-    reportln!(
-        "counts     {counts}{} events: {} instructions{accesses}, {} blocks, {} samples, {} marker hits, {} thread(s), {} signal(s); {} bytes",
-        summary.events, summary.instructions, summary.blocks, summary.samples, summary.markers, summary.threads, summary.signals, summary.bytes
-    );
-    if let Some(exit) = summary.exit {
-        reportln!("exit       {}", match exit {
-            kansoku_core::ExitStatus::Exited(c) => format!("exited with status {c}"),
-            kansoku_core::ExitStatus::Killed(s) => format!("killed by {}", signal_name(s)),
-            kansoku_core::ExitStatus::Detached => "detached (observation stopped before the program ended)".into(),
-        });
-    }
-    if !processes.is_empty() {
-        reportln!("processes  {} with samples (pid name samples)", processes.len());
-        for p in processes {
-            reportln!("  {:>8} {:<16} {}", p.pid, p.name, p.samples);
-        }
-    }
-    reportln!("modules");
-    for (i, (pid, m)) in modules.iter().enumerate() {
-        let pid = pid.map(|p| format!("pid {p} ")).unwrap_or_default();
-        reportln!("  [{i}] {pid}{}..{} off {} {} {}", hex(m.start), hex(m.end), hex(m.file_offset), m.path, m.build_id.as_deref().unwrap_or(""));
-    }
-    let limit = args.limit.unwrap_or(100);
-    let more = head == Some(false) || (head.is_none() && limit != 0 && summary.events > limit);
-    reportln!("events{}", if more { format!(" (first {limit})") } else { String::new() });
     Ok(())
 }
