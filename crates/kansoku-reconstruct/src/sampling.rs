@@ -1,10 +1,68 @@
 //! Sampling an exact trace the way a counter overflowing every P instructions would, to
 //! test reconstruction apart from the hardware; and the seed's worked example as data.
 
-use kansoku_core::{Event, Sample};
+use std::path::{Path, PathBuf};
 
-use crate::error::ReconstructError;
+use kansoku_core::{Event, Header, RecordingKind, RecordingReader, RecordingWriter, Sample};
+
+use crate::error::{FileError, ReconstructError};
 use crate::info::{Info, Names, Observation};
+
+/// What [`sample_recording`] wrote: `kansoku sample`'s report.
+#[derive(Debug, serde::Serialize)]
+pub struct SampleReport {
+    /// The sampled recording written.
+    pub output: PathBuf,
+    /// Instructions between counter overflows.
+    pub period: u64,
+    /// The largest skid drawn.
+    pub skid: u64,
+    /// Instructions of the exact trace read.
+    pub instructions: u64,
+    /// Samples written.
+    pub samples: u64,
+    /// Marker hits written.
+    pub markers: u64,
+    /// Where the exact trace was cut off, if it was (everything before it was sampled).
+    pub truncated_at: Option<u64>,
+}
+
+/// Samples the exact trace `exact` into the recording `output`, as [`Sampler`] does: the
+/// recording's header says it was simulated, from which file, at which period and skid,
+/// and carries the trace's marker on.
+pub fn sample_recording(exact: &Path, output: &Path, period: u64, skid: u64, seed: u64) -> Result<SampleReport, FileError> {
+    let mut reader = RecordingReader::open(exact)?;
+    if reader.header().kind != RecordingKind::ExactTrace {
+        return Err(FileError::NotExact { path: exact.to_path_buf() });
+    }
+    let src = reader.header().clone();
+    let mut header = Header::new(RecordingKind::Samples, src.program.clone(), src.args.clone())
+        .with_parameter("clock", "instructions")
+        .with_parameter("period", period)
+        .with_parameter("skid", skid)
+        .with_parameter("simulated_from", exact.to_string_lossy().to_string());
+    for key in ["marker_function", "marker"] {
+        if let Some(m) = src.parameters.get(key) {
+            header = header.with_parameter(key, m.clone());
+        }
+    }
+    let mut sampler = Sampler::new(period, skid, seed)?;
+    let mut writer = RecordingWriter::create(output, &header)?;
+    let mut failure = None;
+    while let Some(event) = reader.next_event()? {
+        sampler.feed(&event, &mut |e| {
+            if failure.is_none() {
+                failure = writer.write(&e).err();
+            }
+        });
+        if let Some(e) = failure.take() {
+            return Err(e.into());
+        }
+    }
+    writer.finish()?;
+    let (samples, markers, instructions) = (sampler.samples, sampler.markers, sampler.instructions());
+    Ok(SampleReport { output: output.to_path_buf(), period, skid, instructions, samples, markers, truncated_at: reader.truncated_at() })
+}
 
 /// Turns the events of an exact trace into those of a sampled recording. The counter
 /// overflows after every `period` instructions (the first sample is instruction P−1,

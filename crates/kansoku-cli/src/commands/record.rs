@@ -7,15 +7,12 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use kansoku_core::{ExitStatus, Header, RecordingKind, RecordingWriter};
-use kansoku_probe::perf::{hardware_counters, SamplingClock};
+use kansoku_core::{ExitStatus, RecordingWriter};
+use kansoku_probe::perf::SamplingClock;
 use kansoku_probe::sampler::{record_samples, RecordProgress, SampleRecordingOptions};
 use serde::Serialize;
 
 use crate::output::{reportln, print_json, signal_name, spinner};
-
-/// cpu-clock period used when instruction sampling was asked for but no counter exists.
-pub const FALLBACK_TIME_PERIOD_NS: u64 = 10_000;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -76,24 +73,13 @@ pub struct RecordReport {
     pub seconds: f64,
 }
 
-/// Chooses the sampling clock: instructions when asked and available, else cpu-clock.
+/// The sampling clock (instructions when asked and available, else cpu-clock), a period of
+/// 0 refused.
 pub fn choose_clock(period: Option<u64>, time_period: Option<u64>) -> Result<(SamplingClock, Option<String>)> {
     if period == Some(0) || time_period == Some(0) {
         bail!("the sampling period must be at least 1 (got 0)");
     }
-    if let Some(ns) = time_period {
-        return Ok((SamplingClock::CpuClock { period_ns: ns }, None));
-    }
-    let p = period.unwrap_or(100_003);
-    match hardware_counters() {
-        Ok(()) => Ok((SamplingClock::Instructions { period: p }, None)),
-        Err(why) => Ok((
-            SamplingClock::CpuClock { period_ns: FALLBACK_TIME_PERIOD_NS },
-            Some(format!(
-                "{why}; sampling cpu-clock every {FALLBACK_TIME_PERIOD_NS} ns instead (time sampling: the trace will be execution-time-weighted, and samples carry no instruction counts)"
-            )),
-        )),
-    }
+    Ok(kansoku_probe::sampler::choose_clock(period, time_period))
 }
 
 /// Records `program args` into `output`; shared by the command, the demo and benchmarks.
@@ -115,20 +101,7 @@ pub fn marker_by_agent(program: &Path, clock: SamplingClock, asked: Option<Marke
 }
 
 pub fn record(program: &Path, args: &[String], clock: SamplingClock, marker: Option<&str>, by_agent: bool, output: &Path) -> Result<kansoku_probe::sampler::SampleRecordingOutcome> {
-    let header = Header::new(RecordingKind::Samples, program.to_string_lossy(), args.to_vec());
-    let mut header = match clock {
-        SamplingClock::Instructions { period } => header.with_parameter("clock", "instructions").with_parameter("period", period),
-        SamplingClock::CpuClock { period_ns } => header.with_parameter("clock", "cpu-clock").with_parameter("time_period_ns", period_ns),
-    };
-    if let Some(m) = marker {
-        // `F`, `F@LIB` or `F@plt`; the header names the function samples will carry
-        let (site, _) = kansoku_probe::marker::resolve(&kansoku_probe::spawn::resolve_program(program)?, m)?;
-        header = header
-            .with_parameter("marker", m)
-            .with_parameter("marker_function", site.function.as_str())
-            .with_parameter("marker_module", site.module.to_string_lossy().as_ref())
-            .with_parameter("marker_by", if by_agent { "agent" } else { "uprobe" });
-    }
+    let header = kansoku_probe::sampler::recording_header(program, args, clock, marker, by_agent)?;
     let mut writer = RecordingWriter::create(output, &header)?;
     kansoku_probe::interrupt::install();
     let options = SampleRecordingOptions {

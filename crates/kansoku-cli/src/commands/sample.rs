@@ -3,10 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
-use kansoku_core::{Header, RecordingKind, RecordingReader, RecordingWriter};
-use kansoku_reconstruct::sampling::Sampler;
-use serde::Serialize;
+use anyhow::{bail, Result};
+use kansoku_reconstruct::sampling::{sample_recording, SampleReport};
 
 use crate::output::print_json;
 
@@ -31,64 +29,17 @@ pub struct Args {
     pub json: bool,
 }
 
-#[derive(Serialize)]
-pub struct SampleReport {
-    pub output: PathBuf,
-    pub period: u64,
-    pub skid: u64,
-    pub instructions: u64,
-    pub samples: u64,
-    pub markers: u64,
-}
-
-/// Samples `exact` into `output`; shared by the command, the demo and the benchmarks.
+/// Samples `exact` into `output`, the cut-off of a truncated trace said; shared by the
+/// command and the demo.
 pub fn sample_exact(exact: &Path, output: &Path, period: u64, skid: u64, seed: u64) -> Result<SampleReport> {
     if period == 0 {
         bail!("--period must be at least 1 (got 0): the counter overflows every P instructions");
     }
-    let mut reader = RecordingReader::open(exact)?;
-    if reader.header().kind != RecordingKind::ExactTrace {
-        bail!("{}: not an exact trace (it holds {:?}); make one with `kansoku trace exact`", exact.display(), reader.header().kind);
-    }
-    let src = reader.header().clone();
-    let mut header = Header::new(RecordingKind::Samples, src.program.clone(), src.args.clone())
-        .with_parameter("clock", "instructions")
-        .with_parameter("period", period)
-        .with_parameter("skid", skid)
-        .with_parameter("simulated_from", exact.to_string_lossy().to_string());
-    if let Some(m) = src.parameters.get("marker_function") {
-        header = header.with_parameter("marker_function", m.clone());
-    }
-    if let Some(m) = src.parameters.get("marker") {
-        header = header.with_parameter("marker", m.clone());
-    }
-    let mut sampler = Sampler::new(period, skid, seed)?;
-    let mut writer = RecordingWriter::create(output, &header)?;
-    let mut failure = None;
-    while let Some(event) = reader.next_event()? {
-        sampler.feed(&event, &mut |e| {
-            if failure.is_none() {
-                if let Err(err) = writer.write(&e) {
-                    failure = Some(err);
-                }
-            }
-        });
-        if let Some(e) = failure.take() {
-            return Err(e).with_context(|| format!("writing {}", output.display()));
-        }
-    }
-    if let Some(at) = reader.truncated_at() {
+    let r = sample_recording(exact, output, period, skid, seed)?;
+    if let Some(at) = r.truncated_at {
         eprintln!("kansoku: warning: {} is cut off at byte {at}; sampled what was readable", exact.display());
     }
-    writer.finish()?;
-    Ok(SampleReport {
-        output: output.to_path_buf(),
-        period,
-        skid,
-        instructions: sampler.instructions(),
-        samples: sampler.samples,
-        markers: sampler.markers,
-    })
+    Ok(r)
 }
 
 pub fn run(args: Args) -> Result<()> {

@@ -3,8 +3,8 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use kansoku_core::{ExitStatus, Header, RecordingKind, RecordingWriter};
-use kansoku_probe::{trace_exact, Engine, ExactTraceOptions, StopReason, TraceOutcome};
+use kansoku_core::{ExitStatus, RecordingWriter};
+use kansoku_probe::{trace_exact, Engine, ExactTraceOptions, TraceOutcome};
 use serde::Serialize;
 
 use crate::output::{reportln, print_json, signal_name, spinner};
@@ -99,21 +99,7 @@ pub struct ExactReport {
 /// Records an exact trace into `output`; shared by the command and the demo.
 pub fn record_exact(options: &ExactTraceOptions, output: &Path) -> Result<ExactReport> {
     let program = kansoku_probe::exact::resolve(&options.program)?;
-    let mut header = Header::new(RecordingKind::ExactTrace, program.to_string_lossy(), options.args.clone()).with_parameter("engine", options.engine.name());
-    if let Some(m) = &options.marker {
-        // `F`, `F@LIB` or `F@plt`; the header names the function as it is symbolised
-        let (site, _) = kansoku_probe::marker::resolve(&program, m)?;
-        header = header.with_parameter("marker", m.as_str()).with_parameter("marker_function", site.function.as_str());
-    }
-    if let Some(n) = options.iterations {
-        header = header.with_parameter("iterations", n);
-    }
-    if let Some(n) = options.max_instructions {
-        header = header.with_parameter("max_instructions", n);
-    }
-    if options.data {
-        header = header.with_parameter("data", true);
-    }
+    let header = kansoku_probe::exact::recording_header(&program, options)?;
     let mut writer = RecordingWriter::create(output, &header)?;
     kansoku_probe::interrupt::install();
     let bar = spinner("tracing", "instructions");
@@ -142,13 +128,7 @@ fn report(o: &TraceOutcome, engine: Engine, output: &Path, bytes: u64) -> ExactR
         instructions: o.instructions,
         marker_hits: o.marker_hits,
         threads: o.threads,
-        stop: match o.stop {
-            StopReason::ProgramEnded => "program_ended",
-            StopReason::WindowComplete => "window_complete",
-            StopReason::InstructionLimit => "instruction_limit",
-            StopReason::Interrupted => "interrupted",
-            StopReason::MarkerNeverHit => "marker_never_hit",
-        },
+        stop: o.stop.name(),
         exit: o.exit,
         signals: o.signals.clone(),
         seconds: o.elapsed.as_secs_f64(),

@@ -21,12 +21,52 @@ use nix::unistd::Pid;
 
 use kansoku_binary::Program;
 use kansoku_core::agent_abi::plan_line;
-use kansoku_core::{Event, ExitStatus, Module, RecordingWriter, Sample};
+use kansoku_core::{Event, ExitStatus, Header, Module, RecordingKind, RecordingWriter, Sample};
 
 use crate::agent::AgentSession;
 use crate::perf::{PerfRecord, SampleSource, SamplingClock, Session, SessionOptions, UprobeSpec};
 use crate::spawn::{poll_child, resolve_program, ChildState, ExecGate};
 use crate::ProbeError;
+
+/// cpu-clock period used when instruction sampling was asked for but no counter exists.
+pub const FALLBACK_TIME_PERIOD_NS: u64 = 10_000;
+
+/// The sampling clock: every `time_period` ns of CPU time if given; else every `period`
+/// instructions (100,003 by default) where a hardware counter exists, else cpu-clock every
+/// [`FALLBACK_TIME_PERIOD_NS`], with the reason for the fallback.
+pub fn choose_clock(period: Option<u64>, time_period: Option<u64>) -> (SamplingClock, Option<String>) {
+    if let Some(ns) = time_period {
+        return (SamplingClock::CpuClock { period_ns: ns }, None);
+    }
+    match crate::perf::hardware_counters() {
+        Ok(()) => (SamplingClock::Instructions { period: period.unwrap_or(100_003) }, None),
+        Err(why) => (
+            SamplingClock::CpuClock { period_ns: FALLBACK_TIME_PERIOD_NS },
+            Some(format!("{why}; sampling cpu-clock every {FALLBACK_TIME_PERIOD_NS} ns instead (time sampling: the trace will be execution-time-weighted, and samples carry no instruction counts)")),
+        ),
+    }
+}
+
+/// The recording's header for samples of `program args` on `clock`, with the marker as
+/// given, as symbolised (function and module) and what takes its hits — the parameters
+/// `kansoku reconstruct` reads back.
+pub fn recording_header(program: &std::path::Path, args: &[String], clock: SamplingClock, marker: Option<&str>, by_agent: bool) -> Result<Header, ProbeError> {
+    let header = Header::new(RecordingKind::Samples, program.to_string_lossy(), args.to_vec());
+    let mut header = match clock {
+        SamplingClock::Instructions { period } => header.with_parameter("clock", "instructions").with_parameter("period", period),
+        SamplingClock::CpuClock { period_ns } => header.with_parameter("clock", "cpu-clock").with_parameter("time_period_ns", period_ns),
+    };
+    if let Some(m) = marker {
+        // `F`, `F@LIB` or `F@plt`; the header names the function samples will carry
+        let (site, _) = crate::marker::resolve(&resolve_program(program)?, m)?;
+        header = header
+            .with_parameter("marker", m)
+            .with_parameter("marker_function", site.function.as_str())
+            .with_parameter("marker_module", site.module.to_string_lossy().as_ref())
+            .with_parameter("marker_by", if by_agent { "agent" } else { "uprobe" });
+    }
+    Ok(header)
+}
 
 /// What to record.
 #[derive(Clone, Debug)]

@@ -23,7 +23,7 @@ use nix::sys::signal::Signal;
 use nix::sys::wait::WaitStatus;
 use nix::unistd::Pid;
 
-use kansoku_core::{Event, ExitStatus, Module, RecordingWriter};
+use kansoku_core::{Event, ExitStatus, Header, Module, RecordingKind, RecordingWriter};
 
 use crate::procfs::ModuleReader;
 use crate::spawn::resolve_program;
@@ -113,6 +113,41 @@ impl TraceOutcome {
     pub fn instructions_per_second(&self) -> f64 {
         self.instructions as f64 / self.elapsed.as_secs_f64().max(1e-9)
     }
+}
+
+impl StopReason {
+    /// The reason as a report names it: `program_ended`, `window_complete`, …
+    pub fn name(self) -> &'static str {
+        match self {
+            StopReason::ProgramEnded => "program_ended",
+            StopReason::WindowComplete => "window_complete",
+            StopReason::InstructionLimit => "instruction_limit",
+            StopReason::Interrupted => "interrupted",
+            StopReason::MarkerNeverHit => "marker_never_hit",
+        }
+    }
+}
+
+/// The recording's header for an exact trace of `program` (resolved) with `options`: the
+/// engine, the marker as given and as symbolised, the window's bounds, whether data
+/// addresses are recorded — the parameters `kansoku show` and the analyses read back.
+pub fn recording_header(program: &Path, options: &ExactTraceOptions) -> Result<Header, ProbeError> {
+    let mut header = Header::new(RecordingKind::ExactTrace, program.to_string_lossy(), options.args.clone()).with_parameter("engine", options.engine.name());
+    if let Some(m) = &options.marker {
+        // `F`, `F@LIB` or `F@plt`; the header names the function as it is symbolised
+        let (site, _) = crate::marker::resolve(program, m)?;
+        header = header.with_parameter("marker", m.as_str()).with_parameter("marker_function", site.function.as_str());
+    }
+    if let Some(n) = options.iterations {
+        header = header.with_parameter("iterations", n);
+    }
+    if let Some(n) = options.max_instructions {
+        header = header.with_parameter("max_instructions", n);
+    }
+    if options.data {
+        header = header.with_parameter("data", true);
+    }
+    Ok(header)
 }
 
 /// Resolves the program path, for headers and messages, the way [`trace_exact`] will.
