@@ -120,8 +120,8 @@ pub struct SetModelOptions {
     /// and symm 8-way, trmm and lu 4-way. A free thread builds the undecided reference
     /// that started first with its next alternative, and so does one more thread per
     /// alternative beyond the first once that reference has run a while (`Race`); the
-    /// first attempt to succeed is kept, the others cancelled (the options' construction
-    /// keeps to the budget, the alternatives to twice the budget); a reference whose
+    /// first attempt to succeed is kept, the others cancelled (every attempt keeps to the
+    /// one budget, `time_budget` from the start of the build); a reference whose
     /// construction ran out of the budget with alternatives untried gets them next.
     pub race: Vec<Alternative>,
     /// References built at once, each on its own thread with its own isl context (they
@@ -521,11 +521,11 @@ pub fn build_set_model(k: &Kernel, opts: &SetModelOptions) -> Result<SetFormulas
         access_text = reaching_accesses(k, &access_text, &opts.reaching, deadline)?;
     }
     let selected: Vec<usize> = if opts.refs.is_empty() { (0..k.refs.len()).collect() } else { opts.refs.clone() };
-    // The alternatives may run until twice the budget: the budget of its own a retry
-    // after the first construction would give each, started early.
+    // The alternatives keep to the same budget: `--budget S` bounds the whole build (it
+    // gave them until twice the budget, so a build that did not get there ended at 2 S:
+    // bench/polybench-budget.sh).
     let alternatives: Vec<(Alternative, SetModelOptions)> = opts.race.iter().filter_map(|a| Some((*a, a.options(opts)?))).collect();
-    let alternative_deadline = opts.time_budget.map(|b| t0 + 2 * b);
-    let built = build_references(k, &selected, &access_text, opts, &context, (deadline, alternative_deadline), &alternatives);
+    let built = build_references(k, &selected, &access_text, opts, &context, deadline, &alternatives);
     let done = built.iter().filter(|b| b.result.is_ok()).count();
     let total = selected.len();
     let mut refs = Vec::new();
@@ -690,8 +690,8 @@ fn out_of_budget(e: &CacheError) -> bool {
 /// `refs`. With `alternatives`, a thread that finds no reference left to start does not
 /// wait: it builds the undecided reference that started first (or ran out of its budget)
 /// with its next untried construction, and the first attempt to succeed is kept, the
-/// others cancelled. `deadlines`: the options' construction's, the alternatives'.
-fn build_references(k: &Kernel, refs: &[usize], access_text: &[String], opts: &SetModelOptions, context: &Domain, deadlines: (Option<Instant>, Option<Instant>), alternatives: &[(Alternative, SetModelOptions)]) -> Vec<Built> {
+/// others cancelled. `deadline`: every attempt's.
+fn build_references(k: &Kernel, refs: &[usize], access_text: &[String], opts: &SetModelOptions, context: &Domain, deadline: Option<Instant>, alternatives: &[(Alternative, SetModelOptions)]) -> Vec<Built> {
     let jobs = if opts.jobs == 0 { std::thread::available_parallelism().map_or(1, |n| n.get()) } else { opts.jobs }.max(1);
     let race_after = opts.time_budget.map_or(RACE_AFTER, |b| (b / 4).min(RACE_AFTER));
     let race = (std::sync::Mutex::new(Race::new(refs.len(), alternatives.len(), jobs, race_after)), std::sync::Condvar::new());
@@ -705,12 +705,12 @@ fn build_references(k: &Kernel, refs: &[usize], access_text: &[String], opts: &S
         for _ in 0..threads.min(((1 + alternatives.len()) * refs.len()).max(1)) {
             s.spawn(|| {
                 while let Some((i, attempt)) = next_attempt(&race, &cancel, &|i, c, by| trace(&format!("P{}", refs[i]), &format!("{} preempted by {}", construction(c), construction(by)), Instant::now(), || 0)) {
-                    let (o, d) = match attempt {
-                        0 => (opts, deadlines.0),
-                        a => (&alternatives[a - 1].1, deadlines.1),
+                    let o = match attempt {
+                        0 => opts,
+                        a => &alternatives[a - 1].1,
                     };
                     let t = Instant::now();
-                    let result = reference_formulas(k, refs[i], access_text, o, context, d, Some(&cancel[i][attempt]));
+                    let result = reference_formulas(k, refs[i], access_text, o, context, deadline, Some(&cancel[i][attempt]));
                     trace(&format!("P{}", refs[i]), &format!("{} {}", construction(attempt), if result.is_ok() { "built" } else { "gave up" }), t, || 0);
                     if lock(&race.0).finish(i, result, attempt) {
                         cancel[i].iter().for_each(|c| c.store(true, std::sync::atomic::Ordering::Relaxed));

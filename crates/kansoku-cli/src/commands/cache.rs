@@ -153,11 +153,11 @@ pub struct ModelArgs {
     /// bounds stay symbolic. Needed when extents depend on parameters (addresses must be affine).
     #[arg(long)]
     pub extent: Option<String>,
-    /// Give up after this many seconds per construction tried (set method: a thread with
-    /// no reference left to start builds the slowest one with the next other construction
-    /// beside the first, the lexmin chain then the other --divisions, and references not
-    /// built within the budget get them next; they may run until twice the budget has
-    /// passed; a construction that won such a race goes first for the references after;
+    /// Give up after this many seconds (set method: the whole build, every construction
+    /// tried within it; a thread with no reference left to start builds the slowest one
+    /// with the next other construction beside the first, the lexmin chain then the other
+    /// --divisions, and references not built within the budget get them next while time
+    /// is left; a construction that won such a race goes first for the references after;
     /// then `auto` falls back to interpolation, which gets the budget again). Default 120;
     /// 10 for `auto` at concrete sizes beyond --max-accesses.
     #[arg(long)]
