@@ -12,14 +12,7 @@ N="${1:-3500000}"
 ROUNDS="${2:-3}"
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
-cat > "$W/pairs.c" <<'C'
-#include <stdio.h>
-#include <stdlib.h>
-volatile long sink;
-__attribute__((noinline)) void work(long i) { sink += i; }
-int main(int argc, char **argv) { long n = atol(argv[1]); for (long i = 0; i < n; i++) work(i); printf("%ld\n", sink); return 0; }
-C
-cc -O2 -fpatchable-function-entry=5 -o "$W/pairs" "$W/pairs.c"
+cc -O2 -fpatchable-function-entry=5 -o "$W/pairs" bench/c/pairs.c
 wall() { local t0 t1; t0=$(date +%s.%N); "$@" > /dev/null 2>&1; t1=$(date +%s.%N); echo "$t1 - $t0" | bc; }
 printf 'round\talone s\tkansoku s\tkansoku ns/pair\tkansoku peak KB\tuftrace s\tuftrace ns/pair\n'
 for r in $(seq 1 "$ROUNDS"); do

@@ -121,6 +121,9 @@ struct Activation {
     hits_at_entry: u64,
     /// Corrected inclusive time of directly nested completed activations.
     nested_ns: f64,
+    /// The thread's off-CPU totals (preempted, blocked ns) before the entry: those inside
+    /// the activation are the totals at its exit minus these.
+    off_at_entry: (u64, u64),
 }
 
 /// The open activations of one thread, innermost last, with each routine's innermost one
@@ -129,32 +132,35 @@ struct Activation {
 /// when `longjmp` or exceptions leave thousands open).
 struct OpenCalls<T> {
     stack: Vec<(usize, T)>,
-    /// Per routine, the positions in `stack` of its open activations, ascending.
-    positions: HashMap<usize, Vec<usize>>,
+    /// Per routine (by its index), the positions in `stack` of its open activations, ascending.
+    positions: Vec<Vec<usize>>,
 }
 
 impl<T> Default for OpenCalls<T> {
     fn default() -> Self {
-        OpenCalls { stack: Vec::new(), positions: HashMap::new() }
+        OpenCalls { stack: Vec::new(), positions: Vec::new() }
     }
 }
 
 impl<T> OpenCalls<T> {
     fn push(&mut self, routine: usize, t: T) {
-        self.positions.entry(routine).or_default().push(self.stack.len());
+        if self.positions.len() <= routine {
+            self.positions.resize_with(routine + 1, Vec::new);
+        }
+        self.positions[routine].push(self.stack.len());
         self.stack.push((routine, t));
     }
 
     /// Closes the innermost open activation of `routine` and returns it, after giving each
     /// activation above it (innermost first) to `dropped`; `None` when none is open.
     fn close(&mut self, routine: usize, mut dropped: impl FnMut(usize, T)) -> Option<T> {
-        let pos = *self.positions.get(&routine)?.last()?;
+        let pos = *self.positions.get(routine)?.last()?;
         while self.stack.len() > pos + 1 {
             let (r, t) = self.stack.pop().expect("above pos");
-            self.positions.get_mut(&r).and_then(Vec::pop);
+            self.positions[r].pop();
             dropped(r, t);
         }
-        self.positions.get_mut(&routine).and_then(Vec::pop);
+        self.positions[routine].pop();
         self.stack.pop().map(|(_, t)| t)
     }
 
@@ -165,13 +171,6 @@ impl<T> OpenCalls<T> {
     fn routines(&self) -> impl Iterator<Item = usize> + '_ {
         self.stack.iter().map(|&(r, _)| r)
     }
-}
-
-/// One thread's open activations and its hits so far.
-#[derive(Default)]
-struct ThreadState {
-    open: OpenCalls<Activation>,
-    hits: u64,
 }
 
 /// A stretch of time a thread spent off its CPU (from a context switch out to the switch
@@ -185,61 +184,346 @@ pub struct OffCpu {
     pub preempted: bool,
 }
 
-/// Per thread, off-CPU stretches in time order with running sums, to total the off-CPU
-/// time inside any interval in logarithmic time.
-struct OffCpuIndex {
-    threads: HashMap<u32, Vec<(OffCpu, f64, f64)>>,
+/// How long a thread's off-CPU stretch is kept after the thread's latest hit has passed
+/// its end (a thread's time stamps may go back a little: a migration between cores whose
+/// counters differ); older ones live on only in the totals.
+const OFF_CPU_KEPT_NS: u64 = 100_000_000;
+
+/// One thread's stretches off the CPU, in time order as they arrive, each with the
+/// thread's (preempted, blocked) totals before it: the off-CPU time before any moment is
+/// found in logarithmic time, and the time inside an activation is the difference of two
+/// such totals. Stretches that ended [`OFF_CPU_KEPT_NS`] before the thread's latest hit
+/// are dropped (their time is in the totals): memory does not grow with the run.
+#[derive(Default)]
+struct OffLedger {
+    recent: std::collections::VecDeque<(OffCpu, u64, u64)>,
+    totals: (u64, u64),
 }
 
-impl OffCpuIndex {
-    fn new(off: &[OffCpu]) -> OffCpuIndex {
-        let mut threads: HashMap<u32, Vec<OffCpu>> = HashMap::new();
-        for o in off.iter().filter(|o| o.to_ns > o.from_ns) {
-            threads.entry(o.tid).or_default().push(*o);
+impl OffLedger {
+    /// Adds a stretch; one that is empty, or begins before the last one ended, is not taken.
+    fn push(&mut self, o: OffCpu) {
+        if o.to_ns <= o.from_ns || self.recent.back().is_some_and(|(b, _, _)| o.from_ns < b.to_ns) {
+            return;
         }
-        let threads = threads
-            .into_iter()
-            .map(|(tid, mut v)| {
-                v.sort_by_key(|o| o.from_ns);
-                let (mut p, mut b) = (0.0, 0.0);
-                let summed = v
-                    .into_iter()
-                    .map(|o| {
-                        let len = (o.to_ns - o.from_ns) as f64;
-                        if o.preempted { p += len } else { b += len }
-                        (o, p, b)
-                    })
-                    .collect();
-                (tid, summed)
-            })
-            .collect();
-        OffCpuIndex { threads }
+        self.recent.push_back((o, self.totals.0, self.totals.1));
+        let len = o.to_ns - o.from_ns;
+        if o.preempted {
+            self.totals.0 += len;
+        } else {
+            self.totals.1 += len;
+        }
     }
 
-    /// (preempted ns, blocked ns) of thread `tid` within `[from, to]`.
-    fn within(&self, tid: u32, from: u64, to: u64) -> (f64, f64) {
-        let Some(v) = self.threads.get(&tid) else { return (0.0, 0.0) };
-        let overlap = |o: &OffCpu| o.to_ns.min(to).saturating_sub(o.from_ns.max(from)) as f64;
-        // stretches wholly inside: a difference of running sums; the two ends partially
-        let first = v.partition_point(|(o, _, _)| o.to_ns <= from);
-        let last = v.partition_point(|(o, _, _)| o.from_ns < to);
-        if first >= last {
-            return (0.0, 0.0);
+    /// The thread's (preempted, blocked) ns off the CPU before `t`.
+    fn before(&self, t: u64) -> (u64, u64) {
+        // the usual case: every stretch known ended before t
+        if self.recent.back().is_none_or(|(o, _, _)| o.to_ns <= t) {
+            return self.totals;
         }
-        let (mut p, mut b) = (v[last - 1].1, v[last - 1].2);
-        if first > 0 {
-            p -= v[first - 1].1;
-            b -= v[first - 1].2;
+        let k = self.recent.partition_point(|(o, _, _)| o.from_ns < t);
+        let Some(&(o, mut p, mut b)) = k.checked_sub(1).and_then(|i| self.recent.get(i)) else {
+            return self.recent.front().map_or(self.totals, |&(_, p, b)| (p, b));
+        };
+        let part = t.min(o.to_ns) - o.from_ns;
+        if o.preempted {
+            p += part;
+        } else {
+            b += part;
         }
-        for k in [first, last - 1] {
-            let (o, _, _) = &v[k];
-            let missing = (o.to_ns - o.from_ns) as f64 - overlap(o);
-            if o.preempted { p -= missing } else { b -= missing }
-            if first == last - 1 {
-                break;
+        (p, b)
+    }
+
+    /// Drops the stretches that ended long enough before `now`.
+    fn forget_before(&mut self, now: u64) {
+        while self.recent.front().is_some_and(|(o, _, _)| o.to_ns.saturating_add(OFF_CPU_KEPT_NS) <= now) {
+            self.recent.pop_front();
+        }
+    }
+}
+
+/// One thread's open activations, its hits so far and its time off the CPU.
+#[derive(Default)]
+struct ThreadState {
+    open: OpenCalls<Activation>,
+    hits: u64,
+    off: OffLedger,
+}
+
+/// A hasher for small integer keys (thread ids, bucket keys): one multiply.
+#[derive(Default)]
+struct WordHasher(u64);
+
+impl std::hash::Hasher for WordHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    fn write_u64(&mut self, x: u64) {
+        self.0 = (self.0.rotate_left(5) ^ x).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+    fn write_u32(&mut self, x: u32) {
+        self.write_u64(u64::from(x));
+    }
+}
+
+type WordMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<WordHasher>>;
+
+/// Leading bits of the mantissa a bucket of [`Distribution`] keeps: every whole number of
+/// ns below 8,192 has a bucket of its own, larger values share one within 1/4,096.
+const BUCKET_MANTISSA_BITS: u32 = 12;
+
+/// Per bucket: calls, their sum, the first value, and whether another value came.
+#[derive(Clone, Copy, Debug)]
+struct Bucket {
+    count: u64,
+    sum: f64,
+    first: f64,
+    mixed: bool,
+}
+
+/// Call times (0 ns or more) in bounded memory: count, sum, min and max exact, and a
+/// histogram whose buckets are the values' exponent and leading 12 bits of mantissa
+/// (every whole ns below 8,192 its own bucket; larger values within 1/4,096 share one;
+/// below 1/16 ns one bucket), at most 67 × 4,096 of them whatever the number of calls.
+/// A bucket whose calls all took one time gives that time exactly, so the percentiles and
+/// histograms equal those of every value kept and sorted unless two times within 1/4,096
+/// of each other meet, which are then read as their mean.
+#[derive(Clone, Debug, Default)]
+pub struct Distribution {
+    count: u64,
+    sum: f64,
+    min: f64,
+    max: f64,
+    buckets: WordMap<u64, Bucket>,
+}
+
+impl Distribution {
+    pub fn add(&mut self, v: f64) {
+        // -0.0 and NaN as 0: times are not negative
+        let v = if v > 0.0 { v } else { 0.0 };
+        if self.count == 0 {
+            (self.min, self.max) = (v, v);
+        } else {
+            self.min = self.min.min(v);
+            self.max = self.max.max(v);
+        }
+        self.count += 1;
+        self.sum += v;
+        let key = if v < 1.0 / 16.0 { 0 } else { v.to_bits() >> (52 - BUCKET_MANTISSA_BITS) };
+        let b = self.buckets.entry(key).or_insert(Bucket { count: 0, sum: 0.0, first: v, mixed: false });
+        b.count += 1;
+        b.sum += v;
+        b.mixed |= b.first != v;
+    }
+
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    pub fn mean(&self) -> f64 {
+        if self.count > 0 { self.sum / self.count as f64 } else { 0.0 }
+    }
+
+    pub fn min(&self) -> f64 {
+        self.min
+    }
+
+    pub fn max(&self) -> f64 {
+        self.max
+    }
+
+    /// Buckets in use (what the memory holds).
+    pub fn buckets(&self) -> usize {
+        self.buckets.len()
+    }
+
+    /// The values as (value, calls) in ascending order: a bucket's one value, or its mean.
+    pub fn runs(&self) -> Vec<(f64, u64)> {
+        let mut keyed: Vec<(u64, Bucket)> = self.buckets.iter().map(|(&k, &b)| (k, b)).collect();
+        keyed.sort_unstable_by_key(|&(k, _)| k);
+        keyed.into_iter().map(|(_, b)| (if b.mixed { b.sum / b.count as f64 } else { b.first }, b.count)).collect()
+    }
+}
+
+/// Per routine, what the analysis adds up as calls complete.
+#[derive(Default)]
+struct RoutineSums {
+    times: Distribution,
+    raw: f64,
+    exclusive: f64,
+    abandoned: u64,
+    unmatched: u64,
+    clamped: u64,
+    preempted_calls: u64,
+    preempted_ns: f64,
+    blocked_ns: f64,
+}
+
+/// The event analysis, fed one hit at a time while the program runs: per thread its open
+/// activations and off-CPU totals, per routine counts, sums and a [`Distribution`]. Its
+/// memory holds no hit: it grows with threads, routines and activations left open, not
+/// with the length of the run, and the report is ready when the last hit is in.
+///
+/// Feed each thread's off-CPU stretches ([`Analysis::off_cpu`]) before its hits that
+/// follow them, and each thread's hits in time order; threads may interleave freely.
+pub struct Analysis {
+    roles: Vec<PointRole>,
+    overhead_ns: Option<f64>,
+    c: f64,
+    point_hits: Vec<u64>,
+    hits: u64,
+    thread_index: WordMap<u32, usize>,
+    threads: Vec<ThreadState>,
+    last_thread: Option<(u32, usize)>,
+    routines: Vec<RoutineSums>,
+}
+
+impl Analysis {
+    /// An analysis of hits of `points` (routine numbers below `routines`), subtracting
+    /// `overhead_ns` per enclosed hit (from [`calibrate`]).
+    pub fn new(points: &[Point], routines: usize, overhead_ns: Option<f64>) -> Analysis {
+        Analysis {
+            roles: points.iter().map(|p| p.role.clone()).collect(),
+            overhead_ns,
+            c: overhead_ns.unwrap_or(0.0).max(0.0),
+            point_hits: vec![0; points.len()],
+            hits: 0,
+            thread_index: WordMap::default(),
+            threads: Vec::new(),
+            last_thread: None,
+            routines: (0..routines).map(|_| RoutineSums::default()).collect(),
+        }
+    }
+
+    fn thread(&mut self, tid: u32) -> usize {
+        if let Some((t, k)) = self.last_thread {
+            if t == tid {
+                return k;
             }
         }
-        (p.max(0.0), b.max(0.0))
+        let next = self.threads.len();
+        let k = *self.thread_index.entry(tid).or_insert(next);
+        if k == next {
+            self.threads.push(ThreadState::default());
+        }
+        self.last_thread = Some((tid, k));
+        k
+    }
+
+    /// A stretch thread `o.tid` spent off its CPU: left out of the calls around it.
+    pub fn off_cpu(&mut self, o: OffCpu) {
+        let k = self.thread(o.tid);
+        self.threads[k].off.push(o);
+    }
+
+    /// Hits counted so far.
+    pub fn hits(&self) -> u64 {
+        self.hits
+    }
+
+    pub fn hit(&mut self, h: Hit) {
+        self.hits += 1;
+        let Some(role) = self.roles.get(h.point as usize) else { return };
+        self.point_hits[h.point as usize] += 1;
+        let role = role.clone();
+        let k = self.thread(h.tid);
+        let Analysis { threads, routines, c, .. } = self;
+        let thread = &mut threads[k];
+        // every hit of the thread counts inside every activation open on it
+        thread.hits += 1;
+        match role {
+            PointRole::Entry(r) if r < routines.len() => {
+                thread.off.forget_before(h.time_ns);
+                let off_at_entry = thread.off.before(h.time_ns);
+                thread.open.push(r, Activation { entry_ns: h.time_ns, hits_at_entry: thread.hits, nested_ns: 0.0, off_at_entry });
+            }
+            PointRole::Exit(r) if r < routines.len() => {
+                let Some(a) = thread.open.close(r, |dropped, _| routines[dropped].abandoned += 1) else {
+                    routines[r].unmatched += 1;
+                    return;
+                };
+                let inner_hits = thread.hits - 1 - a.hits_at_entry;
+                let off = thread.off.before(h.time_ns);
+                let preempted = off.0.saturating_sub(a.off_at_entry.0) as f64;
+                let blocked = off.1.saturating_sub(a.off_at_entry.1) as f64;
+                let s = &mut routines[r];
+                if preempted > 0.0 {
+                    s.preempted_calls += 1;
+                }
+                s.preempted_ns += preempted;
+                s.blocked_ns += blocked;
+                let raw_ns = h.time_ns.saturating_sub(a.entry_ns) as f64 - preempted - blocked;
+                let uncorrected = raw_ns - *c * (inner_hits + 1) as f64;
+                if uncorrected < 0.0 {
+                    s.clamped += 1;
+                }
+                let corrected = uncorrected.max(0.0);
+                s.times.add(corrected);
+                s.raw += raw_ns;
+                s.exclusive += (corrected - a.nested_ns).max(0.0);
+                if let Some(parent) = thread.open.innermost() {
+                    parent.nested_ns += corrected;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The figures, with the points' names and addresses and the routines' names as they
+    /// are known at the end; `measured_ns` is the length of the run for rates,
+    /// `resolution_ns` the step of the clock the hits were stamped with (0: exact).
+    pub fn report(self, points: &[Point], routines: &[String], measured_ns: u64, resolution_ns: f64) -> EventReport {
+        let secs = (measured_ns as f64 / 1e9).max(1e-12);
+        let mut unfinished = vec![0u64; self.routines.len()];
+        for thread in &self.threads {
+            for r in thread.open.routines() {
+                unfinished[r] += 1;
+            }
+        }
+        let point_stats = points
+            .iter()
+            .zip(&self.point_hits)
+            .map(|(p, &n)| PointStats { name: p.name.clone(), address: p.address, hits: n, per_second: n as f64 / secs })
+            .collect();
+        let routine_stats = self
+            .routines
+            .iter()
+            .zip(routines)
+            .enumerate()
+            .map(|(r, (s, name))| {
+                let n = s.times.count();
+                let runs = s.times.runs();
+                let (lo, hi) = if n > 0 { (s.times.min(), s.times.max()) } else { (0.0, 0.0) };
+                RoutineStats {
+                    name: name.clone(),
+                    calls: n,
+                    unfinished: unfinished[r],
+                    abandoned: s.abandoned,
+                    unmatched_exits: s.unmatched,
+                    clamped_at_zero: s.clamped,
+                    per_second: n as f64 / secs,
+                    mean_ns: s.times.mean(),
+                    min_ns: lo,
+                    p50_ns: quantile_of_runs(&runs, 0.50, resolution_ns),
+                    p99_ns: quantile_of_runs(&runs, 0.99, resolution_ns),
+                    max_ns: hi,
+                    raw_mean_ns: if n > 0 { s.raw / n as f64 } else { 0.0 },
+                    exclusive_mean_ns: if n > 0 { s.exclusive / n as f64 } else { 0.0 },
+                    preempted_calls: s.preempted_calls,
+                    preempted_ns: s.preempted_ns,
+                    blocked_ns: s.blocked_ns,
+                    exclusive_total_ns: s.exclusive,
+                    histogram: histogram_of_runs(&runs, lo, hi, 20),
+                    log_histogram: log_histogram_of_runs(&runs, lo, hi, 24),
+                }
+            })
+            .collect();
+        EventReport { measured_ns, hits: self.hits, overhead_ns: self.overhead_ns, clock_resolution_ns: resolution_ns, points: point_stats, routines: routine_stats }
     }
 }
 
@@ -248,110 +532,23 @@ impl OffCpuIndex {
 /// `resolution_ns` is the step of the clock the hits were stamped with (0: exact): the
 /// percentiles are taken between its steps (see [`percentile_at_resolution`]).
 pub fn analyse_on_cpu(points: &[Point], routines: &[String], hits: &[Hit], overhead_ns: Option<f64>, measured_ns: u64, off_cpu: &[OffCpu], resolution_ns: f64) -> EventReport {
-    analyse_with(points, routines, hits, overhead_ns, measured_ns, &OffCpuIndex::new(off_cpu), resolution_ns)
+    let mut a = Analysis::new(points, routines.len(), overhead_ns);
+    let mut off = off_cpu.to_vec();
+    off.sort_by_key(|o| (o.tid, o.from_ns));
+    for o in off {
+        a.off_cpu(o);
+    }
+    for &h in hits {
+        a.hit(h);
+    }
+    a.report(points, routines, measured_ns, resolution_ns)
 }
 
 /// Pairs entries and exits per thread and computes the figures. `hits` must be in time
 /// order per thread (a merged, time-sorted stream is fine). `overhead_ns` is the per-hit
 /// cost to subtract (from [`calibrate`]); `measured_ns` the length of the run for rates.
 pub fn analyse(points: &[Point], routines: &[String], hits: &[Hit], overhead_ns: Option<f64>, measured_ns: u64) -> EventReport {
-    analyse_with(points, routines, hits, overhead_ns, measured_ns, &OffCpuIndex::new(&[]), 0.0)
-}
-
-fn analyse_with(points: &[Point], routines: &[String], hits: &[Hit], overhead_ns: Option<f64>, measured_ns: u64, off: &OffCpuIndex, resolution_ns: f64) -> EventReport {
-    let c = overhead_ns.unwrap_or(0.0).max(0.0);
-    let secs = (measured_ns as f64 / 1e9).max(1e-12);
-    let mut point_hits = vec![0u64; points.len()];
-    let mut threads: HashMap<u32, ThreadState> = HashMap::new();
-    let mut inclusive: Vec<Vec<f64>> = vec![Vec::new(); routines.len()];
-    let mut raw: Vec<f64> = vec![0.0; routines.len()];
-    let mut exclusive: Vec<f64> = vec![0.0; routines.len()];
-    let mut abandoned = vec![0u64; routines.len()];
-    let mut unmatched = vec![0u64; routines.len()];
-    let mut clamped = vec![0u64; routines.len()];
-    let mut preempted_calls = vec![0u64; routines.len()];
-    let mut preempted_ns = vec![0.0f64; routines.len()];
-    let mut blocked_ns = vec![0.0f64; routines.len()];
-    for h in hits {
-        let Some(p) = points.get(h.point as usize) else { continue };
-        point_hits[h.point as usize] += 1;
-        let thread = threads.entry(h.tid).or_default();
-        // every hit of the thread counts inside every activation open on it
-        thread.hits += 1;
-        match p.role {
-            PointRole::Entry(r) => thread.open.push(r, Activation { entry_ns: h.time_ns, hits_at_entry: thread.hits, nested_ns: 0.0 }),
-            PointRole::Exit(r) => {
-                let Some(a) = thread.open.close(r, |dropped, _| abandoned[dropped] += 1) else {
-                    unmatched[r] += 1;
-                    continue;
-                };
-                let inner_hits = thread.hits - 1 - a.hits_at_entry;
-                let (preempted, blocked) = off.within(h.tid, a.entry_ns, h.time_ns);
-                if preempted > 0.0 {
-                    preempted_calls[r] += 1;
-                }
-                preempted_ns[r] += preempted;
-                blocked_ns[r] += blocked;
-                let raw_ns = h.time_ns.saturating_sub(a.entry_ns) as f64 - preempted - blocked;
-                let uncorrected = raw_ns - c * (inner_hits + 1) as f64;
-                if uncorrected < 0.0 {
-                    clamped[r] += 1;
-                }
-                let corrected = uncorrected.max(0.0);
-                inclusive[r].push(corrected);
-                raw[r] += raw_ns;
-                exclusive[r] += (corrected - a.nested_ns).max(0.0);
-                if let Some(parent) = thread.open.innermost() {
-                    parent.nested_ns += corrected;
-                }
-            }
-            PointRole::Single => {}
-        }
-    }
-    let mut unfinished = vec![0u64; routines.len()];
-    for thread in threads.values() {
-        for r in thread.open.routines() {
-            unfinished[r] += 1;
-        }
-    }
-    let point_stats = points
-        .iter()
-        .zip(&point_hits)
-        .map(|(p, &n)| PointStats { name: p.name.clone(), address: p.address, hits: n, per_second: n as f64 / secs })
-        .collect();
-    let routine_stats = routines
-        .iter()
-        .enumerate()
-        .map(|(r, name)| {
-            let mut v = std::mem::take(&mut inclusive[r]);
-            v.sort_by(|a, b| a.total_cmp(b));
-            let n = v.len();
-            let mean = if n > 0 { v.iter().sum::<f64>() / n as f64 } else { 0.0 };
-            RoutineStats {
-                name: name.clone(),
-                calls: n as u64,
-                unfinished: unfinished[r],
-                abandoned: abandoned[r],
-                unmatched_exits: unmatched[r],
-                clamped_at_zero: clamped[r],
-                per_second: n as f64 / secs,
-                mean_ns: mean,
-                min_ns: v.first().copied().unwrap_or(0.0),
-                p50_ns: percentile_at_resolution(&v, 0.50, resolution_ns),
-                p99_ns: percentile_at_resolution(&v, 0.99, resolution_ns),
-                max_ns: v.last().copied().unwrap_or(0.0),
-                raw_mean_ns: if n > 0 { raw[r] / n as f64 } else { 0.0 },
-                exclusive_mean_ns: if n > 0 { exclusive[r] / n as f64 } else { 0.0 },
-                preempted_calls: preempted_calls[r],
-                preempted_ns: preempted_ns[r],
-                blocked_ns: blocked_ns[r],
-                exclusive_total_ns: exclusive[r],
-                histogram: histogram(&v, 20),
-                log_histogram: log_histogram(&v, 24),
-            }
-        })
-        .collect();
-    EventReport { measured_ns, hits: hits.len() as u64, overhead_ns, clock_resolution_ns: resolution_ns, points: point_stats, routines: routine_stats }
+    analyse_on_cpu(points, routines, hits, overhead_ns, measured_ns, &[], 0.0)
 }
 
 /// One completed call of a routine on one thread: its entry and exit hits' times, as the
@@ -397,6 +594,18 @@ pub fn percentile(sorted: &[f64], q: f64) -> f64 {
     sorted[rank.clamp(1, sorted.len()) - 1]
 }
 
+/// Sorted values as (value, how many) runs.
+fn runs_of(sorted: &[f64]) -> Vec<(f64, u64)> {
+    let mut runs: Vec<(f64, u64)> = Vec::new();
+    for &v in sorted {
+        match runs.last_mut() {
+            Some((w, n)) if *w == v => *n += 1,
+            _ => runs.push((v, 1)),
+        }
+    }
+    runs
+}
+
 /// The `q` quantile of sorted times read from a clock that moves in steps of
 /// `resolution_ns`. A time read as `v` is any true time within half a step of `v`, so the
 /// quantile is taken of that spread-out distribution. On a coarse clock the nearest-rank
@@ -404,24 +613,42 @@ pub fn percentile(sorted: &[f64], q: f64) -> f64 {
 /// median of a 70 ns routine up to 5 ns (7 %) off, and a different 5 ns from run to run.
 /// With `resolution_ns` 0 it is the nearest-rank percentile.
 pub fn percentile_at_resolution(sorted: &[f64], q: f64, resolution_ns: f64) -> f64 {
-    let (Some(&lo), Some(&hi)) = (sorted.first(), sorted.last()) else { return 0.0 };
+    quantile_of_runs(&runs_of(sorted), q, resolution_ns)
+}
+
+/// [`percentile_at_resolution`] of values given as ascending (value, how many) runs.
+fn quantile_of_runs(runs: &[(f64, u64)], q: f64, resolution_ns: f64) -> f64 {
+    let (Some(&(lo, _)), Some(&(hi, _))) = (runs.first(), runs.last()) else { return 0.0 };
+    let n: u64 = runs.iter().map(|r| r.1).sum();
     if resolution_ns <= 0.0 {
-        return percentile(sorted, q);
+        let rank = ((q * n as f64).ceil() as u64).clamp(1, n);
+        let mut seen = 0;
+        for &(v, k) in runs {
+            seen += k;
+            if seen >= rank {
+                return v;
+            }
+        }
+        return hi;
     }
     let half = resolution_ns / 2.0;
-    let mut prefix = Vec::with_capacity(sorted.len() + 1);
-    prefix.push(0.0);
-    for &v in sorted {
-        prefix.push(prefix.last().copied().unwrap_or(0.0) + v);
+    // values and their sum below each run
+    let mut counts = Vec::with_capacity(runs.len() + 1);
+    let mut sums = Vec::with_capacity(runs.len() + 1);
+    counts.push(0u64);
+    sums.push(0.0f64);
+    for &(v, k) in runs {
+        counts.push(counts.last().copied().unwrap_or(0) + k);
+        sums.push(sums.last().copied().unwrap_or(0.0) + v * k as f64);
     }
     // How many values lie below x, each spread evenly over [v - half, v + half].
     let below = |x: f64| {
-        let a = sorted.partition_point(|&v| v + half <= x);
-        let b = sorted.partition_point(|&v| v - half < x);
-        let inside = (b - a) as f64;
-        a as f64 + (inside * (x + half) - (prefix[b] - prefix[a])) / resolution_ns
+        let a = runs.partition_point(|&(v, _)| v + half <= x);
+        let b = runs.partition_point(|&(v, _)| v - half < x);
+        let inside = (counts[b] - counts[a]) as f64;
+        counts[a] as f64 + (inside * (x + half) - (sums[b] - sums[a])) / resolution_ns
     };
-    let target = q.clamp(0.0, 1.0) * sorted.len() as f64;
+    let target = q.clamp(0.0, 1.0) * n as f64;
     let (mut low, mut high) = (lo - half, hi + half);
     for _ in 0..64 {
         let mid = (low + high) / 2.0;
@@ -437,11 +664,19 @@ pub fn percentile_at_resolution(sorted: &[f64], q: f64, resolution_ns: f64) -> f
 /// `bins` equal bins from the smallest to the largest value.
 pub fn histogram(sorted: &[f64], bins: usize) -> Vec<(f64, f64, u64)> {
     let (Some(&lo), Some(&hi)) = (sorted.first(), sorted.last()) else { return Vec::new() };
+    histogram_of_runs(&runs_of(sorted), lo, hi, bins)
+}
+
+/// [`histogram`] of (value, how many) runs lying within `lo..=hi`.
+fn histogram_of_runs(runs: &[(f64, u64)], lo: f64, hi: f64, bins: usize) -> Vec<(f64, f64, u64)> {
+    if runs.is_empty() {
+        return Vec::new();
+    }
     let width = if hi > lo { (hi - lo) / bins as f64 } else { 1.0 };
     let mut counts = vec![0u64; bins];
-    for &v in sorted {
+    for &(v, k) in runs {
         let i = (((v - lo) / width) as usize).min(bins - 1);
-        counts[i] += 1;
+        counts[i] += k;
     }
     counts.into_iter().enumerate().map(|(i, n)| (lo + i as f64 * width, lo + (i + 1) as f64 * width, n)).collect()
 }
@@ -450,18 +685,25 @@ pub fn histogram(sorted: &[f64], bins: usize) -> Vec<(f64, f64, u64)> {
 /// value at least 1 ns (a calibrated time can be 0): equal width on a log axis.
 pub fn log_histogram(sorted: &[f64], bins: usize) -> Vec<(f64, f64, u64)> {
     let (Some(&lo), Some(&hi)) = (sorted.first(), sorted.last()) else { return Vec::new() };
+    log_histogram_of_runs(&runs_of(sorted), lo, hi, bins)
+}
+
+/// [`log_histogram`] of (value, how many) runs lying within `lo..=hi`.
+fn log_histogram_of_runs(runs: &[(f64, u64)], lo: f64, hi: f64, bins: usize) -> Vec<(f64, f64, u64)> {
+    if runs.is_empty() {
+        return Vec::new();
+    }
     let (lo, hi) = (lo.max(1.0), hi.max(1.0));
     let (llo, lhi) = (lo.ln(), if hi > lo { hi.ln() } else { lo.ln() + 1.0 });
     let step = (lhi - llo) / bins as f64;
     let mut counts = vec![0u64; bins];
-    for &v in sorted {
+    for &(v, k) in runs {
         let i = (((v.max(1.0).ln() - llo) / step) as usize).min(bins - 1);
-        counts[i] += 1;
+        counts[i] += k;
     }
     let edge = |i: usize| (llo + i as f64 * step).exp();
     counts.into_iter().enumerate().map(|(i, n)| (edge(i), edge(i + 1), n)).collect()
 }
-
 /// The seed's calibration: two points on consecutive instructions. Each hit of `first`
 /// followed on the same thread by a hit of `second` (with no other hit of that thread
 /// between) gives one difference: one hit's overhead. Returns the differences (ns).
@@ -753,5 +995,49 @@ mod tests {
         assert_eq!((f.calls, f.abandoned, f.unfinished), (0, 80_000, 80_000));
         assert_eq!((g.calls, g.abandoned), (1, 0));
         assert_eq!(g.raw_mean_ns - g.mean_ns, 80_001.0, "g encloses the 80,000 entries of f");
+    }
+
+    proptest::proptest! {
+        /// The bounded distribution gives the figures of every value kept and sorted: exactly
+        /// when no two distinct times share a bucket (whole ns below 8,192, and the times an
+        /// overhead correction makes fractional), within 1/4,096 otherwise.
+        #[test]
+        fn distribution_equals_sorting_every_value(seq in proptest::collection::vec((0u64..20_000, 0u32..4), 1..600), small in proptest::bool::ANY, res in 0u32..3) {
+            // below 256 ns the buckets are 1/16 ns or finer, and these times 0.3 ns apart or more
+            let values: Vec<f64> = seq.iter().map(|&(ns, k)| if small { ns % 250 } else { ns }).zip(seq.iter().map(|s| s.1)).map(|(ns, k)| if ns < 256 { ns as f64 - 3.7 * f64::from(k) } else { ns as f64 * 1.000_01 }).map(|v| v.max(0.0)).collect();
+            let mut d = Distribution::default();
+            values.iter().for_each(|&v| d.add(v));
+            let mut sorted = values.clone();
+            sorted.sort_by(f64::total_cmp);
+            let resolution = f64::from(res) * 10.0;
+            let exact = sorted.iter().all(|&v| v < 256.0);
+            let close = |a: f64, b: f64| if exact { (a - b).abs() <= 1e-9 * b.abs().max(1.0) } else { (a - b).abs() <= b.abs().max(1.0) / 4096.0 + resolution };
+            let runs = d.runs();
+            proptest::prop_assert_eq!(d.count(), values.len() as u64);
+            proptest::prop_assert_eq!((d.min(), d.max()), (sorted[0], sorted[sorted.len() - 1]));
+            for q in [0.5, 0.99] {
+                let (got, want) = (quantile_of_runs(&runs, q, resolution), percentile_at_resolution(&sorted, q, resolution));
+                proptest::prop_assert!(close(got, want), "q {} got {} want {}", q, got, want);
+            }
+            if exact {
+                proptest::prop_assert_eq!(histogram_of_runs(&runs, d.min(), d.max(), 20), histogram(&sorted, 20));
+                proptest::prop_assert_eq!(log_histogram_of_runs(&runs, d.min(), d.max(), 24), log_histogram(&sorted, 24));
+            }
+        }
+    }
+
+    #[test]
+    fn a_distribution_is_bounded_whatever_the_number_of_calls() {
+        // 2 M times spread from 1 ns to 10^12 ns: buckets, not values, are kept
+        let mut d = Distribution::default();
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        for _ in 0..2_000_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            d.add((x % 1_000_000_000_000) as f64 + 0.5);
+        }
+        assert_eq!(d.count(), 2_000_000);
+        assert!(d.buckets() <= 67 * 4096, "{}", d.buckets());
     }
 }

@@ -31,6 +31,7 @@ mod trace;
 
 pub use monitor::{sysstat, wave};
 pub use points::{agent, events, marker};
+pub(crate) use points::online;
 pub use process::{interrupt, procfs, spawn, tracee};
 pub use sampling::{perf, sampler};
 pub use trace::{blocks, exact, exact_valgrind, valgrind};

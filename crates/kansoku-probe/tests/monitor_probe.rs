@@ -45,6 +45,7 @@ fn check_mechanism(mechanism: Mechanism, singles: usize) {
         probes: probes(singles),
         mechanism,
         calibrate: kansoku_probe::events::Calibrate::FirstProbe,
+        keep_hits: true,
     };
     let r = record_events(&options, &mut |_| {}).expect("event run");
     assert_eq!(r.lost, 0, "no hits lost");
@@ -107,7 +108,7 @@ fn trap_events_with_1000_points_count_exactly_and_time_within_five_percent() {
 #[test]
 fn missing_symbol_is_a_clear_error() {
     let program = example("events");
-    let options = EventOptions { program, args: vec![], probes: vec!["no_such_function".into()], mechanism: Mechanism::Trap, calibrate: kansoku_probe::events::Calibrate::Off };
+    let options = EventOptions { program, args: vec![], probes: vec!["no_such_function".into()], mechanism: Mechanism::Trap, calibrate: kansoku_probe::events::Calibrate::Off, keep_hits: false };
     let e = record_events(&options, &mut |_| {}).unwrap_err().to_string();
     assert!(e.contains("no function named 'no_such_function'"), "{e}");
 }

@@ -10,8 +10,7 @@ use serde::Serialize;
 
 use kansoku_export::Format;
 use kansoku_monitor::events::{analyse_on_cpu, calibrate, calibration_differences, Calibration, EventReport};
-use kansoku_monitor::sampling::{summarise, Observation, SummaryOptions};
-use kansoku_monitor::sampling_report::MonitorReport;
+use kansoku_monitor::sampling::{summarise, Observation, Summary, SummaryOptions};
 use kansoku_probe::events::{record_events, Calibrate, EventOptions, Mechanism};
 use kansoku_probe::spawn::{resolve_program, ExecGate, Progress};
 use kansoku_probe::sysstat::{observe_run, Monitor, RunEnd, TargetStart, Watch};
@@ -129,6 +128,17 @@ pub fn run(args: Args) -> Result<()> {
     }
 }
 
+/// What `kansoku monitor --json` prints and saves.
+#[derive(Serialize)]
+pub struct MonitorReport {
+    pub interval_ms: u64,
+    pub target: Option<i32>,
+    /// Why the measurement ended.
+    pub ended: String,
+    pub warnings: Vec<String>,
+    pub summary: Summary,
+}
+
 pub fn run_sampling(args: SamplingArgs) -> Result<MonitorReport> {
     measure_sampling(args, true)
 }
@@ -222,7 +232,7 @@ fn measure_sampling(args: SamplingArgs, print: bool) -> Result<MonitorReport> {
     } else if args.json {
         print_json(&report)?;
     } else {
-        report!("{}", report.text());
+        report!("{}", sampling_text(&report));
         if let Some(dir) = &args.svg {
             reportln!("\nwrote {0}/kiviat.svg, {0}/timeseries.svg, {0}/summary.json, {0}/observations.json", dir.display());
         }
@@ -268,6 +278,53 @@ fn save_sampling(dir: &Path, report: &MonitorReport, observations: &[Observation
 
 fn write(path: &Path, text: &str) -> Result<()> {
     std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+}
+
+pub fn sampling_text(r: &MonitorReport) -> String {
+    let s = &r.summary;
+    let mut out = format!(
+        "measured {:.2} s in {} observations every {} ms ({})\n",
+        s.measured_s, s.observations, r.interval_ms, r.ended
+    );
+    for w in &r.warnings {
+        out.push_str(&format!("warning: {w}\n"));
+    }
+    let mut t = Table::new(&["item (seed table 2)", "percent"]);
+    for (i, (label, v)) in s.eight.labelled().iter().enumerate() {
+        t.row(vec![format!("{} {label}", ["①", "②", "③", "④", "⑤", "⑥", "⑦", "⑧"][i]), format!("{v:.1}")]);
+    }
+    out.push_str(&t.render());
+    out.push_str(&format!("(vmstat terms: us {:.1}  sy {:.1}  id {:.1}  wa {:.1}  st {:.1})\n", s.eight.user_state, s.eight.kernel_state, s.idle, s.iowait, s.steal));
+    if !s.programs.is_empty() {
+        let mut t = Table::new(&["program (seed table 3)", "CPU %", "ticks"]);
+        for p in &s.programs {
+            t.row(vec![p.name.clone(), format!("{:.1}", p.percent), p.count.to_string()]);
+        }
+        out.push('\n');
+        out.push_str(&t.render());
+    }
+    if !s.functions.is_empty() {
+        let mut t = Table::new(&["function of the target", "% of samples", "samples"]);
+        for f in s.functions.iter().take(10) {
+            t.row(vec![f.name.clone(), format!("{:.1}", f.percent), f.count.to_string()]);
+        }
+        out.push('\n');
+        out.push_str(&t.render());
+    }
+    let active: Vec<_> = s.devices.iter().filter(|d| d.ios > 0 || d.busy_percent > 0.0).collect();
+    if !active.is_empty() {
+        let mut t = Table::new(&["device", "busy %", "share of I/Os % (table 4)", "I/Os", "sectors"]);
+        for d in active {
+            t.row(vec![d.name.clone(), format!("{:.1}", d.busy_percent), format!("{:.1}", d.io_share_percent), d.ios.to_string(), d.sectors.to_string()]);
+        }
+        out.push('\n');
+        out.push_str(&t.render());
+    }
+    if !s.thread_states.is_empty() {
+        let states: Vec<String> = s.thread_states.iter().map(|(k, v)| format!("{k}:{v}")).collect();
+        out.push_str(&format!("\ntarget thread states seen (state:count): {}\n", states.join(" ")));
+    }
+    out
 }
 
 /// What `kansoku monitor events --json` prints.
@@ -322,7 +379,8 @@ pub fn run_events(args: EventArgs) -> Result<EventsJson> {
         (None, false) => Calibrate::Off,
     };
     let export_files = crate::exports::create_exports(&args.export, &[Format::Perfetto], "kansoku monitor events")?;
-    let options = EventOptions { program: PathBuf::from(program), args: rest.to_vec(), probes: args.probes.clone(), mechanism, calibrate: calibrate_at };
+    // a timeline needs every hit; the report alone is analysed as the hits are read
+    let options = EventOptions { program: PathBuf::from(program), args: rest.to_vec(), probes: args.probes.clone(), mechanism, calibrate: calibrate_at, keep_hits: !args.export.is_empty() };
     let bar = crate::output::spinner("measuring", "hits");
     let r = record_events(&options, &mut |p| match p {
         Progress::Count(n) => bar.set_position(n),
@@ -335,13 +393,12 @@ pub fn run_events(args: EventArgs) -> Result<EventsJson> {
             eprintln!("kansoku: {note}");
         }
     }
-    let calibration = r.plan.calibration.and_then(|(a, b)| calibrate(&calibration_differences(&r.hits, a, b)));
+    let points: Vec<_> = r.plan.points.iter().map(|p| p.point.clone()).collect();
+    let (calibration, report) = analysed(&r, &points);
     let calibrated_at = r.plan.calibration.map(|(a, _)| r.plan.points[a as usize].point.name.clone());
     if (args.calibrate || args.calibrate_on.is_some()) && calibration.is_none() {
         eprintln!("kansoku: warning: the calibration points were never hit in sequence; no overhead subtracted");
     }
-    let points: Vec<_> = r.plan.points.iter().map(|p| p.point.clone()).collect();
-    let report = analyse_on_cpu(&points, &r.plan.routines, &r.hits, calibration.map(|c| c.overhead_ns), r.measured_ns, &r.off_cpu, r.clock_resolution_ns);
     crate::output::exit_as(r.exit);
     let exit = match r.exit {
         kansoku_core::ExitStatus::Exited(c) => format!("exited with status {c}"),
@@ -370,6 +427,16 @@ pub fn run_events(args: EventArgs) -> Result<EventsJson> {
         eprintln!("kansoku: {}", crate::exports::written(*format, path));
     }
     Ok(out)
+}
+
+/// The calibration and the report of a run: the agent's, analysed while it ran; uprobe and
+/// trap hits analysed now.
+fn analysed(r: &kansoku_probe::events::EventOutcome, points: &[kansoku_monitor::events::Point]) -> (Option<Calibration>, EventReport) {
+    if let Some((calibration, report)) = &r.analysed {
+        return (*calibration, report.clone());
+    }
+    let calibration = r.plan.calibration.and_then(|(a, b)| calibrate(&calibration_differences(&r.hits, a, b)));
+    (calibration, analyse_on_cpu(points, &r.plan.routines, &r.hits, calibration.map(|c| c.overhead_ns), r.measured_ns, &r.off_cpu, r.clock_resolution_ns))
 }
 
 /// The run as a Perfetto timeline: the calls as the analysis paired them, and what a
@@ -552,6 +619,7 @@ pub fn events_demo_stage(dir: &Path) -> Result<String> {
                 MechanismArg::Agent => Mechanism::Agent,
             },
             calibrate: kansoku_probe::events::Calibrate::FirstProbe,
+            keep_hits: false,
         };
         let r = match record_events(&options, &mut |_| {}) {
             Ok(r) => r,
@@ -561,9 +629,8 @@ pub fn events_demo_stage(dir: &Path) -> Result<String> {
             }
             Err(e) => return Err(e.into()),
         };
-        let cal = r.plan.calibration.and_then(|(a, b)| calibrate(&calibration_differences(&r.hits, a, b)));
         let points: Vec<_> = r.plan.points.iter().map(|p| p.point.clone()).collect();
-        let rep = analyse_on_cpu(&points, &r.plan.routines, &r.hits, cal.map(|c| c.overhead_ns), r.measured_ns, &r.off_cpu, r.clock_resolution_ns);
+        let (cal, rep) = analysed(&r, &points);
         let m = options.mechanism.to_string();
         for rt in &rep.routines {
             text.push_str(&format!("{m}: {} calls={} p50 {:.0} ns mean {:.0} ns (uncorrected {:.0})\n", rt.name, rt.calls, rt.p50_ns, rt.mean_ns, rt.raw_mean_ns));

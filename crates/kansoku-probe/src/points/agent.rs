@@ -20,6 +20,7 @@ use kansoku_core::ExitStatus;
 use kansoku_monitor::events::{Hit, PointRole};
 
 use crate::events::{clock_step, monotonic_ns, EventOutcome, Mechanism, Plan, SwitchLog};
+use crate::online::Online;
 use crate::perf::{PerfRecord, SampleSource, SamplingClock, Session, SessionOptions, UprobeSpec};
 use crate::spawn::{poll_child, ChildState, ExecGate, Progress};
 use crate::ProbeError;
@@ -428,8 +429,9 @@ impl AgentSession {
     }
 }
 
-/// Runs the program with the agent and returns the hits, time-sorted.
-pub fn run_agent(mut plan: Plan, args: &[String], progress: &mut dyn FnMut(Progress)) -> Result<EventOutcome, ProbeError> {
+/// Runs the program with the agent; its hits are analysed as they are read
+/// ([`crate::online`]), and kept too with `keep_hits`.
+pub fn run_agent(mut plan: Plan, args: &[String], keep_hits: bool, progress: &mut dyn FnMut(Progress)) -> Result<EventOutcome, ProbeError> {
     let mut session = AgentSession::new(&plan.program, &plan_text(&plan)?, false)?;
     let tsc = session.tsc;
     session.control().hold.store(1, Ordering::Release);
@@ -437,16 +439,17 @@ pub fn run_agent(mut plan: Plan, args: &[String], progress: &mut dyn FnMut(Progr
     // the calibration's exit is a point of its own role but an exit in the ring
     let is_exit = plan.points.iter().enumerate().map(|(i, p)| p.is_return || plan.calibration.is_some_and(|(_, b)| b as usize == i)).collect();
     session.check_records(is_exit, if tsc { start_pair.0 } else { start_pair.1 });
+    let points: Vec<_> = plan.points.iter().map(|p| p.point.clone()).collect();
+    let mut online = Online::new(points, plan.routines.len(), plan.calibration, tsc, start_pair, keep_hits);
     let gate = ExecGate::spawn_with_env(&plan.program, args, &session.env)?;
     let mut switches = SwitchLog::open(gate.pid.as_raw());
     let start = Instant::now();
     let pid = gate.open();
-    let mut hits: Vec<Hit> = Vec::new();
+    // records past what is kept are counted (the agent's hits are never all kept)
     let mut over = 0u64;
     let mut interrupted = false;
     let mut fallback = None;
     let mut fallback_notes = Vec::new();
-    let mut uprobe_hits: Vec<Hit> = Vec::new();
     let mut held = true;
     let exit = loop {
         std::thread::sleep(Duration::from_micros(if held { 100 } else { 1000 }));
@@ -457,27 +460,30 @@ pub fn run_agent(mut plan: Plan, args: &[String], progress: &mut dyn FnMut(Progr
             session.control().go.store(1, Ordering::Release);
             held = false;
         }
-        session.drain(&mut hits, &mut over, false);
+        session.drain(online.raw(), &mut over, false);
         if let Some((s, points)) = fallback.as_mut() {
-            drain_uprobes(s, points, &mut uprobe_hits);
+            drain_uprobes(s, points, online.uprobe());
         }
+        let pair = clock_pair();
         switches.drain();
+        online.step(pair, &mut switches, !held, false);
         match poll_child(pid, &mut interrupted)? {
             ChildState::Ended(exit) => break exit,
             ChildState::Stopped(signal) => progress(Progress::Stopped { signal }),
-            ChildState::Running => progress(Progress::Count((hits.len() + uprobe_hits.len()) as u64)),
+            ChildState::Running => progress(Progress::Count(online.seen + online.pending() as u64)),
         }
     };
     if let Some((s, points)) = fallback.as_mut() {
-        drain_uprobes(s, points, &mut uprobe_hits);
+        drain_uprobes(s, points, online.uprobe());
     }
     switches.drain();
     let measured_ns = start.elapsed().as_nanos() as u64;
     // Children that outlived the program (forked, still writing) are not waited for.
-    let unstamped = session.drain(&mut hits, &mut over, true);
+    let unstamped = session.drain(online.raw(), &mut over, true);
     // The rate is read over at least 20 ms, so that a short run still gives it to 1e-4.
     std::thread::sleep(Duration::from_millis(20).saturating_sub(start.elapsed()));
-    let time = TimeBase::new(tsc, start_pair, clock_pair());
+    let end_pair = clock_pair();
+    let time = TimeBase::new(tsc, start_pair, end_pair);
     let control = session.control();
     if !session.loaded() {
         if exit == ExitStatus::Exited(127) {
@@ -501,20 +507,18 @@ pub fn run_agent(mut plan: Plan, args: &[String], progress: &mut dyn FnMut(Progr
         _ => false,
     };
     let probes: Vec<usize> = (0..plan.points.len()).filter(|i| !calibration.contains(i)).collect();
-    if broken.is_empty() && hits.is_empty() && uprobe_hits.is_empty() && !probes.is_empty() && !probes.iter().any(|&i| planted(i)) {
+    if broken.is_empty() && online.seen == 0 && online.pending() == 0 && !probes.is_empty() && !probes.iter().any(|&i| planted(i)) {
         return Err(agent_err(format!("no point was planted, so nothing was measured: {}", notes.join("; "))));
     }
     broken.extend(session.broken());
-    for h in hits.iter_mut() {
-        h.time_ns = time.ns(h.time_ns);
-    }
-    // uprobe hits are stamped by the kernel on CLOCK_MONOTONIC already
-    hits.extend(uprobe_hits);
-    hits.sort_by_key(|h| (h.time_ns, h.point));
+    online.step(end_pair, &mut switches, true, true);
     let mut notes = notes;
     notes.extend(fallback_notes);
+    if online.over > 0 {
+        notes.push(format!("kansoku kept the first {MAX_HITS} hits for the timeline; {} more are in the report but not in the timeline", online.over));
+    }
     if over > 0 {
-        notes.push(format!("kansoku kept the first {MAX_HITS} hits; {over} more are counted as lost"));
+        notes.push(format!("{over} records came faster than kansoku reads a ring ({MAX_HITS} in one read) and are counted as lost"));
     }
     if unstamped > 0 {
         notes.push(format!("{unstamped} entries were cut off by the program's end before their time stamp was written, and dropped"));
@@ -533,7 +537,12 @@ pub fn run_agent(mut plan: Plan, args: &[String], progress: &mut dyn FnMut(Progr
         notes.push(format!("times are wall-clock times: context switches could not be recorded ({why})"));
     }
     let clock_resolution_ns = time.resolution_ns();
-    Ok(EventOutcome { plan, mechanism: Mechanism::Agent, hits, measured_ns, exit, interrupted, lost, notes, off_cpu: switches.off_cpu(), clock_resolution_ns, broken })
+    let points: Vec<_> = plan.points.iter().map(|p| p.point.clone()).collect();
+    let hits = online.kept.take().unwrap_or_default();
+    // the off-CPU stretches went into the analysis, and are kept with the hits
+    let off_cpu = online.kept_off.take().unwrap_or_default();
+    let analysed = online.report(&points, &plan.routines, measured_ns, clock_resolution_ns);
+    Ok(EventOutcome { plan, mechanism: Mechanism::Agent, hits, analysed, measured_ns, exit, interrupted, lost, notes, off_cpu, clock_resolution_ns, broken })
 }
 
 /// The control block's fields kansoku wrote, changed, and point states the agent never

@@ -35,7 +35,7 @@ use nix::unistd::Pid;
 
 use kansoku_binary::{FunctionCfg, InstructionKind, Program};
 use kansoku_core::ExitStatus;
-use kansoku_monitor::events::{Hit, OffCpu, Point, PointRole};
+use kansoku_monitor::events::{Calibration, EventReport, Hit, OffCpu, Point, PointRole};
 
 use crate::perf::{PerfRecord, SampleSource, SamplingClock, Session, SessionOptions, UprobeSpec};
 use crate::spawn::{poll_child, resolve_program, wait_retrying, ChildState, ExecGate, Progress};
@@ -72,6 +72,10 @@ pub struct EventOptions {
     pub probes: Vec<String>,
     pub mechanism: Mechanism,
     pub calibrate: Calibrate,
+    /// Keep every hit in [`EventOutcome::hits`] (at most [`crate::agent::MAX_HITS`]), for a
+    /// timeline. The agent's hits are otherwise analysed as they are read and not kept
+    /// (uprobe and trap hits are always kept).
+    pub keep_hits: bool,
 }
 
 /// Where the seed's calibration pair (two points on consecutive instructions) goes.
@@ -110,12 +114,17 @@ pub struct Plan {
     pub calibration: Option<(u32, u32)>,
 }
 
-/// What a run produced. Hits are sorted by time.
+/// What a run produced.
 #[derive(Clone, Debug)]
 pub struct EventOutcome {
     pub plan: Plan,
     pub mechanism: Mechanism,
+    /// The hits, sorted by time (uprobe, trap); the agent's, when kept, in the order they
+    /// were analysed (each thread's in the order they happened).
     pub hits: Vec<Hit>,
+    /// The agent's run, analysed while it ran (with the calibration, if asked for); `None`
+    /// when the hits are to be analysed ([`kansoku_monitor::events::analyse_on_cpu`]).
+    pub analysed: Option<(Option<Calibration>, EventReport)>,
     /// Exec (or first trap) to exit, ns.
     pub measured_ns: u64,
     pub exit: ExitStatus,
@@ -470,7 +479,7 @@ pub fn record_events(options: &EventOptions, progress: &mut dyn FnMut(Progress))
         e => e,
     })?;
     match options.mechanism {
-        Mechanism::Agent => crate::agent::run_agent(plan, &args, progress),
+        Mechanism::Agent => crate::agent::run_agent(plan, &args, options.keep_hits, progress),
         Mechanism::Uprobe => run_uprobes(plan, &args, progress),
         Mechanism::Trap => run_traps(plan, &args, progress),
     }
@@ -621,7 +630,7 @@ fn run_uprobes(plan: Plan, args: &[String], progress: &mut dyn FnMut(Progress)) 
     hits.sort_by_key(|h| (h.time_ns, h.point));
     let notes = switches.problem.iter().map(|why| format!("times are wall-clock times: context switches could not be recorded ({why})")).collect();
     let clock_resolution_ns = clock_step(monotonic_ns);
-    Ok(EventOutcome { plan, mechanism: Mechanism::Uprobe, hits, measured_ns, exit, interrupted, lost, notes, off_cpu: switches.off_cpu(), clock_resolution_ns, broken: Vec::new() })
+    Ok(EventOutcome { plan, mechanism: Mechanism::Uprobe, hits, analysed: None, measured_ns, exit, interrupted, lost, notes, off_cpu: switches.off_cpu(), clock_resolution_ns, broken: Vec::new() })
 }
 
 pub(crate) fn monotonic_ns() -> u64 {
@@ -675,12 +684,14 @@ pub(crate) struct SwitchLog {
     sessions: Vec<Session>,
     /// (time, tid, out, preempted) as drained.
     records: Vec<(u64, u32, bool, bool)>,
+    /// Per thread, its switch out not yet paired with the switch back in.
+    open: std::collections::HashMap<u32, (u64, bool)>,
     pub(crate) problem: Option<String>,
 }
 
 impl SwitchLog {
     pub(crate) fn open(pid: i32) -> SwitchLog {
-        let mut log = SwitchLog { sessions: Vec::new(), records: Vec::new(), problem: None };
+        let mut log = SwitchLog { sessions: Vec::new(), records: Vec::new(), open: Default::default(), problem: None };
         for cpu in crate::perf::online_cpus() {
             let options = SessionOptions {
                 clock: SamplingClock::CpuClock { period_ns: 1 << 40 },
@@ -713,20 +724,18 @@ impl SwitchLog {
         }
     }
 
-    /// Every thread's stretches off the CPU.
+    /// Every thread's stretches off the CPU (those not yet taken by [`Self::stretches_until`]).
     pub(crate) fn off_cpu(mut self) -> Vec<OffCpu> {
         self.drain();
+        self.stretches_until(u64::MAX)
+    }
+
+    /// The stretches of the switches drained so far up to `until_ns` (every switch before
+    /// it, when it was drained after that time), in time order; the later ones wait.
+    pub(crate) fn stretches_until(&mut self, until_ns: u64) -> Vec<OffCpu> {
         self.records.sort_by_key(|r| r.0);
-        let mut out: std::collections::HashMap<u32, (u64, bool)> = Default::default();
-        let mut off = Vec::new();
-        for (time_ns, tid, going, preempted) in self.records {
-            if going {
-                out.insert(tid, (time_ns, preempted));
-            } else if let Some((from_ns, preempted)) = out.remove(&tid) {
-                off.push(OffCpu { tid, from_ns, to_ns: time_ns, preempted });
-            }
-        }
-        off
+        let upto = self.records.partition_point(|r| r.0 <= until_ns);
+        crate::online::pair_switches(self.records.drain(..upto), &mut self.open)
     }
 }
 
@@ -903,7 +912,7 @@ fn run_traps_pinned(plan: Plan, args: &[String], progress: &mut dyn FnMut(Progre
     }
     hits.sort_by_key(|h| (h.time_ns, h.point));
     let clock_resolution_ns = clock_step(monotonic_ns);
-    Ok(EventOutcome { plan, mechanism: Mechanism::Trap, hits, measured_ns, exit, interrupted, lost: 0, notes: Vec::new(), off_cpu: Vec::new(), clock_resolution_ns, broken: Vec::new() })
+    Ok(EventOutcome { plan, mechanism: Mechanism::Trap, hits, analysed: None, measured_ns, exit, interrupted, lost: 0, notes: Vec::new(), off_cpu: Vec::new(), clock_resolution_ns, broken: Vec::new() })
 }
 
 #[cfg(test)]

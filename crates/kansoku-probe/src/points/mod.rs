@@ -1,7 +1,9 @@
 //! Measurement points (seed 001's event method): where they go (`events`: the agent, uprobes
 //! or ptrace traps), kansoku's side of the in-process agent (`agent`), and markers by name
-//! (`marker`: `F`, `F@LIB`, `F@plt`).
+//! (`marker`: `F`, `F@LIB`, `F@plt`), and the agent's hits analysed as they are
+//! read (`online`).
 
 pub mod agent;
 pub mod events;
 pub mod marker;
+pub(crate) mod online;
