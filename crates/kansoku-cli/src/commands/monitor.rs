@@ -10,7 +10,8 @@ use serde::Serialize;
 
 use kansoku_export::Format;
 use kansoku_monitor::events::{analyse_on_cpu, calibrate, calibration_differences, Calibration, EventReport};
-use kansoku_monitor::sampling::{summarise, Observation, Summary, SummaryOptions};
+use kansoku_monitor::sampling::{summarise, Observation, SummaryOptions};
+use kansoku_monitor::sampling_report::MonitorReport;
 use kansoku_probe::events::{record_events, Calibrate, EventOptions, Mechanism};
 use kansoku_probe::spawn::{resolve_program, ExecGate, Progress};
 use kansoku_probe::sysstat::{observe_run, Monitor, RunEnd, TargetStart, Watch};
@@ -128,17 +129,6 @@ pub fn run(args: Args) -> Result<()> {
     }
 }
 
-/// What `kansoku monitor --json` prints and saves.
-#[derive(Serialize)]
-pub struct MonitorReport {
-    pub interval_ms: u64,
-    pub target: Option<i32>,
-    /// Why the measurement ended.
-    pub ended: String,
-    pub warnings: Vec<String>,
-    pub summary: Summary,
-}
-
 pub fn run_sampling(args: SamplingArgs) -> Result<MonitorReport> {
     measure_sampling(args, true)
 }
@@ -232,7 +222,7 @@ fn measure_sampling(args: SamplingArgs, print: bool) -> Result<MonitorReport> {
     } else if args.json {
         print_json(&report)?;
     } else {
-        report!("{}", sampling_text(&report));
+        report!("{}", report.text());
         if let Some(dir) = &args.svg {
             reportln!("\nwrote {0}/kiviat.svg, {0}/timeseries.svg, {0}/summary.json, {0}/observations.json", dir.display());
         }
@@ -278,53 +268,6 @@ fn save_sampling(dir: &Path, report: &MonitorReport, observations: &[Observation
 
 fn write(path: &Path, text: &str) -> Result<()> {
     std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
-}
-
-pub fn sampling_text(r: &MonitorReport) -> String {
-    let s = &r.summary;
-    let mut out = format!(
-        "measured {:.2} s in {} observations every {} ms ({})\n",
-        s.measured_s, s.observations, r.interval_ms, r.ended
-    );
-    for w in &r.warnings {
-        out.push_str(&format!("warning: {w}\n"));
-    }
-    let mut t = Table::new(&["item (seed table 2)", "percent"]);
-    for (i, (label, v)) in s.eight.labelled().iter().enumerate() {
-        t.row(vec![format!("{} {label}", ["①", "②", "③", "④", "⑤", "⑥", "⑦", "⑧"][i]), format!("{v:.1}")]);
-    }
-    out.push_str(&t.render());
-    out.push_str(&format!("(vmstat terms: us {:.1}  sy {:.1}  id {:.1}  wa {:.1}  st {:.1})\n", s.eight.user_state, s.eight.kernel_state, s.idle, s.iowait, s.steal));
-    if !s.programs.is_empty() {
-        let mut t = Table::new(&["program (seed table 3)", "CPU %", "ticks"]);
-        for p in &s.programs {
-            t.row(vec![p.name.clone(), format!("{:.1}", p.percent), p.count.to_string()]);
-        }
-        out.push('\n');
-        out.push_str(&t.render());
-    }
-    if !s.functions.is_empty() {
-        let mut t = Table::new(&["function of the target", "% of samples", "samples"]);
-        for f in s.functions.iter().take(10) {
-            t.row(vec![f.name.clone(), format!("{:.1}", f.percent), f.count.to_string()]);
-        }
-        out.push('\n');
-        out.push_str(&t.render());
-    }
-    let active: Vec<_> = s.devices.iter().filter(|d| d.ios > 0 || d.busy_percent > 0.0).collect();
-    if !active.is_empty() {
-        let mut t = Table::new(&["device", "busy %", "share of I/Os % (table 4)", "I/Os", "sectors"]);
-        for d in active {
-            t.row(vec![d.name.clone(), format!("{:.1}", d.busy_percent), format!("{:.1}", d.io_share_percent), d.ios.to_string(), d.sectors.to_string()]);
-        }
-        out.push('\n');
-        out.push_str(&t.render());
-    }
-    if !s.thread_states.is_empty() {
-        let states: Vec<String> = s.thread_states.iter().map(|(k, v)| format!("{k}:{v}")).collect();
-        out.push_str(&format!("\ntarget thread states seen (state:count): {}\n", states.join(" ")));
-    }
-    out
 }
 
 /// What `kansoku monitor events --json` prints.
@@ -379,7 +322,6 @@ pub fn run_events(args: EventArgs) -> Result<EventsJson> {
         (None, false) => Calibrate::Off,
     };
     let export_files = crate::exports::create_exports(&args.export, &[Format::Perfetto], "kansoku monitor events")?;
-    // a timeline needs every hit; the report alone is analysed as the hits are read
     let options = EventOptions { program: PathBuf::from(program), args: rest.to_vec(), probes: args.probes.clone(), mechanism, calibrate: calibrate_at, keep_hits: !args.export.is_empty() };
     let bar = crate::output::spinner("measuring", "hits");
     let r = record_events(&options, &mut |p| match p {
