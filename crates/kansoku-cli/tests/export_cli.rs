@@ -313,3 +313,69 @@ fn bzip2_exports_equal_callgrind_function_by_function() {
     let compress_block = cum["BZ2_compressBlock"];
     assert!(compress_block > pflat["BZ2_compressBlock"] + pflat["BZ2_blockSort"], "cumulative {compress_block} covers BZ2_blockSort");
 }
+
+/// `rep stosb` of 1,000+ bytes and of none, a loop and a call per round.
+const REP: &str = r#"#include <stdio.h>
+static char buf[4096];
+__attribute__((noinline)) void fill(char *p, unsigned long n, int v) {
+    __asm__ volatile("rep stosb" : "+D"(p), "+c"(n) : "a"(v) : "memory");
+}
+__attribute__((noinline)) long sum(const char *p, int n) { long s = 0; for (int i = 0; i < n; i++) s += p[i]; return s; }
+int main(void) {
+    long s = 0;
+    for (int i = 0; i < 20; i++) { fill(buf, 1000 + i, i); fill(buf, 0, i); s += sum(buf, 64); }
+    printf("%ld\n", s);
+    return 0;
+}
+"#;
+
+/// Issue 43: costs read from an exact trace (`paths --source t.ksk`) are Callgrind's. A
+/// trace lists a `rep` instruction once per element; Callgrind counts one execution more
+/// (VEX's check of the count at zero), and ld.so's start-up code outside every function
+/// is counted once per instruction (it was counted again from each instruction on: the
+/// trace's costs came to more than its instructions). The program's functions equal
+/// `valgrind --tool=callgrind`'s, and the whole run (`--scope all`) equals `paths` run
+/// live on the same tool, function by function and in total.
+#[test]
+fn exact_trace_costs_equal_callgrind_and_the_live_run() {
+    if run("valgrind", &["--version"]).is_none() {
+        skip(Missing::Installed { package: "valgrind" }, "valgrind is not installed");
+        return;
+    }
+    let exe = kansoku_examples::build_source("rep", REP, &kansoku_examples::test_build_dir().join("export_cli"), &["-O2", "-g"]).unwrap();
+    let program = exe.to_str().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = |n: &str| dir.path().join(n).to_str().unwrap().to_string();
+    let kansoku = |args: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_kansoku")).args(args).output().unwrap();
+        assert!(o.status.success(), "kansoku {args:?}: {}", String::from_utf8_lossy(&o.stderr));
+    };
+    let (trace, from_trace, live, program_only, vg) = (file("t.ksk"), file("t.callgrind"), file("l.callgrind"), file("p.callgrind"), file("vg.callgrind"));
+    kansoku(&["trace", "exact", "-o", &trace, "--", program]);
+    kansoku(&["paths", "--scope", "all", "--source", &trace, "--top", "0", "--export", &format!("callgrind={from_trace}")]);
+    kansoku(&["paths", "--scope", "all", "--top", "0", "--export", &format!("callgrind={live}"), "--", program]);
+    kansoku(&["paths", "--source", &trace, "--top", "0", "--export", &format!("callgrind={program_only}")]);
+    let o = Command::new("valgrind").args(["--tool=callgrind", &format!("--callgrind-out-file={vg}"), program]).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+
+    let (traced, traced_calls, traced_total) = callgrind_costs(Path::new(&from_trace));
+    let (ran, ran_calls, ran_total) = callgrind_costs(Path::new(&live));
+    assert_eq!(traced_total, ran_total, "the trace's costs and the live run's");
+    assert_eq!(traced, ran, "Ir per function, trace against live");
+    assert_eq!(traced_calls, ran_calls, "calls per callee, trace against live");
+
+    let (ours, our_calls, _) = callgrind_costs(Path::new(&program_only));
+    let (theirs, their_calls, _) = callgrind_costs(Path::new(&vg));
+    let base = exe.file_name().unwrap().to_str().unwrap();
+    // the functions the program's source wrote (Callgrind names `_start` `(below main)`)
+    for f in ["main", "fill", "sum"] {
+        let f = format!("{base}:{f}");
+        assert!(theirs.contains_key(&f), "{f} in {theirs:?}");
+        assert_eq!(ours.get(&f), theirs.get(&f), "Ir of {f}, trace against callgrind");
+    }
+    // fill: 20 × (its other instructions, 1,000 + i elements + 1, and 1 for the empty one)
+    let fill = theirs[&format!("{base}:fill")];
+    assert!(fill > 20 * 1000 + 190 + 20, "fill {fill}");
+    assert_eq!(our_calls.get(&format!("{base}:fill")), their_calls.get(&format!("{base}:fill")));
+    assert_eq!(their_calls.get(&format!("{base}:fill")), Some(&40));
+}

@@ -248,7 +248,13 @@ impl CodeMap {
                 };
             }
         }
-        // Outside any function symbol (PLT stubs) or misaligned with our decode: decode here.
+        // Outside any function symbol (PLT0, ld.so's `_dl_start_user`) or misaligned with
+        // our decode: decode here. Such a stretch has no CFG: its blocks run to the first
+        // transfer, so only its first instruction (after a function or the module's start)
+        // is a leader; a fall-through inside it stays in the block, as each instruction is
+        // counted once (every instruction a leader counted `_dl_start_user`'s tail ten times).
+        let first_of_stretch = r.function.is_none()
+            && addr.checked_sub(1).and_then(|p| self.symbolizer.resolve(p)).map_or(true, |p| p.module != r.module || p.function.is_some());
         let Some(program) = self.symbolizer.program(r.module) else { return unknown };
         let Some(bytes) = program.code_at(r.link_address) else { return unknown };
         match decode_one(bytes, r.link_address) {
@@ -256,7 +262,7 @@ impl CodeMap {
                 len: ins.length,
                 kind: ins.kind,
                 rep: is_rep(&ins.raw),
-                leader: r.function.is_none(),
+                leader: first_of_stretch,
                 target: ins.target.map(to_runtime),
                 syscall: is_syscall(&ins.raw),
             },
@@ -315,11 +321,16 @@ impl CodeMap {
                 }
             }
         }
-        // No CFG (PLT stubs, stripped code): walk the decoder to the first transfer.
+        // No CFG (PLT stubs, stripped code): walk the decoder to the first transfer, or to
+        // the next leader it would fall into (a function's start).
         let mut a = addr;
         let mut n = 0;
         loop {
             let ins = self.insn(a);
+            if n > 0 && ins.leader {
+                info.terminator = InstructionKind::Other;
+                break;
+            }
             n += 1;
             if ins.len == 0 || ins.transfers() || n >= 256 {
                 info.terminator = ins.kind;

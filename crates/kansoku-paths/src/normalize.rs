@@ -187,16 +187,25 @@ impl SuperblockSplitter {
 }
 
 /// Reduces an instruction stream (one thread) to basic-block entries.
+///
+/// A trace lists a `rep` string instruction once per element (once when its count is
+/// zero), as a single-stepped CPU runs it. VEX, and so Callgrind, enters it once more after
+/// the last element, to find the count at zero: an instruction listed k ≥ 2 times in a row
+/// counts k + 1 executions, Callgrind's Ir. Listed once, it counts once: its count was
+/// zero or one, which the trace cannot tell (Callgrind counts 1 or 2).
 #[derive(Default)]
 pub struct InstructionReducer {
     prev: Option<(u64, InsnInfo)>,
     repeats: Repeats,
+    /// The instruction pushed last repeated a `rep` instruction.
+    in_rep: bool,
 }
 
 impl InstructionReducer {
     #[inline]
     pub fn push(&mut self, addr: u64, code: &mut CodeMap, out: &mut impl FnMut(&mut CodeMap, BlockId, InstructionKind)) {
         let info = code.insn(addr);
+        let was_in_rep = std::mem::take(&mut self.in_rep);
         match self.prev {
             None => {
                 let b = code.block_at(addr);
@@ -207,8 +216,13 @@ impl InstructionReducer {
                     let b = code.block_at(addr);
                     out(code, b, pi.kind)
                 } else if pi.rep && addr == pa {
-                    // next element of a rep instruction: one more execution of it
+                    // next element of a rep instruction: one more execution of it, and at
+                    // its second listing the check after the last element
+                    if !was_in_rep {
+                        self.repeats.add(addr);
+                    }
                     self.repeats.add(addr);
+                    self.in_rep = true;
                 } else if pi.len != 0 && addr == pa + pi.len as u64 {
                     if info.leader {
                         let b = code.block_at(addr);
