@@ -9,7 +9,7 @@
 //! | [`collapsed`] | [`CostProfile`]: instructions per call stack | `flamegraph.pl`, `inferno-flamegraph`, speedscope |
 //! | [`pprof`] | [`CostProfile`]: instructions per call stack (a sample per stack, a location per function), the same per-function costs as the callgrind and collapsed exports | `go tool pprof -top FILE`, `-http` |
 //! | [`firefox`] | a sampled recording's events ([`FirefoxProfile`]): a process per recorded process (pid and name), a thread per recorded thread, a sample's call chain as its stack (`perf record -g`; else one frame, the sampled address), the recorded modules as libraries with path, build id and mapping so the profiler symbolises, marker hits as instant markers and the stretches between them as `iteration` interval markers (numbered) | profiler.firefox.com (Load a profile from file), `samply load FILE` |
-//! | [`perfetto`] | [`Timeline`]: one process's threads with nested slices, instants, side lanes and counters, and the run's metadata; made by [`events_timeline`] (event mode: a slice per call, off-CPU stretches), [`calls_timeline`] (an exact trace's calls, marker hits, iterations on the instruction index), [`wave_timeline`] (code and data address counters), [`sampling_timeline`] (the monitor's series as counters) | ui.perfetto.dev, Perfetto's `trace_processor` |
+//! | [`perfetto`] | [`Timeline`]: one process's threads with nested slices, instants, side lanes and counters, and the run's metadata; made by [`events_timeline`] (event mode: a slice per call, off-CPU stretches), [`CallsPerfetto`] (an exact trace's calls, marker hits, iterations on the instruction index, written as the path analysis finds them with [`PerfettoWriter`], in memory that follows the open calls), [`wave_timeline`] (code and data address counters), [`sampling_timeline`] (the monitor's series as counters) | ui.perfetto.dev, Perfetto's `trace_processor` |
 //!
 //! Every writer takes the data and an `impl Write`; nothing here reads files, runs
 //! programs or prints.
@@ -30,9 +30,9 @@ mod timelines;
 pub use callgrind::write_callgrind;
 pub use collapsed::write_collapsed;
 pub use firefox::{FirefoxProfile, FirefoxSummary, SampledRun};
-pub use perfetto::{write_perfetto, ArgValue, Args, CounterLane, Mark, SideLane, Span, ThreadLane, Timeline};
+pub use perfetto::{write_perfetto, ArgValue, PerfettoWriter, Args, CounterLane, Mark, SideLane, Span, ThreadLane, Timeline};
 pub use pprof::{pprof_profile, write_pprof};
-pub use timelines::{calls_timeline, events_timeline, sampling_timeline, wave_timeline, CallRun, EventRun};
+pub use timelines::{events_timeline, sampling_timeline, wave_timeline, CallsPerfetto, EventRun};
 
 /// Interned names: each distinct name gets the next index, in first-use order (callgrind's
 /// name compression and pprof's string table both number their names this way).

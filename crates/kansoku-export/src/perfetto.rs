@@ -243,13 +243,7 @@ impl Layout {
     }
 
     fn event(&mut self, at: u64, kind: EventType, track: u64, name: Option<&str>, args: &Args) {
-        let event = TrackEvent {
-            debug_annotations: args.iter().map(annotation).collect(),
-            r#type: Some(kind as i32),
-            track_uuid: Some(track),
-            name: name.map(str::to_string),
-            double_counter_value: None,
-        };
+        let event = track_event(kind, track, name, args);
         // 0 is kept for the metadata instant
         let order = self.events.len() + 1;
         self.events.push(Pending { at, order, event });
@@ -289,6 +283,10 @@ impl Layout {
     }
 }
 
+fn track_event(kind: EventType, track: u64, name: Option<&str>, args: &Args) -> TrackEvent {
+    TrackEvent { debug_annotations: args.iter().map(annotation).collect(), r#type: Some(kind as i32), track_uuid: Some(track), name: name.map(str::to_string), double_counter_value: None }
+}
+
 fn annotation((name, value): &(String, ArgValue)) -> DebugAnnotation {
     let mut a = DebugAnnotation { name: Some(name.clone()), ..Default::default() };
     match value {
@@ -301,23 +299,34 @@ fn annotation((name, value): &(String, ArgValue)) -> DebugAnnotation {
     a
 }
 
+fn process_descriptor(pid: Option<i32>, name: &str) -> TrackDescriptor {
+    match pid {
+        Some(pid) => TrackDescriptor { process: Some(ProcessDescriptor { pid: Some(pid), process_name: Some(name.to_string()) }), ..Default::default() },
+        None => TrackDescriptor { name: Some(name.to_string()), ..Default::default() },
+    }
+}
+
+fn thread_descriptor(pid: i32, tid: i32, name: &str) -> TrackDescriptor {
+    TrackDescriptor { thread: Some(ThreadDescriptor { pid: Some(pid), tid: Some(tid), thread_name: Some(name.to_string()) }), ..Default::default() }
+}
+
+fn lane_descriptor(parent: u64, name: &str) -> TrackDescriptor {
+    TrackDescriptor { name: Some(name.to_string()), parent_uuid: Some(parent), ..Default::default() }
+}
+
 fn lay_out(timeline: &Timeline) -> Result<Layout, ExportError> {
     let mut layout = Layout::default();
-    let process = layout.track(match timeline.pid {
-        Some(pid) => TrackDescriptor { process: Some(ProcessDescriptor { pid: Some(pid), process_name: Some(timeline.process_name.clone()) }), ..Default::default() },
-        None => TrackDescriptor { name: Some(timeline.process_name.clone()), ..Default::default() },
-    });
+    let process = layout.track(process_descriptor(timeline.pid, &timeline.process_name));
     for thread in &timeline.threads {
         // a thread belongs to a process; without one it stands as its own
         let pid = timeline.pid.unwrap_or(thread.tid);
-        let descriptor = ThreadDescriptor { pid: Some(pid), tid: Some(thread.tid), thread_name: Some(thread.name.clone()) };
-        let track = layout.track(TrackDescriptor { thread: Some(descriptor), ..Default::default() });
+        let track = layout.track(thread_descriptor(pid, thread.tid, &thread.name));
         layout.spans(track, &thread.name, &thread.spans)?;
         for mark in &thread.marks {
             layout.event(mark.at, EventType::Instant, track, Some(&mark.name), &mark.args);
         }
         for lane in &thread.side_lanes {
-            let side = layout.track(TrackDescriptor { name: Some(lane.name.clone()), parent_uuid: Some(track), ..Default::default() });
+            let side = layout.track(lane_descriptor(track, &lane.name));
             layout.spans(side, &lane.name, &lane.spans)?;
         }
     }
@@ -351,28 +360,109 @@ fn write_packet(packet: &TracePacket, out: &mut impl Write) -> std::io::Result<(
 /// Writes `timeline` as a Perfetto trace (open it at ui.perfetto.dev, or query it with
 /// Perfetto's `trace_processor`). An error if a lane's slices do not nest or nothing
 /// would be shown.
-pub fn write_perfetto(timeline: &Timeline, mut out: impl Write) -> Result<(), ExportError> {
+pub fn write_perfetto(timeline: &Timeline, out: impl Write) -> Result<(), ExportError> {
     let layout = lay_out(timeline)?;
     if layout.events.len() <= 1 {
         return Err(ExportError::Empty("perfetto"));
     }
-    let io = |source| ExportError::Write { format: "perfetto", source };
-    for (k, descriptor) in layout.descriptors.into_iter().enumerate() {
-        let flags = (k == 0).then_some(SEQ_INCREMENTAL_STATE_CLEARED);
-        let packet = TracePacket { trusted_packet_sequence_id: Some(SEQUENCE), sequence_flags: flags, track_descriptor: Some(descriptor), ..Default::default() };
-        write_packet(&packet, &mut out).map_err(io)?;
+    let mut w = PerfettoWriter::new(out);
+    for descriptor in layout.descriptors {
+        w.descriptor(descriptor)?;
     }
     for pending in layout.events {
+        w.packet_event(pending.at, pending.event)?;
+    }
+    w.out.flush().map_err(io_error)
+}
+
+fn io_error(source: std::io::Error) -> ExportError {
+    ExportError::Write { format: "perfetto", source }
+}
+
+/// A Perfetto trace written as it goes, for timelines too long to hold: tracks are
+/// described when they are first needed, and events are written as they come, which must
+/// be in time order on each track, each slice's end after the slices begun inside it.
+/// What it keeps is a count of tracks and events.
+pub struct PerfettoWriter<W: Write> {
+    out: W,
+    tracks: u64,
+    events: u64,
+    first_at: Option<u64>,
+}
+
+impl<W: Write> PerfettoWriter<W> {
+    /// A trace written into `out`.
+    pub fn new(out: W) -> Self {
+        PerfettoWriter { out, tracks: 0, events: 0, first_at: None }
+    }
+
+    /// Writes a track's descriptor; its uuid is the next one (1, 2, …) unless given.
+    fn descriptor(&mut self, mut descriptor: TrackDescriptor) -> Result<u64, ExportError> {
+        self.tracks += 1;
+        let uuid = *descriptor.uuid.get_or_insert(self.tracks);
+        let flags = (self.tracks == 1).then_some(SEQ_INCREMENTAL_STATE_CLEARED);
+        let packet = TracePacket { trusted_packet_sequence_id: Some(SEQUENCE), sequence_flags: flags, track_descriptor: Some(descriptor), ..Default::default() };
+        write_packet(&packet, &mut self.out).map_err(io_error)?;
+        Ok(uuid)
+    }
+
+    fn packet_event(&mut self, at: u64, event: TrackEvent) -> Result<(), ExportError> {
+        self.events += 1;
+        self.first_at = Some(self.first_at.map_or(at, |f| f.min(at)));
         let packet = TracePacket {
-            timestamp: Some(pending.at),
+            timestamp: Some(at),
             trusted_packet_sequence_id: Some(SEQUENCE),
             sequence_flags: Some(SEQ_NEEDS_INCREMENTAL_STATE),
-            track_event: Some(pending.event),
+            track_event: Some(event),
             ..Default::default()
         };
-        write_packet(&packet, &mut out).map_err(io)?;
+        write_packet(&packet, &mut self.out).map_err(io_error)
     }
-    out.flush().map_err(io)
+
+    /// A process's track (or, without a process id, a plain named track); returns its uuid.
+    pub fn process(&mut self, pid: Option<i32>, name: &str) -> Result<u64, ExportError> {
+        self.descriptor(process_descriptor(pid, name))
+    }
+
+    /// A thread's track, grouped under process `pid`.
+    pub fn thread(&mut self, pid: i32, tid: i32, name: &str) -> Result<u64, ExportError> {
+        self.descriptor(thread_descriptor(pid, tid, name))
+    }
+
+    /// A lane of slices shown under track `parent`.
+    pub fn lane(&mut self, parent: u64, name: &str) -> Result<u64, ExportError> {
+        self.descriptor(lane_descriptor(parent, name))
+    }
+
+    /// A slice named `name` begins on `track`.
+    pub fn begin(&mut self, track: u64, at: u64, name: &str, args: &Args) -> Result<(), ExportError> {
+        self.packet_event(at, track_event(EventType::SliceBegin, track, Some(name), args))
+    }
+
+    /// The latest slice begun on `track` ends.
+    pub fn end(&mut self, track: u64, at: u64) -> Result<(), ExportError> {
+        self.packet_event(at, track_event(EventType::SliceEnd, track, None, &Vec::new()))
+    }
+
+    /// An instant on `track`.
+    pub fn instant(&mut self, track: u64, at: u64, name: &str, args: &Args) -> Result<(), ExportError> {
+        self.packet_event(at, track_event(EventType::Instant, track, Some(name), args))
+    }
+
+    /// Events written so far.
+    pub fn events(&self) -> u64 {
+        self.events
+    }
+
+    /// The earliest moment of the events written so far.
+    pub fn first_moment(&self) -> Option<u64> {
+        self.first_at
+    }
+
+    /// Writes out what is buffered.
+    pub fn flush(&mut self) -> Result<(), ExportError> {
+        self.out.flush().map_err(io_error)
+    }
 }
 
 #[cfg(test)]
@@ -418,6 +508,43 @@ mod tests {
         assert!(err.to_string().contains("overlaps"), "{err}");
         let err = write_perfetto(&timeline(vec![span("f", 9, 1)]), Vec::new()).unwrap_err();
         assert!(err.to_string().contains("ends before it starts"), "{err}");
+    }
+
+    #[test]
+    fn calls_are_written_as_they_begin_and_end_with_iterations_and_the_metadata_last() {
+        use kansoku_paths::CallSink;
+        let mut bytes = Vec::new();
+        let mut c = crate::CallsPerfetto::new(&mut bytes);
+        c.thread(7, Some("/bin/p"));
+        c.begin(7, 0, "main");
+        c.marker(7, 5);
+        c.begin(7, 5, "work");
+        c.end(7, 9);
+        c.marker(7, 9);
+        c.end(7, 12);
+        c.finish(12);
+        assert_eq!((c.calls(), c.markers(), c.instructions()), (2, 2, 12));
+        c.close(&vec![("instructions".into(), ArgValue::Uint(12))]).unwrap();
+        let s = |n: &str| Some(n.to_string());
+        // tracks: 1 the process, 2 its thread, 3 the thread's iterations
+        let want = [
+            (1, 2, s("main"), 0),
+            (3, 2, s("marker"), 5),
+            (1, 3, s("iteration 1"), 5),
+            (1, 2, s("work"), 5),
+            (2, 2, None, 9),
+            (3, 2, s("marker"), 9),
+            (2, 3, None, 9),
+            (1, 3, s("iteration 2"), 9),
+            (2, 2, None, 12),
+            (2, 3, None, 12),
+            (3, 1, s("kansoku"), 0),
+        ];
+        assert_eq!(events(&bytes), want);
+        // nothing begun: an error, not an empty trace
+        let mut empty = crate::CallsPerfetto::new(Vec::new());
+        empty.finish(0);
+        assert!(matches!(empty.close(&Vec::new()), Err(ExportError::Empty("perfetto"))));
     }
 
     #[test]

@@ -1,14 +1,16 @@
 //! kansoku's timed results as [`Timeline`]s for the Perfetto writer: which result becomes
 //! which lane, slice or instant. Nothing is measured or paired here; the analyses did it.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
+use std::io::Write;
 
 use kansoku_monitor::events::{Call, Hit, OffCpu, Point, PointRole};
 use kansoku_monitor::sampling::IntervalFigures;
 use kansoku_monitor::wave::WavePoint;
-use kansoku_paths::CallTimeline;
+use kansoku_paths::CallSink;
 
-use crate::perfetto::{Args, CounterLane, Mark, SideLane, Span, ThreadLane, Timeline};
+use crate::perfetto::{Args, CounterLane, Mark, PerfettoWriter, SideLane, Span, ThreadLane, Timeline};
+use crate::ExportError;
 
 /// An event-mode run (seed 001) as its analysis left it.
 pub struct EventRun<'a> {
@@ -68,38 +70,134 @@ fn event_thread(run: &EventRun, tid: u32, pid: u32) -> ThreadLane {
     ThreadLane { tid: tid_id(tid), name, spans, marks, side_lanes }
 }
 
-/// A trace's calls on its instruction index (exact traces: `kansoku paths` of a `.ksk`
-/// or of a program run exactly), with how it was made.
-pub struct CallRun<'a> {
-    /// What the analysis recovered: calls, marker hits, the index's end.
-    pub timeline: &'a CallTimeline,
-    /// How the run was made and what the time axis is.
-    pub metadata: Args,
+/// A run's calls written to a Perfetto trace while the path analysis finds them
+/// (`PathAnalysis::stream_call_timeline`, shared as `Arc<Mutex<…>>` so the caller can
+/// [`CallsPerfetto::close`] it): one slice per call on its thread (calls nest as the
+/// shadow call stack nested them), each marker hit as an instant `marker`, and the
+/// iterations between a thread's marker hits (the last one to the end of the run) as
+/// slices on a lane `iterations` under the thread. Threads are grouped under one process
+/// whose id is the first thread's (the main thread's). Memory: a few words per thread;
+/// the calls go to the file as they begin and end.
+pub struct CallsPerfetto<W: Write> {
+    w: PerfettoWriter<W>,
+    /// The process: its id and track.
+    process: Option<(u32, u64)>,
+    threads: HashMap<u32, CallLanes>,
+    calls: u64,
+    markers: u64,
+    instructions: u64,
+    error: Option<ExportError>,
 }
 
-/// One slice per call on its thread (calls nest as the shadow call stack nested them),
-/// each marker hit as an instant `marker`, and the iterations between a thread's marker
-/// hits (the last one to the end of the trace) as slices on a lane `iterations` under
-/// the thread. Threads are grouped as in [`events_timeline`].
-pub fn calls_timeline(run: CallRun) -> Timeline {
-    let t = run.timeline;
-    let tids: BTreeSet<u32> = t.calls.iter().map(|c| c.tid).chain(t.markers.iter().map(|m| m.0)).collect();
-    let pid = tids.iter().copied().find(|&tid| tid != 0).unwrap_or(0);
-    let program = t.program.clone().unwrap_or_else(|| "program".to_string());
-    let threads = tids.into_iter().map(|tid| call_thread(t, tid, pid, &program)).collect();
-    Timeline { pid: Some(tid_id(pid)), process_name: program, threads, counters: Vec::new(), metadata: run.metadata }
+/// A thread's tracks: its calls, and its iterations (the lane, how many, the open one's start).
+struct CallLanes {
+    track: u64,
+    iterations: Option<(u64, u64, u64)>,
 }
 
-fn call_thread(t: &CallTimeline, tid: u32, pid: u32, program: &str) -> ThreadLane {
-    let function = |k: usize| t.functions.get(k).cloned().unwrap_or_else(|| format!("function {k}"));
-    let spans = t.calls.iter().filter(|c| c.tid == tid).map(|c| Span { name: function(c.function), start: c.start, end: c.end, args: Vec::new() }).collect();
-    let hits: Vec<u64> = t.markers.iter().filter(|m| m.0 == tid).map(|m| m.1).collect();
-    let marks = hits.iter().map(|&at| Mark { name: "marker".to_string(), at, args: Vec::new() }).collect();
-    let ends = hits.iter().skip(1).copied().chain(std::iter::once(t.instructions));
-    let iterations: Vec<Span> = hits.iter().zip(ends).enumerate().map(|(k, (&start, end))| Span { name: format!("iteration {}", k + 1), start, end: end.max(start), args: Vec::new() }).collect();
-    let side_lanes = if iterations.is_empty() { Vec::new() } else { vec![SideLane { name: format!("iterations {tid}"), spans: iterations }] };
-    let name = if tid == pid { format!("{} {tid}", program.rsplit('/').next().unwrap_or(program)) } else { format!("thread {tid}") };
-    ThreadLane { tid: tid_id(tid), name, spans, marks, side_lanes }
+impl<W: Write> CallsPerfetto<W> {
+    /// A trace written into `out`.
+    pub fn new(out: W) -> Self {
+        CallsPerfetto { w: PerfettoWriter::new(out), process: None, threads: HashMap::new(), calls: 0, markers: 0, instructions: 0, error: None }
+    }
+
+    /// Calls written so far.
+    pub fn calls(&self) -> u64 {
+        self.calls
+    }
+
+    /// Marker hits written so far.
+    pub fn markers(&self) -> u64 {
+        self.markers
+    }
+
+    /// Where the run's instruction index ended (once it has).
+    pub fn instructions(&self) -> u64 {
+        self.instructions
+    }
+
+    /// Ends the trace: the `kansoku` instant with `metadata` at its first moment, on the
+    /// process track, written last (Perfetto sorts a trace's events by time). The first
+    /// error met while writing, if any; an error too if no call or hit was written.
+    pub fn close(&mut self, metadata: &Args) -> Result<(), ExportError> {
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        let (Some((_, process)), Some(first)) = (self.process, self.w.first_moment()) else { return Err(ExportError::Empty("perfetto")) };
+        self.w.instant(process, first, "kansoku", metadata)?;
+        self.w.flush()
+    }
+
+    fn keep(&mut self, result: Result<(), ExportError>) {
+        if let Err(e) = result {
+            self.error.get_or_insert(e);
+        }
+    }
+
+    fn lanes(&mut self, tid: u32) -> Option<&mut CallLanes> {
+        self.threads.get_mut(&tid)
+    }
+
+    fn add_thread(&mut self, tid: u32, program: Option<&str>) -> Result<(), ExportError> {
+        let program = program.unwrap_or("program");
+        let (pid, _) = match self.process {
+            Some(p) => p,
+            None => *self.process.insert((tid, self.w.process(Some(tid_id(tid)), program)?)),
+        };
+        let name = if tid == pid { format!("{} {tid}", program.rsplit('/').next().unwrap_or(program)) } else { format!("thread {tid}") };
+        let track = self.w.thread(tid_id(pid), tid_id(tid), &name)?;
+        self.threads.insert(tid, CallLanes { track, iterations: None });
+        Ok(())
+    }
+
+    fn add_marker(&mut self, tid: u32, at: u64) -> Result<(), ExportError> {
+        let Some(&mut CallLanes { track, iterations }) = self.lanes(tid) else { return Ok(()) };
+        self.markers += 1;
+        self.w.instant(track, at, "marker", &Vec::new())?;
+        let (lane, done) = match iterations {
+            Some((lane, done, start)) => {
+                self.w.end(lane, at.max(start))?;
+                (lane, done)
+            }
+            None => (self.w.lane(track, &format!("iterations {tid}"))?, 0),
+        };
+        self.w.begin(lane, at, &format!("iteration {}", done + 1), &Vec::new())?;
+        if let Some(l) = self.lanes(tid) {
+            l.iterations = Some((lane, done + 1, at));
+        }
+        Ok(())
+    }
+}
+
+impl<W: Write + Send> CallSink for CallsPerfetto<W> {
+    fn thread(&mut self, tid: u32, program: Option<&str>) {
+        let r = self.add_thread(tid, program);
+        self.keep(r);
+    }
+    fn begin(&mut self, tid: u32, at: u64, function: &str) {
+        let Some(track) = self.lanes(tid).map(|l| l.track) else { return };
+        self.calls += 1;
+        let r = self.w.begin(track, at, function, &Vec::new());
+        self.keep(r);
+    }
+    fn end(&mut self, tid: u32, at: u64) {
+        let Some(track) = self.lanes(tid).map(|l| l.track) else { return };
+        let r = self.w.end(track, at);
+        self.keep(r);
+    }
+    fn marker(&mut self, tid: u32, at: u64) {
+        let r = self.add_marker(tid, at);
+        self.keep(r);
+    }
+    fn finish(&mut self, instructions: u64) {
+        self.instructions = instructions;
+        let mut open: Vec<(u32, u64, u64)> = self.threads.iter().filter_map(|(&tid, l)| l.iterations.map(|(lane, _, start)| (tid, lane, start))).collect();
+        open.sort_unstable();
+        for (_, lane, start) in open {
+            let r = self.w.end(lane, instructions.max(start));
+            self.keep(r);
+        }
+    }
 }
 
 /// The program waveform as two counters: the code address of each point, and the first

@@ -14,6 +14,7 @@ use crate::normalize::{BasicBlockStream, InstructionReducer, Repeats, Superblock
 use crate::profile::{BackEdgeMode, CallMode, PathProfiler};
 use crate::replay::ToolTrie;
 use crate::sbstream::{Item, StreamDecoder};
+use crate::timeline::{CallCollector, CallSink, CallTimeline};
 
 /// How an analysis cuts and what it keeps.
 #[derive(Clone, Debug)]
@@ -140,6 +141,8 @@ pub struct PathAnalysis {
     stream: Option<StreamDecoder>,
     /// Shadow call stacks, when asked for ([`AnalysisOptions::track_calls`]).
     pub call_tracker: Option<CallTracker>,
+    /// Every call, when kept ([`PathAnalysis::keep_call_timeline`]).
+    kept_calls: Option<std::sync::Arc<std::sync::Mutex<CallCollector>>>,
     /// Paths counted by the tool (`--paths`): its trie as it arrives.
     tool_trie: ToolTrie,
     /// The open path of the last thread of the tool's last trie (thread, superblocks):
@@ -200,16 +203,34 @@ impl PathAnalysis {
             seen_tids: Default::default(),
             stream: None,
             call_tracker: options.track_calls.then(CallTracker::new),
+            kept_calls: None,
             tool_trie: ToolTrie::default(),
             tool_open: None,
             tool_snapshot: None,
         }
     }
 
+    /// Also tell `sink` of every call and marker hit on the run's instruction index as
+    /// they happen (starts a call tracker if none runs): memory that follows the open
+    /// calls, not the run, unless the sink keeps them.
+    pub fn stream_call_timeline(&mut self, sink: Box<dyn CallSink>) {
+        self.call_tracker.get_or_insert_with(CallTracker::new).stream_timeline(sink);
+    }
+
     /// Also keep every call and marker hit on the run's instruction index, for
-    /// [`PathAnalysis::call_timeline`] (starts a call tracker if none runs).
+    /// [`PathAnalysis::call_timeline`] (32 bytes a call).
     pub fn keep_call_timeline(&mut self) {
-        self.call_tracker.get_or_insert_with(CallTracker::new).keep_timeline();
+        let kept = std::sync::Arc::new(std::sync::Mutex::new(CallCollector::default()));
+        self.stream_call_timeline(Box::new(kept.clone()));
+        self.kept_calls = Some(kept);
+    }
+
+    /// Every call of the run on its instruction index, when kept
+    /// ([`PathAnalysis::keep_call_timeline`]); `None` otherwise.
+    pub fn call_timeline(&self) -> Option<CallTimeline> {
+        let kept = self.kept_calls.as_ref()?;
+        let collector = kept.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        Some(collector.timeline().clone())
     }
 
     /// Also write the basic-block stream into a recording.
@@ -282,7 +303,7 @@ impl PathAnalysis {
             }
             Event::Marker { .. } => {
                 if let Some(t) = &mut self.call_tracker {
-                    t.marker();
+                    t.marker(&self.code);
                 }
             }
             Event::Sample(_) | Event::Access { .. } | Event::Unknown { .. } => {}

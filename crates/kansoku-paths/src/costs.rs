@@ -36,6 +36,7 @@ use serde::Serialize;
 use crate::analysis::PathAnalysis;
 use crate::code::{BlockId, CodeMap};
 use crate::fxhash::FxHashMap;
+use crate::timeline::CallSink;
 
 /// Deepest shadow call stack followed; deeper calls are counted in the deepest frame.
 const MAX_DEPTH: usize = 1 << 16;
@@ -93,8 +94,6 @@ struct Frame {
     by_jump: bool,
     /// The thread's in-scope instructions when the frame started.
     entered_at: u64,
-    /// The run's instruction index (all threads, any scope) when the frame started.
-    started: u64,
 }
 
 #[derive(Default)]
@@ -128,52 +127,28 @@ pub struct CallTracker {
     /// Instructions of every block entered so far, all threads, in scope or not: the
     /// timeline's clock where a trace has no time stamps.
     clock: u64,
-    /// Every closed frame, when a timeline is asked for.
-    spans: Option<Vec<FrameSpan>>,
-    /// Marker hits (thread, clock), when a timeline is asked for.
-    markers: Vec<(u32, u64)>,
+    /// Where calls and marker hits go as they happen, when a timeline is asked for.
+    timeline: Option<TimelineOut>,
     /// In-scope entries of each block per owner of the frame it ran in.
     entries: FxHashMap<(Owner, BlockId), u64>,
     /// In-scope repetitions of `rep` instructions (runtime address) per owner of the frame.
     repeats: FxHashMap<(Owner, u64), u64>,
 }
 
-/// One closed frame of a thread's shadow call stack, on the run's instruction index.
-#[derive(Clone, Copy)]
-struct FrameSpan {
-    tid: u32,
-    owner: Owner,
-    start: u64,
-    end: u64,
+/// The timeline's sink, the names it was given and the threads it was told of.
+struct TimelineOut {
+    sink: Box<dyn CallSink>,
+    names: FxHashMap<Owner, String>,
+    threads: std::collections::HashSet<u32>,
 }
 
-/// One call (a frame of the shadow call stack) on the run's timeline. A thread's calls
-/// nest: each lies within the frames that were open below it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct CallSpan {
-    pub tid: u32,
-    /// Index into [`CallTimeline::functions`].
-    pub function: usize,
-    /// The run's instruction index (all threads) at the call's first instruction.
-    pub start: u64,
-    /// The index where the thread went on after it (its caller, or the next frame); for
-    /// a frame still open when the stream ended (a program that calls `exit`), the end.
-    pub end: u64,
-}
-
-/// The calls of a run in order, on the instruction index: what a timeline viewer draws
-/// from a trace without time stamps.
-#[derive(Clone, Debug, Serialize)]
-pub struct CallTimeline {
-    pub program: Option<String>,
-    /// Function names (or stretches outside known functions), as [`CostProfile`] names them.
-    pub functions: Vec<String>,
-    /// Every call, in the order it ended.
-    pub calls: Vec<CallSpan>,
-    /// Marker hits: thread and instruction index.
-    pub markers: Vec<(u32, u64)>,
-    /// Instructions the run executed (the index's end).
-    pub instructions: u64,
+impl TimelineOut {
+    /// Tells the sink of thread `tid` the first time it appears.
+    fn thread(&mut self, tid: u32, code: &CodeMap) {
+        if self.threads.insert(tid) {
+            self.sink.thread(tid, code.program_path());
+        }
+    }
 }
 
 impl CallTracker {
@@ -203,27 +178,32 @@ impl CallTracker {
         self.tid = tid;
     }
 
-    fn push(&mut self, owner: Owner, arc: Option<(Owner, BlockId)>, by_jump: bool) {
+    fn push(&mut self, owner: Owner, arc: Option<(Owner, BlockId)>, by_jump: bool, code: &CodeMap) {
+        if let Some(t) = &mut self.timeline {
+            t.thread(self.tid, code);
+            let name = t.names.entry(owner).or_insert_with(|| owner_name(code, owner));
+            t.sink.begin(self.tid, self.clock, name);
+        }
         let parent = self.current.frames.last().map_or(u32::MAX, |f| f.node);
         let node = self.node(parent, owner);
         if let Some((caller, site)) = arc {
             self.arcs.entry((caller, site, owner)).or_default().calls += 1;
         }
-        self.current.frames.push(Frame { node, owner, arc, by_jump, entered_at: self.current.instructions, started: self.clock });
+        self.current.frames.push(Frame { node, owner, arc, by_jump, entered_at: self.current.instructions });
     }
 
     /// A call from `caller`'s block `site`; beyond [`MAX_DEPTH`] the cost stays in the
     /// deepest frame.
-    fn push_call(&mut self, callee: Owner, caller: Owner, site: BlockId) {
+    fn push_call(&mut self, callee: Owner, caller: Owner, site: BlockId, code: &CodeMap) {
         if self.current.frames.len() < MAX_DEPTH {
-            self.push(callee, Some((caller, site)), false);
+            self.push(callee, Some((caller, site)), false, code);
         }
     }
 
     fn pop(&mut self) -> Option<Frame> {
         let f = self.current.frames.pop()?;
-        if let Some(spans) = &mut self.spans {
-            spans.push(FrameSpan { tid: self.tid, owner: f.owner, start: f.started, end: self.clock });
+        if let Some(t) = &mut self.timeline {
+            t.sink.end(self.tid, self.clock);
         }
         if let Some((caller, site)) = f.arc {
             self.arcs.entry((caller, site, f.owner)).or_default().inclusive += self.current.instructions - f.entered_at;
@@ -242,7 +222,7 @@ impl CallTracker {
                     self.current.stub_called = prev_end == InstructionKind::Call;
                 }
                 _ if is_plt_stub(code, owner) && prev_end != InstructionKind::Return => {}
-                InstructionKind::Call if !code.block(p).ends_in_syscall => self.push_call(owner, top.owner, p),
+                InstructionKind::Call if !code.block(p).ends_in_syscall => self.push_call(owner, top.owner, p, code),
                 InstructionKind::Return => {
                     while self.current.frames.last().is_some_and(|f| f.by_jump) {
                         self.pop();
@@ -250,20 +230,20 @@ impl CallTracker {
                     self.pop();
                     if self.current.frames.is_empty() {
                         // a return the stack did not see the call of
-                        self.push(owner, None, false);
+                        self.push(owner, None, false, code);
                     }
                 }
                 _ if owner != top.owner && self.current.frames.len() < MAX_DEPTH && enters_by_jump(code, p, b) => {
                     // the first frame out of a PLT stub that was called (directly, or through
                     // the lazy binder's PLT0 and resolver) stands for that call
                     let by_jump = !std::mem::take(&mut self.current.stub_called);
-                    self.push(owner, Some((top.owner, p)), by_jump)
+                    self.push(owner, Some((top.owner, p)), by_jump, code)
                 }
                 _ => {}
             },
             _ => {
                 if self.current.frames.is_empty() {
-                    self.push(owner, None, false);
+                    self.push(owner, None, false, code);
                 }
             }
         }
@@ -296,16 +276,17 @@ impl CallTracker {
         }
     }
 
-    /// Keep every frame as it closes, and marker hits, for [`PathAnalysis::call_timeline`]
-    /// (memory: 32 bytes a call).
-    pub fn keep_timeline(&mut self) {
-        self.spans.get_or_insert_with(Vec::new);
+    /// Tell `sink` of every call as its frame is pushed and popped, and of marker hits
+    /// ([`PathAnalysis::stream_call_timeline`]).
+    pub fn stream_timeline(&mut self, sink: Box<dyn CallSink>) {
+        self.timeline = Some(TimelineOut { sink, names: FxHashMap::default(), threads: Default::default() });
     }
 
     /// The current thread entered the marker (for the timeline).
-    pub fn marker(&mut self) {
-        if self.spans.is_some() {
-            self.markers.push((self.tid, self.clock));
+    pub fn marker(&mut self, code: &CodeMap) {
+        if let Some(t) = &mut self.timeline {
+            t.thread(self.tid, code);
+            t.sink.marker(self.tid, self.clock);
         }
     }
 
@@ -318,6 +299,9 @@ impl CallTracker {
             self.switch_thread(t);
             while self.pop().is_some() {}
             self.current.prev = None;
+        }
+        if let Some(t) = &mut self.timeline {
+            t.sink.finish(self.clock);
         }
     }
 }
@@ -389,6 +373,15 @@ pub struct CostProfile {
     pub total_instructions: u64,
 }
 
+/// The name the exports give an owner: its function's, or the stretch it lies in.
+fn owner_name(code: &CodeMap, owner: Owner) -> String {
+    match owner {
+        Owner::Function(f) => code.functions()[f as usize].name.clone(),
+        Owner::Module(m) => format!("{} (outside known functions)", code.symbolizer.modules()[m].short_name()),
+        Owner::Unknown => "(code outside every module)".to_string(),
+    }
+}
+
 struct Names {
     index: HashMap<Owner, usize>,
     functions: Vec<FunctionCost>,
@@ -400,14 +393,12 @@ impl Names {
             return i;
         }
         let modules = code.symbolizer.modules();
-        let (name, module) = match owner {
-            Owner::Function(f) => {
-                let fi = &code.functions()[f as usize];
-                (fi.name.clone(), Some(modules[fi.module].path.clone()))
-            }
-            Owner::Module(m) => (format!("{} (outside known functions)", modules[m].short_name()), Some(modules[m].path.clone())),
-            Owner::Unknown => ("(code outside every module)".to_string(), None),
+        let module = match owner {
+            Owner::Function(f) => Some(modules[code.functions()[f as usize].module].path.clone()),
+            Owner::Module(m) => Some(modules[m].path.clone()),
+            Owner::Unknown => None,
         };
+        let name = owner_name(code, owner);
         let i = self.functions.len();
         self.functions.push(FunctionCost { name, module, instructions: Vec::new(), self_instructions: 0 });
         self.index.insert(owner, i);
@@ -525,16 +516,5 @@ impl PathAnalysis {
             self.call_tracker = Some(tracker);
         }
         CostProfile { program: self.code.program_path().map(str::to_string), functions: names.functions, calls, stacks, total_instructions: total }
-    }
-
-    /// Every call of the run on its instruction index, when the call tracker kept them
-    /// ([`PathAnalysis::keep_call_timeline`]); `None` otherwise.
-    pub fn call_timeline(&mut self) -> Option<CallTimeline> {
-        let tracker = self.call_tracker.as_ref()?;
-        let spans = tracker.spans.as_ref()?;
-        let mut names = Names { index: HashMap::new(), functions: Vec::new() };
-        let calls = spans.iter().map(|s| CallSpan { tid: s.tid, function: names.get(&self.code, s.owner), start: s.start, end: s.end }).collect();
-        let functions = names.functions.into_iter().map(|f| f.name).collect();
-        Some(CallTimeline { program: self.code.program_path().map(str::to_string), functions, calls, markers: tracker.markers.clone(), instructions: tracker.clock })
     }
 }

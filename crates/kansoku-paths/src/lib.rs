@@ -36,6 +36,7 @@ pub mod normalize;
 pub mod profile;
 pub mod replay;
 pub mod report;
+pub mod timeline;
 
 /// The tool's stream format and the hasher moved to `kansoku-core` (the exact engine in
 /// `kansoku-probe` reads the stream too); kept here under their old names.
@@ -44,7 +45,8 @@ pub use kansoku_core::{fxhash, sbstream};
 pub use analysis::{AnalysisOptions, BlockKind, BlockRecorder, InputStats, PathAnalysis};
 pub use ballarus::BallLarus;
 pub use code::{BlockFacts, BlockId, CodeMap, Scope};
-pub use costs::{CallCost, CallSpan, CallTimeline, CallTracker, CostProfile, FunctionCost, InstructionCost, StackCost};
+pub use costs::{CallCost, CallTracker, CostProfile, FunctionCost, InstructionCost, StackCost};
 pub use dot::CfgError;
 pub use profile::{BackEdgeMode, CallMode, PathProfiler, PathTable};
 pub use report::{BlockRef, FunctionRow, Keep, PathReport, PathRow, Summary};
+pub use timeline::{CallCollector, CallSink, CallSpan, CallTimeline};

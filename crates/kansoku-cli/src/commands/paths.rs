@@ -4,6 +4,7 @@
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
@@ -124,8 +125,13 @@ pub struct Args {
     pub command: Vec<String>,
 }
 
+/// The Perfetto export of a run's calls, written while the analysis runs.
+type CallsTimeline = kansoku_export::CallsPerfetto<BufWriter<File>>;
+
 /// What one analysis produced, besides the report.
 pub struct PathsRun {
+    /// The Perfetto export being written, to close once the run's figures are known.
+    pub timeline: Option<Arc<Mutex<CallsTimeline>>>,
     pub analysis: PathAnalysis,
     pub report: PathReport,
     pub source: String,
@@ -175,9 +181,10 @@ fn write_exports(args: &Args, files: Vec<File>, r: &mut PathsRun) -> Result<Vec<
                 let comment = format!("kansoku paths of {command} (source {}, scope {:?}): instructions per call stack", r.source, r.report.scope);
                 costs.as_ref().map(|c| kansoku_export::write_pprof(c, &comment, out))
             }
-            Format::Perfetto => r.analysis.call_timeline().map(|t| {
+            Format::Perfetto => r.timeline.as_ref().map(|t| {
+                let mut t = t.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
                 let metadata = calls_metadata(&command, r, &t);
-                kansoku_export::write_perfetto(&kansoku_export::calls_timeline(kansoku_export::CallRun { timeline: &t, metadata }), out)
+                t.close(&metadata)
             }),
             _ => None,
         };
@@ -191,16 +198,16 @@ fn write_exports(args: &Args, files: Vec<File>, r: &mut PathsRun) -> Result<Vec<
 }
 
 /// The `kansoku` instant's arguments for a timeline of calls.
-fn calls_metadata(command: &str, r: &PathsRun, t: &kansoku_paths::CallTimeline) -> kansoku_export::Args {
+fn calls_metadata(command: &str, r: &PathsRun, t: &CallsTimeline) -> kansoku_export::Args {
     use kansoku_export::ArgValue::{Text, Uint};
     vec![
         ("command".to_string(), Text(format!("kansoku paths --source {}", r.source))),
         ("program".into(), Text(command.to_string())),
         ("time_axis".into(), Text("instruction index: instructions of the basic blocks entered before, all threads (a rep-prefixed instruction counts once per entry); the trace has no time stamps".into())),
         ("slices".into(), Text("calls and returns recovered from the instruction stream by a shadow call stack per thread; a jump into another function (tail call, PLT stub) opens a slice too".into())),
-        ("instructions".into(), Uint(t.instructions)),
-        ("calls".into(), Uint(t.calls.len() as u64)),
-        ("marker_hits".into(), Uint(t.markers.len() as u64)),
+        ("instructions".into(), Uint(t.instructions())),
+        ("calls".into(), Uint(t.calls())),
+        ("marker_hits".into(), Uint(t.markers())),
     ]
 }
 
@@ -260,7 +267,9 @@ fn tool_cuts(args: &Args) -> Result<Option<ToolCuts>> {
     })
 }
 
-pub fn analyse(args: &Args) -> Result<PathsRun> {
+/// The path analysis `args` ask for; the calls are written as a Perfetto trace into
+/// `perfetto` as they are found, when given.
+pub fn analyse(args: &Args, perfetto: Option<File>) -> Result<PathsRun> {
     let start = Instant::now();
     interrupt::install();
     let source = block_source(args)?;
@@ -271,8 +280,9 @@ pub fn analyse(args: &Args) -> Result<PathsRun> {
     }
     let program = source.program().with_context(|| format!("starting {name}"))?;
     let mut analysis = PathAnalysis::new(&options(args, program.as_ref().map(|(p, _)| p.clone())));
-    if args.export.iter().any(|(f, _)| *f == Format::Perfetto) {
-        analysis.keep_call_timeline();
+    let timeline = perfetto.map(|file| Arc::new(Mutex::new(CallsTimeline::new(BufWriter::new(file)))));
+    if let Some(t) = &timeline {
+        analysis.stream_call_timeline(Box::new(t.clone()));
     }
     if let Some(h) = &header {
         analysis.block_kind = BlockKind::of_header(h);
@@ -331,7 +341,7 @@ pub fn analyse(args: &Args) -> Result<PathsRun> {
         BlockSource::Exact(o) if o.engine == Engine::Ptrace => "step".to_string(),
         _ => name,
     };
-    Ok(PathsRun { analysis, report, source, counted_in, elapsed, interrupted: run.interrupted })
+    Ok(PathsRun { timeline, analysis, report, source, counted_in, elapsed, interrupted: run.interrupted })
 }
 
 /// "exited with status 1" or "was killed by SIGSEGV (11)".
@@ -451,7 +461,12 @@ pub fn run(args: Args) -> Result<()> {
     let runs_program = matches!(args.source.as_str(), "valgrind" | "lackey" | "exact" | "step");
     crate::output::report_to(crate::output::report_target(None, runs_program))?;
     let export_files = crate::exports::create_exports(&args.export, &PATH_EXPORTS, "kansoku paths")?;
-    let mut r = analyse(&args)?;
+    let perfetto = match args.export.iter().zip(&export_files).filter(|((f, _), _)| *f == Format::Perfetto).collect::<Vec<_>>()[..] {
+        [] => None,
+        [(_, file)] => Some(file.try_clone()?),
+        _ => bail!("--export perfetto: one Perfetto file per run (it is written while the program runs)"),
+    };
+    let mut r = analyse(&args, perfetto)?;
     for name in [&args.function, &args.cfg].into_iter().flatten() {
         r.analysis.check_function(name)?;
     }
@@ -596,7 +611,7 @@ pub fn demo_stage(dir: &Path) -> Result<String> {
         count_in: CountInArg::Auto,
         command: vec![program.to_string_lossy().into_owned(), "1000".into(), "10".into()],
     };
-    let mut r = analyse(&args)?;
+    let mut r = analyse(&args, None)?;
     write_csv(&r.report, &dir.join("paths.csv"))?;
     let dot = r.analysis.cfg_dot("walk", 3)?;
     let picture = match render_svg(&dot, &svg) {

@@ -236,11 +236,12 @@ pub fn run(args: Args) -> Result<()> {
 /// The reconstructed iteration as a Perfetto timeline: its instructions fed, with the
 /// recording's module map, to the path analysis' shadow call stack (the same recovery as
 /// for an exact trace), one marker hit at its start so the iteration shows as a slice.
-fn write_reconstructed_timeline(args: &Args, report: &Report, out: impl std::io::Write) -> Result<()> {
+fn write_reconstructed_timeline(args: &Args, report: &Report, out: impl std::io::Write + Send + 'static) -> Result<()> {
     use kansoku_export::ArgValue::{Text, Uint};
     let (_, modules) = RecordingReader::open(&args.recording)?.summarize_with_modules()?;
     let mut analysis = kansoku_paths::PathAnalysis::new(&kansoku_paths::AnalysisOptions { scope: kansoku_paths::Scope::All, ..Default::default() });
-    analysis.keep_call_timeline();
+    let timeline = std::sync::Arc::new(std::sync::Mutex::new(kansoku_export::CallsPerfetto::new(out)));
+    analysis.stream_call_timeline(Box::new(timeline.clone()));
     for m in modules {
         analysis.feed_event(&Event::Module(m));
     }
@@ -249,7 +250,6 @@ fn write_reconstructed_timeline(args: &Args, report: &Report, out: impl std::io:
         analysis.feed_event(&Event::Instruction { addr: i.addr });
     }
     analysis.finish()?;
-    let timeline = analysis.call_timeline().context("the call timeline was not kept")?;
     let r = &report.reconstruction;
     let metadata = vec![
         ("command".to_string(), Text("kansoku reconstruct".into())),
@@ -260,7 +260,7 @@ fn write_reconstructed_timeline(args: &Args, report: &Report, out: impl std::io:
         ("instructions".into(), Uint(r.trace.len() as u64)),
         ("samples_used".into(), Uint(r.samples_used as u64)),
     ];
-    kansoku_export::write_perfetto(&kansoku_export::calls_timeline(kansoku_export::CallRun { timeline: &timeline, metadata }), out)?;
+    timeline.lock().unwrap_or_else(std::sync::PoisonError::into_inner).close(&metadata)?;
     Ok(())
 }
 
