@@ -138,6 +138,57 @@ pub struct PathReport {
     pub warnings: Vec<String>,
 }
 
+impl PathRow {
+    /// The path's source lines, the file named once per run of lines in it:
+    /// `paths.c:15,17 util.c:3`.
+    pub fn lines(&self) -> String {
+        let mut out = String::new();
+        let mut file: Option<&str> = None;
+        for l in self.blocks.iter().filter_map(|b| b.line.as_deref()) {
+            let (f, n) = l.rsplit_once(':').unwrap_or((l, ""));
+            if file == Some(f) {
+                out.push(',');
+                out.push_str(n);
+            } else {
+                if !out.is_empty() {
+                    out.push(' ');
+                }
+                out.push_str(l);
+                file = Some(f);
+            }
+        }
+        out
+    }
+}
+
+impl PathReport {
+    /// The paths as CSV, one row each: rank, count, share, instructions, Ball–Larus
+    /// number, the path's text and its source lines (RFC 4180 quoting).
+    pub fn write_csv(&self, mut w: impl std::io::Write) -> std::io::Result<()> {
+        writeln!(w, "rank,count,share,instructions,ball_larus,path,lines")?;
+        let quote = |s: &str| format!("\"{}\"", s.replace('"', "\"\""));
+        for r in &self.paths {
+            let ball_larus = r.ball_larus.map(|x| x.to_string()).unwrap_or_default();
+            writeln!(w, "{},{},{:.6},{},{},{},{}", r.rank, r.count, r.share, r.instructions, ball_larus, quote(&r.text), quote(&r.lines()))?;
+        }
+        w.flush()
+    }
+
+    /// How the program ended, when that bears on the paths: killed by a signal (the paths
+    /// up to there are reported) or a non-zero exit status.
+    pub fn ending(&self) -> Option<String> {
+        match (self.input.exit, self.input.signal) {
+            (_, Some(sig)) => Some(format!(
+                "the program was killed by {}{}; the paths up to there are reported",
+                kansoku_core::text::signal_name(sig),
+                self.input.fault_address.map(|a| format!(" at 0x{a:x}")).unwrap_or_default()
+            )),
+            (Some(kansoku_core::ExitStatus::Exited(c)), None) if c != 0 => Some(format!("the program exited with status {c}")),
+            _ => None,
+        }
+    }
+}
+
 impl PathAnalysis {
     fn block_ref(&mut self, b: BlockId) -> BlockRef {
         let info = self.code.block(b).clone();

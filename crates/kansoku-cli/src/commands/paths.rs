@@ -372,46 +372,9 @@ fn split_command(args: &Args) -> Result<(PathBuf, Vec<String>)> {
     }
 }
 
-/// `paths.c:15,17` — a path's lines, the file named once.
-fn lines_of(report_row: &kansoku_paths::PathRow) -> String {
-    let mut out = String::new();
-    let mut file: Option<String> = None;
-    for b in &report_row.blocks {
-        let Some(l) = &b.line else { continue };
-        let (f, n) = l.rsplit_once(':').unwrap_or((l.as_str(), ""));
-        if file.as_deref() == Some(f) {
-            out.push(',');
-            out.push_str(n);
-        } else {
-            if !out.is_empty() {
-                out.push(' ');
-            }
-            out.push_str(l);
-            file = Some(f.to_string());
-        }
-    }
-    out
-}
-
 fn write_csv(report: &PathReport, path: &Path) -> Result<()> {
-    let mut w = BufWriter::new(File::create(path).with_context(|| format!("creating {}", path.display()))?);
-    writeln!(w, "rank,count,share,instructions,ball_larus,path,lines")?;
-    for r in &report.paths {
-        let quote = |s: &str| format!("\"{}\"", s.replace('"', "\"\""));
-        writeln!(
-            w,
-            "{},{},{:.6},{},{},{},{}",
-            r.rank,
-            r.count,
-            r.share,
-            r.instructions,
-            r.ball_larus.map(|x| x.to_string()).unwrap_or_default(),
-            quote(&r.text),
-            quote(&lines_of(r))
-        )?;
-    }
-    w.flush()?;
-    Ok(())
+    let file = File::create(path).with_context(|| format!("creating {}", path.display()))?;
+    report.write_csv(BufWriter::new(file)).with_context(|| format!("writing {}", path.display()))
 }
 
 /// Renders DOT to SVG with Graphviz.
@@ -440,18 +403,6 @@ struct JsonOut<'a> {
     interrupted: bool,
     #[serde(flatten)]
     report: &'a PathReport,
-}
-
-fn exit_text(report: &PathReport) -> Option<String> {
-    match (report.input.exit, report.input.signal) {
-        (_, Some(sig)) => Some(format!(
-            "the program was killed by {}{}; the paths up to there are reported",
-            signal_name(sig),
-            report.input.fault_address.map(|a| format!(" at 0x{a:x}")).unwrap_or_default()
-        )),
-        (Some(ExitStatus::Exited(c)), None) if c != 0 => Some(format!("the program exited with status {c}")),
-        _ => None,
-    }
 }
 
 pub fn run(args: Args) -> Result<()> {
@@ -529,7 +480,7 @@ pub fn run(args: Args) -> Result<()> {
                 (None, false) => "-".into(),
             },
             p.text.clone(),
-            lines_of(p),
+            p.lines(),
         ]);
     }
     t.print();
@@ -571,7 +522,7 @@ pub fn run(args: Args) -> Result<()> {
     }
     reportln!();
     ft.print();
-    if let Some(t) = exit_text(&r.report) {
+    if let Some(t) = r.report.ending() {
         reportln!("\n{t}");
     }
     if r.interrupted {
