@@ -158,10 +158,17 @@ fn sigkill_of_the_recorder_keeps_the_recording_and_ends_the_program() {
         .spawn()
         .unwrap();
     let program = wait_for_child(k.id());
-    std::thread::sleep(Duration::from_millis(1500));
+    // Killed once tracing is under way — its first 64 KiB on disk, however long the engine
+    // took to start on a loaded machine (1.5 s was not always enough: 0 instructions) — and
+    // half a second later.
+    let t = Instant::now();
+    while std::fs::metadata(&ksk).map_or(0, |m| m.len()) < 64 << 10 && t.elapsed() < Duration::from_secs(120) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(500));
     k.kill().unwrap();
     k.wait().unwrap();
-    // Lost at most the last 100 ms or 64 KiB: at ~30 k instructions/s, most of 1.5 s is there.
+    // Lost at most the last 100 ms or 64 KiB: what was written before is there.
     let mut r = RecordingReader::open(&ksk).unwrap();
     let mut instructions = 0u64;
     while let Some(e) = r.next_event().unwrap() {
