@@ -322,6 +322,7 @@ pub fn run_events(args: EventArgs) -> Result<EventsJson> {
         (None, false) => Calibrate::Off,
     };
     let export_files = crate::exports::create_exports(&args.export, &[Format::Perfetto], "kansoku monitor events")?;
+    // a timeline needs every hit; the report alone is analysed as the hits are read
     let options = EventOptions { program: PathBuf::from(program), args: rest.to_vec(), probes: args.probes.clone(), mechanism, calibrate: calibrate_at, keep_hits: !args.export.is_empty() };
     let bar = crate::output::spinner("measuring", "hits");
     let r = record_events(&options, &mut |p| match p {
