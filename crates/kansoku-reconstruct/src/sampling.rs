@@ -15,7 +15,7 @@ pub struct SampleReport {
     pub output: PathBuf,
     /// Instructions between counter overflows.
     pub period: u64,
-    /// The largest skid drawn.
+    /// Up to how many instructions after the overflow a sample is reported (0: none).
     pub skid: u64,
     /// Instructions of the exact trace read.
     pub instructions: u64,
