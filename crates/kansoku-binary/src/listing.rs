@@ -4,15 +4,11 @@
 
 use std::fmt::Write as _;
 
-use kansoku_core::text::Table;
+use kansoku_core::text::{hex, Table};
 use serde::Serialize;
 
 use crate::program::{demangle, SymbolSource};
 use crate::{FunctionCfg, FunctionSymbol, Program};
-
-fn hex(addr: u64) -> String {
-    format!("0x{addr:x}")
-}
 
 /// One function of the program's list.
 #[derive(Serialize)]

@@ -132,9 +132,7 @@ pub fn bar(message: &str, len: u64) -> ProgressBar {
     bar
 }
 
-pub fn hex(addr: u64) -> String {
-    format!("0x{addr:x}")
-}
+pub use kansoku_core::text::hex;
 
 pub use kansoku_core::text::signal_name;
 

@@ -91,3 +91,8 @@ pub fn exit_text(exit: crate::ExitStatus) -> String {
         crate::ExitStatus::Detached => "detached (observation stopped before the program ended)".into(),
     }
 }
+
+/// An address as reports write it: `0x401136`.
+pub fn hex(addr: u64) -> String {
+    format!("0x{addr:x}")
+}

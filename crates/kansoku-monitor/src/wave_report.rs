@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use kansoku_binary::maps::Mapping;
 use kansoku_binary::Symbolizer;
-use kansoku_core::text::Table;
+use kansoku_core::text::{hex, Table};
 use kansoku_core::{ExitStatus, Module};
 
 use crate::wave::{analyse_signals, repeating_functions, Recurrence, Region, RegionKind, SignalAnalysis, WavePoint};
@@ -235,7 +235,7 @@ impl WaveReport {
         out.push_str(&t.render());
         let mut t = Table::new(&["region", "kind", "low", "high"]);
         for g in r.regions.iter().take(20) {
-            t.row(vec![g.label.clone(), format!("{:?}", g.kind), format!("0x{:x}", g.low), format!("0x{:x}", g.high)]);
+            t.row(vec![g.label.clone(), format!("{:?}", g.kind), hex(g.low), hex(g.high)]);
         }
         out.push('\n');
         out.push_str(&t.render());

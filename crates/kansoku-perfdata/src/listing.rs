@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use kansoku_binary::Symbolizer;
+use kansoku_core::text::hex;
 use kansoku_core::Event;
 use serde_json::json;
 
@@ -18,10 +19,6 @@ pub enum By {
     Function,
     /// `function:BB:offset`.
     Block,
-}
-
-fn hex(addr: u64) -> String {
-    format!("0x{addr:x}")
 }
 
 /// The modules as JSON objects, each with its process's pid where the recording says it.
