@@ -466,6 +466,30 @@ trait Sink {
     fn may_skip(&self, _cur: &[(usize, i64, i64)]) -> bool {
         false
     }
+    /// Runs all `n` iterations (`n ≥ 1`) of an innermost loop whose accesses are `cur`
+    /// (reference, address in the first iteration, advance per iteration), in this order.
+    /// By default one iteration at a time, asking [`Sink::skip`] after each.
+    #[inline(always)]
+    fn inner(&mut self, cur: &mut [(usize, i64, i64)], n: u64) {
+        let may_skip = self.may_skip(cur);
+        let mut t = 0u64;
+        while t < n {
+            for e in cur.iter_mut() {
+                self.access(e.0, e.1);
+                e.1 += e.2;
+            }
+            t += 1;
+            if may_skip && t < n {
+                let k = self.skip(cur, n - t);
+                if k > 0 {
+                    for e in cur.iter_mut() {
+                        e.1 += e.2 * k as i64;
+                    }
+                    t += k;
+                }
+            }
+        }
+    }
 }
 
 /// A closure as a [`Sink`] that sees every access.
@@ -510,6 +534,11 @@ impl<S: Sink, P: FnMut(u64)> Sink for Reporting<'_, S, P> {
     fn may_skip(&self, cur: &[(usize, i64, i64)]) -> bool {
         self.sink.may_skip(cur)
     }
+    #[inline(always)]
+    fn inner(&mut self, cur: &mut [(usize, i64, i64)], n: u64) {
+        self.sink.inner(cur, n);
+        self.count(n.saturating_mul(cur.len() as u64));
+    }
 }
 
 #[inline(always)]
@@ -545,25 +574,10 @@ fn run_nodes(nodes: &[PNode], vars: &mut [i64], f: &mut impl Sink) {
                         // iterations timed the kernel fuzzer out).
                         continue;
                     }
-                    let may_skip = f.may_skip(&cur);
-                    let mut v = lo;
-                    while v < hi {
-                        for e in cur.iter_mut() {
-                            f.access(e.0, e.1);
-                            e.1 += e.2;
-                        }
-                        v += step;
-                        if may_skip && v < hi {
-                            // loop steps are positive (the loop runs while v < hi)
-                            let k = f.skip(&cur, ((hi - v + step - 1) / step) as u64);
-                            if k > 0 {
-                                for e in cur.iter_mut() {
-                                    e.1 += e.2 * k as i64;
-                                }
-                                v += step * k as i64;
-                            }
-                        }
-                    }
+                    // loop steps are positive (the loop runs while v < hi)
+                    let n = ((hi - lo + step - 1) / step) as u64;
+                    f.inner(&mut cur, n);
+                    let v = lo + step * n as i64;
                     vars[*depth] = v;
                 } else {
                     let mut v = lo;
@@ -681,33 +695,38 @@ impl CacheSim {
     /// One access by reference `r` to byte address `addr`.
     #[inline(always)]
     pub fn access(&mut self, r: usize, addr: i64) {
-        let line = match self.line_shift {
-            Some(s) => addr >> s,
-            None => addr.div_euclid(self.line),
-        };
+        let line = self.line_of(addr);
+        self.stats[r].accesses += 1;
+        if self.lookup(r, line) {
+            self.stats[r].hits += 1;
+        }
+    }
+
+    /// Looks `line` up for reference `r` and makes it the most recent of its set; a miss
+    /// is counted (compulsory or other), an access or a hit is not. Whether it hit.
+    #[inline(always)]
+    fn lookup(&mut self, r: usize, line: i64) -> bool {
         let set = match self.set_mask {
             Some(m) => line & m,
             None => line.rem_euclid(self.sets),
         } as usize;
         let a = self.assoc;
         let slot = &mut self.tags[set * a..set * a + a];
-        let st = &mut self.stats[r];
-        st.accesses += 1;
         if slot[0] == line {
-            st.hits += 1;
-            return;
+            return true;
         }
         if let Some(i) = slot.iter().position(|&t| t == line) {
             move_to_front(slot, i);
-            st.hits += 1;
-        } else {
-            push_front(slot, line);
-            if self.seen.insert(line) {
-                st.compulsory += 1;
-            } else {
-                st.other += 1;
-            }
+            return true;
         }
+        push_front(slot, line);
+        let st = &mut self.stats[r];
+        if self.seen.insert(line) {
+            st.compulsory += 1;
+        } else {
+            st.other += 1;
+        }
+        false
     }
 }
 
@@ -771,11 +790,130 @@ impl CacheSim {
     }
 }
 
+/// The most accesses per iteration [`CacheSim::runs`] keeps on the stack.
+const RUN_REFS: usize = 16;
+
+impl CacheSim {
+    /// Iterations after one at `addr` whose accesses (advancing by `stride`, `2^shift` in
+    /// magnitude when given) stay in its line.
+    #[inline(always)]
+    fn stay(&self, addr: i64, stride: i64, shift: Option<u32>) -> u64 {
+        let first = self.line_of(addr) * self.line;
+        let room = match stride.signum() {
+            0 => return u64::MAX,
+            1 => first + self.line - 1 - addr,
+            _ => addr - first,
+        };
+        match shift {
+            Some(s) => (room >> s) as u64,
+            None => (room / stride.abs()) as u64,
+        }
+    }
+
+    /// An innermost loop of `n` iterations from one line change to the next: the
+    /// iterations in which some reference enters a new line are simulated access by access;
+    /// the ones between, where every reference stays in the line it accessed in the
+    /// iteration before, are counted as hits without being visited when the lines of that
+    /// iteration are all still cached (see [`CacheSim::skippable`]: the LRU state is then
+    /// left as it is). Per reference the iterations left in its line are kept as a
+    /// countdown, recomputed only when it enters a new line, so a run costs a minimum over
+    /// the references; the lines are surely cached when the iteration makes at most
+    /// `assoc` accesses (they are then the most recent of their sets).
+    fn runs(&mut self, cur: &[(usize, i64, i64)], n: u64) {
+        let m = cur.len();
+        let mut addr = [0i64; RUN_REFS];
+        let mut same = [0u64; RUN_REFS];
+        // a power-of-two advance: the countdown by a shift, not a division
+        let mut shift = [None; RUN_REFS];
+        for (i, e) in cur.iter().enumerate() {
+            addr[i] = e.1;
+            shift[i] = (e.2 != 0 && e.2.unsigned_abs().is_power_of_two()).then(|| e.2.unsigned_abs().trailing_zeros());
+            same[i] = self.stay(e.1, e.2, shift[i]);
+        }
+        let sure = m <= self.assoc;
+        let mut t = 0u64;
+        loop {
+            for i in 0..m {
+                let line = self.line_of(addr[i]);
+                self.lookup(cur[i].0, line);
+            }
+            t += 1;
+            if t == n {
+                break;
+            }
+            let k = same[..m].iter().copied().min().unwrap_or(u64::MAX).min(n - t);
+            if k > 0 && (sure || self.all_cached(&addr[..m])) {
+                for (i, e) in cur.iter().enumerate() {
+                    addr[i] += e.2 * k as i64;
+                    same[i] -= k;
+                }
+                t += k;
+                if t == n {
+                    break;
+                }
+            }
+            for (i, e) in cur.iter().enumerate() {
+                addr[i] += e.2;
+                same[i] = match same[i] {
+                    0 => self.stay(addr[i], e.2, shift[i]),
+                    s => s - 1,
+                };
+            }
+        }
+    }
+
+    /// Whether the lines of all these addresses are in the cache.
+    fn all_cached(&self, addrs: &[i64]) -> bool {
+        let a = self.assoc;
+        addrs.iter().all(|&x| {
+            let line = self.line_of(x);
+            let set = match self.set_mask {
+                Some(mask) => line & mask,
+                None => line.rem_euclid(self.sets),
+            } as usize;
+            self.tags[set * a..set * a + a].contains(&line)
+        })
+    }
+}
+
 impl Sink for CacheSim {
     /// Only where every reference stays in a line for more than one iteration.
     #[inline(always)]
     fn may_skip(&self, cur: &[(usize, i64, i64)]) -> bool {
         cur.iter().all(|e| e.2.abs() < self.line)
+    }
+    #[inline(always)]
+    fn inner(&mut self, cur: &mut [(usize, i64, i64)], n: u64) {
+        if cur.len() > RUN_REFS {
+            for _ in 0..n {
+                for e in cur.iter_mut() {
+                    CacheSim::access(self, e.0, e.1);
+                    e.1 += e.2;
+                }
+            }
+            return;
+        }
+        let mut missed = [0u64; RUN_REFS];
+        for (i, e) in cur.iter().enumerate() {
+            missed[i] = self.stats[e.0].misses();
+        }
+        if self.may_skip(cur) {
+            self.runs(cur, n);
+        } else {
+            for _ in 0..n {
+                for e in cur.iter_mut() {
+                    let line = self.line_of(e.1);
+                    self.lookup(e.0, line);
+                    e.1 += e.2;
+                }
+            }
+        }
+        // every iteration made every access; the ones that did not miss hit
+        for (i, e) in cur.iter().enumerate() {
+            let st = &mut self.stats[e.0];
+            st.accesses += n;
+            st.hits += n - (st.misses() - missed[i]);
+        }
     }
     #[inline(always)]
     fn access(&mut self, r: usize, addr: i64) {
