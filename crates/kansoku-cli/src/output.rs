@@ -116,7 +116,31 @@ pub fn spinner(message: &str, unit: &str) -> ProgressBar {
     let template = format!("{{spinner}} {message}: {{pos}} {unit} ({{per_sec}}, {{elapsed}})");
     bar.set_style(ProgressStyle::with_template(&template).unwrap_or_else(|_| ProgressStyle::default_spinner()));
     bar.enable_steady_tick(std::time::Duration::from_millis(120));
+    *SPINNER.lock().unwrap_or_else(|e| e.into_inner()) = Some(bar.clone());
     bar
+}
+
+/// The last spinner shown: a line said meanwhile goes above it.
+static SPINNER: std::sync::Mutex<Option<ProgressBar>> = std::sync::Mutex::new(None);
+
+/// Writes `line` on stderr, above the spinner if one spins (a closed or full stderr loses
+/// the line, it does not end kansoku). Callable from any thread.
+pub fn say(line: &str) {
+    let bar = SPINNER.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let write = || {
+        let _ = writeln!(std::io::stderr(), "{line}");
+    };
+    match bar {
+        Some(bar) => bar.suspend(write),
+        None => write(),
+    }
+}
+
+/// Every time the observed `program` stops itself (SIGSTOP, SIGTSTP...), says so on stderr
+/// in the words every command uses; `what` is what resumes on SIGCONT.
+pub fn say_stops(program: &str, what: &'static str) {
+    let program = program.to_string();
+    kansoku_probe::stops::on_stop(move |signal| say(&kansoku_probe::stops::said(&program, signal, what)));
 }
 
 /// A bar of known length on a terminal (hidden when stderr is piped): `message`, the bar,

@@ -292,3 +292,120 @@ fn ctrl_c_before_the_wave_marker_is_passed_on() {
     assert!(!err.contains("ESRCH"), "{err}");
     assert_eq!(o.status.code(), Some(130), "{err}");
 }
+
+/// A program that stops itself (SIGSTOP) after it wrote `before`, and on SIGCONT writes
+/// `after` into the file named by its argument.
+fn stopping_program() -> std::path::PathBuf {
+    let src = "#include <signal.h>\n#include <stdio.h>\nvolatile long sink;\n__attribute__((noinline)) void late(void) { sink++; }\n\
+               int main(int c, char **v) { FILE *f; if (c < 2) return 2; raise(SIGSTOP); late(); f = fopen(v[1], \"w\"); if (!f) return 3; fputs(\"after\", f); return fclose(f) != 0; }\n";
+    kansoku_examples::build_source("stops_itself", src, &kansoku_examples::test_build_dir(), &["-O1", "-g"]).unwrap()
+}
+
+/// Runs `kansoku ARGS -- stops_itself FILE` and checks what every command does when the
+/// program stops itself: kansoku says so on stderr (once), the program stays stopped
+/// (it has not written FILE half a second later), and after a SIGCONT the run ends as
+/// the program did, with FILE written.
+fn a_stop_is_said_and_held(args: &[&str]) {
+    use std::io::BufRead;
+    let program = stopping_program();
+    let dir = tempfile::tempdir().unwrap();
+    let after = dir.path().join("after");
+    let mut k = kansoku_cmd()
+        .args(args)
+        .arg("--")
+        .arg(&program)
+        .arg(&after)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let kid = k.id();
+    let (lines, told) = std::sync::mpsc::channel();
+    let err = k.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut all = String::new();
+        for line in std::io::BufReader::new(err).lines().map_while(Result::ok) {
+            let _ = lines.send(line.clone());
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+    let t = Instant::now();
+    loop {
+        match told.recv_timeout(Duration::from_secs(60)) {
+            Ok(line) if line.contains("is stopped by SIGSTOP") => break,
+            Ok(_) => {}
+            Err(e) => {
+                let _ = k.kill();
+                panic!("{args:?}: nothing said of the stop in {:?} ({e}): {}", t.elapsed(), reader.join().unwrap());
+            }
+        }
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(!after.exists(), "{args:?}: the program ran on while said to be stopped");
+    let program_pid = child_of(kid).expect("the program is kansoku's child");
+    // SAFETY: kill with integer arguments.
+    unsafe { libc::kill(program_pid as i32, libc::SIGCONT) };
+    let t = Instant::now();
+    while alive(kid) && t.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    if alive(kid) {
+        let _ = k.kill();
+        panic!("{args:?}: kansoku still waits after SIGCONT");
+    }
+    let status = k.wait().unwrap();
+    let err = reader.join().unwrap();
+    assert_eq!(status.code(), Some(0), "{args:?}: {err}");
+    assert_eq!(std::fs::read_to_string(&after).unwrap_or_default(), "after", "{args:?}: {err}");
+    assert_eq!(err.matches("is stopped by SIGSTOP").count(), 1, "{args:?}: {err}");
+    assert!(err.contains("resumes when it gets SIGCONT"), "{args:?}: {err}");
+}
+
+fn valgrind_tool() -> bool {
+    match kansoku_probe::valgrind::tool_dir() {
+        Ok(_) => true,
+        Err(why) => {
+            skip(Missing::Installed { package: "valgrind" }, why);
+            false
+        }
+    }
+}
+
+/// `trace exact` on both engines; by ptrace the program stops while run to the marker at
+/// full speed. Before, the ptrace engine restarted the thread from its group-stop, and the
+/// program ran on as if it had never stopped.
+#[test]
+fn trace_exact_says_a_stopped_program_and_waits_for_sigcont() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("t.ksk");
+    a_stop_is_said_and_held(&["trace", "exact", "--engine", "ptrace", "--marker", "late", "-o", s(&out)]);
+    if valgrind_tool() {
+        a_stop_is_said_and_held(&["trace", "exact", "--engine", "valgrind", "-o", s(&out)]);
+    }
+}
+
+/// `wave --exact` on both engines, the program stopping while it is single-stepped.
+#[test]
+fn wave_says_a_stopped_program_and_waits_for_sigcont() {
+    a_stop_is_said_and_held(&["wave", "--exact", "--engine", "ptrace"]);
+    if valgrind_tool() {
+        a_stop_is_said_and_held(&["wave", "--exact", "--engine", "valgrind"]);
+    }
+}
+
+/// `paths` (a live run under kansoku's Valgrind tool).
+#[test]
+fn paths_says_a_stopped_program_and_waits_for_sigcont() {
+    if valgrind_tool() {
+        a_stop_is_said_and_held(&["paths"]);
+    }
+}
+
+/// The trap mechanism of `monitor events` (ptrace), as the agent and uprobes do.
+#[test]
+fn the_trap_mechanism_says_a_stopped_program_and_waits_for_sigcont() {
+    a_stop_is_said_and_held(&["monitor", "events", "--mechanism", "trap", "--probe", "late"]);
+}

@@ -9,7 +9,8 @@
 //! * **process/** — [`spawn`] (fork and exec, the exec gate, `poll_child`), [`tracee`] (one
 //!   program under ptrace for every tracer: spawn, waits that survive Ctrl-C, run to an
 //!   address, threads, detach), [`interrupt`] (Ctrl-C as a request to stop observing and
-//!   keep what was recorded), [`procfs`] (memory maps as modules).
+//!   keep what was recorded), [`procfs`] (memory maps as modules), [`stops`] (a program
+//!   that stops itself: said once per stop by every command, held until SIGCONT).
 //! * **trace/** — the ground truth: [`exact`] records every user-space instruction of every
 //!   thread, optionally only inside a marker window, on ptrace single-stepping or on
 //!   kansoku's Valgrind tool ([`exact_valgrind`]; the tool and Lackey in [`valgrind`]);
@@ -32,7 +33,7 @@ mod trace;
 pub use monitor::{sysstat, wave};
 pub use points::{agent, events, marker};
 pub(crate) use points::online;
-pub use process::{interrupt, procfs, spawn, tracee};
+pub use process::{interrupt, procfs, spawn, stops, tracee};
 pub use sampling::{perf, sampler};
 pub use trace::{blocks, exact, exact_valgrind, valgrind};
 

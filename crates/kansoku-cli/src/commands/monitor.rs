@@ -327,7 +327,7 @@ pub fn run_events(args: EventArgs) -> Result<EventsJson> {
     let bar = crate::output::spinner("measuring", "hits");
     let r = record_events(&options, &mut |p| match p {
         Progress::Count(n) => bar.set_position(n),
-        Progress::Stopped { signal } => bar.suspend(|| eprintln!("kansoku: {program} is stopped by {}; measuring resumes when it gets SIGCONT (or press Ctrl-C to end)", crate::output::signal_name(signal))),
+        Progress::Stopped { signal } => crate::output::say(&kansoku_probe::stops::said(program, signal, "measuring")),
     })?;
     bar.finish_and_clear();
     // the notes are in the report; said on stderr too when the report goes to a file

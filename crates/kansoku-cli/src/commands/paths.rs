@@ -279,6 +279,9 @@ pub fn analyse(args: &Args, perfetto: Option<File>) -> Result<PathsRun> {
         bail!("{name} holds samples, not blocks or instructions: path profiles need every block (record with `kansoku paths --record` or `kansoku trace exact`)");
     }
     let program = source.program().with_context(|| format!("starting {name}"))?;
+    if let Some((p, _)) = &program {
+        crate::output::say_stops(p, "profiling");
+    }
     let mut analysis = PathAnalysis::new(&options(args, program.as_ref().map(|(p, _)| p.clone())));
     let timeline = perfetto.map(|file| Arc::new(Mutex::new(CallsTimeline::new(BufWriter::new(file)))));
     if let Some(t) = &timeline {

@@ -12,7 +12,7 @@ use kansoku_probe::perf::SamplingClock;
 use kansoku_probe::sampler::{record_samples, RecordProgress, SampleRecordingOptions};
 use serde::Serialize;
 
-use crate::output::{reportln, print_json, signal_name, spinner};
+use crate::output::{reportln, print_json, spinner};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -121,7 +121,7 @@ pub fn record(program: &Path, args: &[String], clock: SamplingClock, marker: Opt
         }
         RecordProgress::Stopped { signal } if !told_stopped => {
             told_stopped = true;
-            bar.suspend(|| eprintln!("kansoku: {} is stopped by {}; recording resumes when it gets SIGCONT (or press Ctrl-C to end)", program.display(), signal_name(signal)));
+            crate::output::say(&kansoku_probe::stops::said(&program.display().to_string(), signal, "recording"));
         }
         RecordProgress::Stopped { .. } => {}
     });

@@ -102,6 +102,7 @@ pub fn record_exact(options: &ExactTraceOptions, output: &Path) -> Result<ExactR
     let header = kansoku_probe::exact::recording_header(&program, options)?;
     let mut writer = RecordingWriter::create(output, &header)?;
     kansoku_probe::interrupt::install();
+    crate::output::say_stops(&program.display().to_string(), "tracing");
     let bar = spinner("tracing", "instructions");
     let outcome = trace_exact(options, &mut writer, &mut |n| bar.set_position(n));
     bar.finish_and_clear();

@@ -53,6 +53,7 @@ pub fn run(args: Args) -> Result<()> {
     kansoku_probe::interrupt::install();
     crate::output::report_to(crate::output::report_target(args.output.as_deref(), true))?;
     let (program, rest) = args.program.split_first().context("no program given after --")?;
+    crate::output::say_stops(program, "observing");
     let mode = if args.exact {
         WaveMode::Exact { marker: Some(args.marker.clone()), max_instructions: args.max_instructions }
     } else if let Some(period) = args.period {

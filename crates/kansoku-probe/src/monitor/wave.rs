@@ -318,8 +318,10 @@ fn sampled(program: &std::path::Path, args: &[String], clock: SamplingClock, pro
                 maps = m;
             }
         }
-        if let ChildState::Ended(exit) = poll_child(pid, &mut interrupted)? {
-            break exit;
+        match poll_child(pid, &mut interrupted)? {
+            ChildState::Ended(exit) => break exit,
+            ChildState::Stopped(signal) => crate::stops::tell(signal),
+            ChildState::Running => {}
         }
     };
     take(&mut session, &mut raw, &mut modules);
@@ -426,9 +428,15 @@ fn exact(program_path: &std::path::Path, args: &[String], marker: &str, max: u64
         match waitpid(pid, None) {
             Ok(WaitStatus::Stopped(_, Signal::SIGTRAP)) => {}
             Ok(WaitStatus::Stopped(_, s)) => {
-                // Deliver the program's own signal on the next step.
+                // Deliver the program's own signal on the next step; a stopping signal
+                // stops it there, said and held until SIGCONT.
                 let _ = ptrace::step(pid, Some(s));
-                let _ = waitpid(pid, None);
+                while let Ok(WaitStatus::Stopped(_, s)) = waitpid(pid, None) {
+                    if !tracee.program_stopped(pid, s) {
+                        break;
+                    }
+                    let _ = ptrace::step(pid, None);
+                }
             }
             Ok(WaitStatus::Exited(_, code)) => {
                 exit = Some(ExitStatus::Exited(code));

@@ -835,6 +835,7 @@ fn run_traps_pinned(plan: Plan, args: &[String], progress: &mut dyn FnMut(Progre
     let mut interrupted = false;
     let start = Instant::now();
     let mut resume: Option<(Pid, Option<Signal>)> = Some((pid, None));
+    let mut stops = crate::stops::Stops::default();
     let exit = loop {
         if let Some((tid, sig)) = resume.take() {
             let _ = ptrace::cont(tid, sig);
@@ -896,6 +897,8 @@ fn run_traps_pinned(plan: Plan, args: &[String], progress: &mut dyn FnMut(Progre
                 resume = Some((tid, pending_signal));
             }
             WaitStatus::Stopped(tid, Signal::SIGSTOP) if tid != pid => resume = Some((tid, None)),
+            // the program stopped itself: said, held until SIGCONT
+            WaitStatus::Stopped(tid, sig) if stops.group_stop(pid, tid, sig, &mut |signal| progress(Progress::Stopped { signal })) => resume = Some((tid, None)),
             WaitStatus::Stopped(tid, sig) => resume = Some((tid, Some(sig))),
             WaitStatus::PtraceEvent(tid, _, _) => resume = Some((tid, None)),
             WaitStatus::Exited(p, code) if p == pid => break ExitStatus::Exited(code),

@@ -44,6 +44,8 @@ pub struct Tracee {
     passed_on: bool,
     /// Signals the program got while the tracee ran (delivered to it).
     pub signals: Vec<i32>,
+    /// The program's own stops (SIGSTOP...), said and held until SIGCONT.
+    stops: crate::stops::Stops,
 }
 
 /// The error of a ptrace request on `pid`, with the fix when ptrace is refused.
@@ -56,7 +58,7 @@ impl Tracee {
     /// always added: the program never runs on unobserved). On failure the program is ended.
     pub fn spawn(program: &Path, args: &[String], options: Options) -> Result<Tracee, ProbeError> {
         let pid = crate::spawn::spawn_traced(program, args)?;
-        let tracee = Tracee { pid, threads: vec![pid], fresh: Vec::new(), seen_early: Vec::new(), passed_on: false, signals: Vec::new() };
+        let tracee = Tracee { pid, threads: vec![pid], fresh: Vec::new(), seen_early: Vec::new(), passed_on: false, signals: Vec::new(), stops: Default::default() };
         if let Err(e) = ptrace::setoptions(pid, options | Options::PTRACE_O_EXITKILL) {
             tracee.kill();
             return Err(ptrace_error("SETOPTIONS", pid)(e));
@@ -144,6 +146,7 @@ impl Tracee {
                     resume.push((tid, sent_by_a_process(tid).then_some(Signal::SIGTRAP)));
                 }
                 WaitStatus::Stopped(tid, Signal::SIGSTOP) if self.is_new_thread(tid) => resume.push((tid, None)),
+                WaitStatus::Stopped(tid, signal) if self.program_stopped(tid, signal) => resume.push((tid, None)),
                 WaitStatus::Stopped(tid, signal) => {
                     self.signals.push(signal as i32);
                     resume.push((tid, Some(signal)));
@@ -185,6 +188,14 @@ impl Tracee {
             return true;
         }
         false
+    }
+
+    /// Is this stop of `tid` the program stopping itself (the group-stop after a SIGSTOP,
+    /// SIGTSTP... was delivered)? Then it has been said (once per stop, [`crate::stops::tell`])
+    /// and held until a SIGCONT came (or the user's Ctrl-C): the caller resumes `tid`
+    /// without a signal, and records no signal (its delivery was the stop before).
+    pub fn program_stopped(&mut self, tid: Pid, signal: Signal) -> bool {
+        self.stops.group_stop(self.pid, tid, signal, &mut crate::stops::tell)
     }
 
     /// Registers the thread that `parent`'s clone event announces.

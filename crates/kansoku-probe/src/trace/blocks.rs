@@ -188,12 +188,15 @@ fn tool(o: &LackeyOptions, paths: Option<ToolCuts>, sink: &mut dyn BlockSink, pr
         let n = match output.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            // the user's Ctrl-C (looked at below: the program may be stopped, writing nothing)
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => 0,
             Err(e) => return Err(io_error(&run.program, e)),
         };
-        sink.tool_stream(&buf[..n]);
-        chunks += 1;
-        if gentle || chunks.is_multiple_of(16) {
+        if n > 0 {
+            sink.tool_stream(&buf[..n]);
+            chunks += 1;
+        }
+        if n == 0 || gentle || chunks.is_multiple_of(16) {
             progress(sink.progress());
             if interrupt::requested() && !interrupted {
                 interrupted = true;

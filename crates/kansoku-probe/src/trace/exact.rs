@@ -366,6 +366,11 @@ impl Tracer {
                 // A new thread's first stop.
                 // A new thread's first stop (it may arrive before its parent's clone event).
                 WaitStatus::Stopped(tid, Signal::SIGSTOP) if self.tracee.is_new_thread(tid) => next = Some((tid, None)),
+                // The program stopped itself: said and held until SIGCONT; the instruction
+                // at rip has not run, and was recorded before the stopping signal came.
+                WaitStatus::Stopped(tid, sig) if self.tracee.program_stopped(tid, sig) => {
+                    ptrace::step(tid, None).map_err(ptrace_err("SINGLESTEP", tid))?;
+                }
                 WaitStatus::Stopped(tid, sig) => {
                     self.signals.push(sig as i32);
                     out.write(&Event::Signal { signal: sig as i32 })?;

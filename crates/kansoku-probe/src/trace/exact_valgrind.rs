@@ -437,7 +437,8 @@ pub fn run_transcribed<S: ExactSink>(options: &ExactTraceOptions, data: bool, dr
         let n = match run.output.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            // the user's Ctrl-C (looked at below: the program may be stopped, writing nothing)
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => 0,
             Err(e) => {
                 t.error.get_or_insert(ProbeError::ToolStream { what: format!("reading the stream: {e}") });
                 break;

@@ -65,12 +65,15 @@ pub struct LackeyRun {
     pub output: File,
     /// The program as resolved (the path Valgrind's module lines will name).
     pub program: PathBuf,
+    /// Says when the program stops itself (Valgrind runs it in its own process).
+    stops: Option<crate::stops::Watch>,
 }
 
 impl LackeyRun {
     /// Waits for Valgrind to end and tells how the program ended (Valgrind re-raises the
     /// program's fatal signal and passes on its exit code).
     pub fn wait(&mut self) -> Result<ExitStatus, ProbeError> {
+        self.stops.take();
         let status = self.child.wait().map_err(|e| ProbeError::Spawn { program: self.program.clone(), reason: format!("waiting for valgrind: {e}") })?;
         Ok(exit_status(status))
     }
@@ -95,7 +98,8 @@ fn exit_status(status: ProcessStatus) -> ExitStatus {
 /// Ctrl-C reaches only kansoku, which then stops it and keeps the paths so far.
 pub fn spawn_lackey(options: &LackeyOptions) -> Result<LackeyRun, ProbeError> {
     let (child, output, _, program) = spawn_valgrind(options, false, &[])?;
-    Ok(LackeyRun { child, output, program })
+    let stops = Some(crate::stops::Watch::child(child.id()));
+    Ok(LackeyRun { child, output, program, stops })
 }
 
 /// A pipe with both ends close-on-exec (the child clears the flag on the ends it keeps just
@@ -201,11 +205,14 @@ pub struct ToolRun {
     pub program: PathBuf,
     /// Set once Valgrind has been waited for (so a late SIGKILL hits no other process).
     ended: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// Says when the program stops itself (Valgrind runs it in its own process).
+    stops: Option<crate::stops::Watch>,
 }
 
 impl ToolRun {
     /// Waits for Valgrind to end; returns how the program ended and Valgrind's log text.
     pub fn wait(&mut self) -> Result<(ExitStatus, Vec<u8>), ProbeError> {
+        self.stops.take();
         let status = self.child.wait().map_err(|e| ProbeError::Spawn { program: self.program.clone(), reason: format!("waiting for valgrind: {e}") })?;
         self.ended.store(true, std::sync::atomic::Ordering::SeqCst);
         let log = self.log.take().and_then(|h| h.join().ok()).unwrap_or_default();
@@ -217,6 +224,8 @@ impl ToolRun {
     pub fn end_gently(&mut self, grace: std::time::Duration) {
         let pid = self.child.id();
         let _ = killpg(pid, Signal::SIGTERM);
+        // a program stopped (SIGSTOP) acts on the SIGTERM only once continued
+        let _ = killpg(pid, Signal::SIGCONT);
         let ended = self.ended.clone();
         std::thread::spawn(move || {
             std::thread::sleep(grace);
@@ -244,12 +253,14 @@ pub fn spawn_tool_with(options: &LackeyOptions, extra: &[String]) -> Result<Tool
     let log = log.map(|mut f| {
         std::thread::spawn(move || {
             use std::io::Read;
+            crate::stops::block_interrupts();
             let mut v = Vec::new();
             let _ = f.read_to_end(&mut v);
             v
         })
     });
-    Ok(ToolRun { child, output, log, program, ended: Default::default() })
+    let stops = Some(crate::stops::Watch::child(child.id()));
+    Ok(ToolRun { child, output, log, program, ended: Default::default(), stops })
 }
 
 /// Finds the valgrind launcher, with a message that says how to get it.
