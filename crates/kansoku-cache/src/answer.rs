@@ -485,9 +485,9 @@ pub fn answer_model(mut a: ModelRequest, ui: &Arc<dyn Ui>) -> Result<ModelAnswer
     }
     let started = Instant::now();
     match a.method {
-        Method::Interpolate => interpolate_model(&a, ui),
+        Method::Interpolate => interpolate_model(&a, ui, 0.0),
         Method::Sets => sets_model(&a, at.as_ref(), ui.as_ref()).map_err(|e| with_budget_hint(e, hierarchy)),
-        Method::Auto if interpolation_args => interpolate_model(&a, ui),
+        Method::Auto if interpolation_args => interpolate_model(&a, ui, 0.0),
         Method::Auto => match sets_model(&a, at.as_ref(), ui.as_ref()) {
             Ok(answer) => Ok(answer),
             // Concrete sizes: one simulation answers at once, where interpolation would
@@ -503,8 +503,15 @@ pub fn answer_model(mut a: ModelRequest, ui: &Arc<dyn Ui>) -> Result<ModelAnswer
             }
             Err(e @ CacheError::SetsUnavailable { .. }) if hierarchy => Err(one_level_only(&format!("the set method did not get there ({})", with_budget_hint(e, true)))),
             Err(e @ CacheError::SetsUnavailable { .. }) => {
-                ui.note(&format!("note: the set method cannot be used here ({e}); using interpolation in one size variable (--method interpolate)"));
-                interpolate_model(&a, ui)
+                // One --budget for the whole command: interpolation gets what the set
+                // method left of it, not a budget of its own.
+                let spent = started.elapsed().as_secs_f64();
+                ui.note(&format!(
+                    "note: the set method cannot be used here ({e}); using interpolation in one size variable (--method interpolate) with the {:.1} s left of --budget {}",
+                    (a.budget(false) - spent).max(0.0),
+                    a.budget(false)
+                ));
+                interpolate_model(&a, ui, spent)
             }
             Err(e) => Err(e),
         },
@@ -616,8 +623,9 @@ fn note_tables(f: &SetFormulas, ui: &dyn Ui) {
     }
 }
 
-/// Interpolation in one size variable `n` (`vary`, `fix`, `from`).
-fn interpolate_model(a: &ModelRequest, ui: &Arc<dyn Ui>) -> Result<ModelAnswer> {
+/// Interpolation in one size variable `n` (`vary`, `fix`, `from`), within what is left of
+/// the budget after `spent` seconds.
+fn interpolate_model(a: &ModelRequest, ui: &Arc<dyn Ui>, spent: f64) -> Result<ModelAnswer> {
     let (k, _) = a.source.load()?;
     let fixed = a.fix.as_deref().map(params).transpose()?.unwrap_or_default();
     let mut varying = Vec::new();
@@ -641,7 +649,7 @@ fn interpolate_model(a: &ModelRequest, ui: &Arc<dyn Ui>) -> Result<ModelAnswer> 
         return Err(CacheError::Input(format!("--from {} is negative; sizes start at 0 or 1", a.from)));
     }
     opts.n_min = a.from;
-    opts.time_budget = Some(std::time::Duration::from_secs_f64(a.budget(false).max(0.0)));
+    opts.time_budget = Some(std::time::Duration::from_secs_f64((a.budget(false) - spent).max(0.0)));
     ui.begin(Phase::Interpolating);
     let shown = Arc::clone(ui);
     opts.progress = Some(crate::model::Progress(Arc::new(move |n| shown.progress(n as u64))));

@@ -83,6 +83,8 @@ fn set_method_on_the_seed_example() {
     assert!(o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("note: the set method cannot be used here") && err.contains("--extent"), "{err}");
+    // one budget for the command: interpolation gets what the set method left of it
+    assert!(err.contains(" s left of --budget 120"), "{err}");
     let out = ok(&["cache", "model", &jacobi, "--extent", "N=32", "--param", "T=2,N=20", "--json"]);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["formulas"]["format"].as_str(), Some("kansoku-cache-set-formulas/1"));
