@@ -723,6 +723,72 @@ fn real_path(p: &str) -> String {
     std::fs::canonicalize(p).map(|p| p.to_string_lossy().into_owned()).unwrap_or_else(|_| p.to_string())
 }
 
+/// `struct r_debug_extended` (glibc 2.35 and later, `r_version` 2): a namespace's
+/// `r_debug` and the next namespace's (`dlmopen`), the base one first.
+#[repr(C)]
+struct RDebugExtended {
+    base: RDebug,
+    next: *const RDebugExtended,
+}
+
+/// The public head of the dynamic linker's `struct link_map` (`<link.h>`).
+#[repr(C)]
+struct LinkMap {
+    addr: u64,
+    name: *const libc::c_char,
+    dynamic: *const libc::c_void,
+    next: *const LinkMap,
+    prev: *const LinkMap,
+}
+
+/// Adds the modules of every namespace but the base one (`dlmopen(LM_ID_NEWLM, ...)`),
+/// which `dl_iterate_phdr` does not list, read from the linker's `r_debug_extended`
+/// chain; each module's code extent from its program headers, mapped at its base. Bounded
+/// (16 namespaces, glibc's `DL_NNS`; 4,096 modules each).
+unsafe fn other_namespaces(out: &mut Vec<(String, u64, u64, u64)>) {
+    let r = libc::dlsym(std::ptr::null_mut(), c"_r_debug".as_ptr()) as *const RDebugExtended;
+    if r.is_null() || std::ptr::read_volatile(std::ptr::addr_of!((*r).base.version)) < 2 {
+        return;
+    }
+    let mut ns = std::ptr::read_volatile(std::ptr::addr_of!((*r).next));
+    for _ in 0..16 {
+        if ns.is_null() {
+            return;
+        }
+        let mut l = std::ptr::read_volatile(std::ptr::addr_of!((*ns).base.map)) as *const LinkMap;
+        for _ in 0..4096 {
+            if l.is_null() {
+                break;
+            }
+            let name = if (*l).name.is_null() { "" } else { CStr::from_ptr((*l).name).to_str().unwrap_or("") };
+            if !name.is_empty() && !out.iter().any(|m| m.1 == (*l).addr) {
+                if let Some((start, end)) = code_extent((*l).addr) {
+                    out.push((name.to_string(), (*l).addr, start, end));
+                }
+            }
+            l = (*l).next;
+        }
+        ns = (*ns).next;
+    }
+}
+
+/// The code extent of the shared object mapped at `base`, from its ELF program headers
+/// (a shared object's first segment, with the headers, is mapped at its base).
+unsafe fn code_extent(base: u64) -> Option<(u64, u64)> {
+    if base == 0 {
+        return None;
+    }
+    let header = &*(base as *const libc::Elf64_Ehdr);
+    if header.e_ident[..4] != *b"\x7fELF" || header.e_phoff == 0 || header.e_phnum == 0 || header.e_phnum > 256 {
+        return None;
+    }
+    let headers = std::slice::from_raw_parts((base + header.e_phoff) as *const libc::Elf64_Phdr, header.e_phnum as usize);
+    let code = headers.iter().filter(|h| h.p_type == libc::PT_LOAD && h.p_flags & libc::PF_X != 0);
+    let start = code.clone().map(|h| base + h.p_vaddr).min()?;
+    let end = code.map(|h| base + h.p_vaddr + h.p_filesz).max()?;
+    Some((start, end))
+}
+
 /// The dynamic linker's counts of modules loaded and unloaded so far.
 unsafe fn load_counts() -> (u64, u64) {
     unsafe extern "C" fn first(info: *mut libc::dl_phdr_info, _size: usize, data: *mut libc::c_void) -> libc::c_int {
@@ -752,6 +818,8 @@ unsafe fn loaded_modules(mut known: Vec<Module>) -> (Vec<Module>, Vec<usize>) {
     }
     let mut listed: Vec<Listed> = Vec::new();
     libc::dl_iterate_phdr(Some(each), &mut listed as *mut Vec<Listed> as *mut libc::c_void);
+    // dl_iterate_phdr lists the caller's namespace only: those of `dlmopen` too
+    other_namespaces(&mut listed);
     let mut modules = Vec::new();
     let mut fresh = Vec::new();
     for (k, (name, base, code_start, code_end)) in listed.into_iter().enumerate() {

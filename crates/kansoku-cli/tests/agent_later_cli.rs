@@ -60,14 +60,16 @@ fn callgrind_calls(program: &str, args: &[&str]) -> HashMap<String, u64> {
     agent_build::callgrind_calls(Path::new(program), args, None, &scratch().join(format!("callgrind.{}", std::process::id())))
 }
 
-/// Loads Debian's zlib with `dlopen` after start and calls its crc32 N times.
-const ZDL: &str = r#"#include <dlfcn.h>
+/// Loads Debian's zlib with `dlopen` after start (with a second argument: `dlmopen` into a
+/// namespace of its own) and calls its crc32 N times.
+const ZDL: &str = r#"#define _GNU_SOURCE
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 typedef unsigned long (*crc_fn)(unsigned long, const unsigned char *, unsigned);
 int main(int argc, char **argv) {
     int n = argc > 1 ? atoi(argv[1]) : 1000;
-    void *h = dlopen("libz.so.1", RTLD_NOW);
+    void *h = argc > 2 ? dlmopen(LM_ID_NEWLM, "libz.so.1", RTLD_NOW) : dlopen("libz.so.1", RTLD_NOW);
     if (!h) { fprintf(stderr, "%s\n", dlerror()); return 2; }
     crc_fn crc = (crc_fn)dlsym(h, "crc32");
     unsigned char buf[64];
@@ -95,6 +97,19 @@ fn a_library_loaded_by_dlopen_is_counted_as_callgrind_counts_it() {
         assert_eq!(calls(&v, probe), want["crc32"], "{probe}: kansoku agent vs callgrind");
         assert!(notes(&v).iter().all(|n| !n.contains("not probed")), "{:?}", notes(&v));
     }
+}
+
+/// A library that `dlmopen` loads into a new namespace, which `dl_iterate_phdr` does not
+/// list: before, its point stayed unplanted ("its module is not loaded"); now the agent
+/// reads the linker's namespaces and counts every call the program makes.
+#[test]
+fn a_library_loaded_by_dlmopen_into_its_own_namespace_is_counted() {
+    let zdl = kansoku_examples::build_source("zdl", ZDL, &scratch(), &["-O2", "-ldl"]).unwrap();
+    let (v, out) = events(&["crc32@libz"], zdl.to_str().unwrap(), &["1500", "namespace"], "zdl-ns");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "crc 49e5e9a5\n");
+    assert_eq!(calls(&v, "crc32@libz"), 1500, "{}", stderr(&out));
+    assert!(notes(&v).iter().all(|n| !n.contains("not probed")), "{:?}", notes(&v));
 }
 
 #[test]
