@@ -468,21 +468,74 @@ fn calibration_points(points: &mut Vec<PlannedPoint>, program: &Program, mechani
 pub fn record_events(options: &EventOptions, progress: &mut dyn FnMut(Progress)) -> Result<EventOutcome, ProbeError> {
     let program_path = resolve_program(&options.program)?;
     let (elf, args) = elf_that_runs(&program_path, &options.args)?;
-    let plan = plan(&elf, &options.probes, options.mechanism, &options.calibrate).map_err(|e| match e {
-        ProbeError::Spec(SpecError::NoSuchFunction { spec, name, program }) if elf != program_path => ProbeError::Spec(SpecError::Bad {
-            spec,
-            reason: format!(
-                "{} is a script run by {program}, which has no function named '{name}' (a script that starts another program, a shim: name that program, or probe a library function, FUNC@LIB, which is probed in every program it starts)",
-                program_path.display()
-            ),
-        }),
-        e => e,
-    })?;
-    match options.mechanism {
+    let mut followed = None;
+    let plan = match plan(&elf, &options.probes, options.mechanism, &options.calibrate) {
+        Err(ProbeError::Spec(SpecError::NoSuchFunction { spec, name, program })) if elf != program_path => {
+            // a shim: the script's own words name the program it starts
+            let named = programs_a_script_names(&program_path, &name);
+            match named.as_slice() {
+                [one] if options.mechanism != Mechanism::Trap => {
+                    followed = Some(format!("'{name}' is planned in {}, which the script {} names (probed when it runs)", one.display(), program_path.display()));
+                    let mut p = plan(one, &options.probes, options.mechanism, &options.calibrate)?;
+                    for point in p.points.iter_mut().filter(|point| point.module.is_none()) {
+                        point.module = Some(one.clone());
+                    }
+                    p.program = elf.clone();
+                    p
+                }
+                _ => {
+                    let why = match named.as_slice() {
+                        [] => "nor does any program its text names (a shim: name that program, or probe a library function, FUNC@LIB, which is probed in every program it starts)".to_string(),
+                        [_] => "the program its text names has it, but the trap mechanism stays in the first program (ptrace does not follow exec here): use the agent or uprobes".to_string(),
+                        several => format!("and its text names several programs that have it ({}): name the one to probe", several.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")),
+                    };
+                    return Err(ProbeError::Spec(SpecError::Bad {
+                        spec,
+                        reason: format!("{} is a script run by {program}, which has no function named '{name}', {why}", program_path.display()),
+                    }));
+                }
+            }
+        }
+        other => other?,
+    };
+    let mut outcome = match options.mechanism {
         Mechanism::Agent => crate::agent::run_agent(plan, &args, options.keep_hits, progress),
         Mechanism::Uprobe => run_uprobes(plan, &args, progress),
         Mechanism::Trap => run_traps(plan, &args, progress),
+    }?;
+    outcome.notes.extend(followed);
+    Ok(outcome)
+}
+
+/// The ELF programs that the text of `script` names and that define a function `name`:
+/// words that are a path to one (absolute, or from the script's folder) or a program
+/// found on `PATH` — what a shim execs. Bounded: the first 64 KiB, 64 programs looked at.
+pub fn programs_a_script_names(script: &Path, name: &str) -> Vec<PathBuf> {
+    use std::io::Read;
+    let mut text = Vec::new();
+    if std::fs::File::open(script).and_then(|f| f.take(1 << 16).read_to_end(&mut text)).is_err() {
+        return Vec::new();
     }
+    let text = String::from_utf8_lossy(&text);
+    let folder = script.parent().unwrap_or(Path::new("."));
+    let mut seen: Vec<PathBuf> = Vec::new();
+    let mut found = Vec::new();
+    let words = text.lines().skip(1).flat_map(|l| l.split(|c: char| c.is_whitespace() || "\"'`;|&(){}<>=".contains(c)));
+    for word in words.filter(|w| !w.is_empty() && !w.starts_with(['-', '$', '#'])) {
+        let candidate = if word.contains('/') { folder.join(word) } else { PathBuf::from(word) };
+        let Ok(path) = resolve_program(&candidate) else { continue };
+        if seen.contains(&path) {
+            continue;
+        }
+        seen.push(path.clone());
+        if seen.len() > 64 {
+            break;
+        }
+        if Program::open(&path).is_ok_and(|p| p.function_named(name).is_ok()) {
+            found.push(path);
+        }
+    }
+    found
 }
 
 /// How the kernel runs `program` with `args`: a `#!` script is run by its interpreter
