@@ -4,6 +4,8 @@
 mod harness;
 use harness::*;
 
+mod agent_build;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -261,6 +263,45 @@ fn the_agent_marker_does_not_enter_the_vdso() {
     };
     let times: Vec<u64> = shown.lines().filter_map(time_of).collect();
     assert!(times.len() > 1_000_000 && times.windows(2).all(|w| w[0] <= w[1]), "{} time stamps, out of order", times.len());
+}
+
+/// Issue 42: the recorder knows the agent by the file it preloaded, not by its name: with
+/// `KANSOKU_AGENT` naming a copy called `other-name.so`, no kept sample lies in the copy's
+/// mapping (before: its stub's samples were kept as the program's, 8,453 of 12,024).
+#[test]
+fn a_renamed_agent_is_still_probe_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let seed = kansoku_examples::build("seed000", d).unwrap();
+    let copy = d.join("other-name.so");
+    std::fs::copy(agent_build::agent(), &copy).unwrap();
+    let r = d.join("r.ksk");
+    let o = kansoku_cmd()
+        .args(["record", "--time-period", "20000", "--marker", "func_M", "--marker-by", "agent", "-o", &s(&r), "--", &s(&seed), "300000"])
+        .env("KANSOKU_AGENT", &copy)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    if !o.status.success() && (stderr.contains("perf_event_paranoid") || stderr.contains("not supported")) {
+        kansoku_examples::skip(kansoku_examples::Missing::Machine, format!("record: perf sampling is not permitted here: {stderr}"));
+        return;
+    }
+    assert!(o.status.success(), "{stderr}");
+    assert!(stderr.contains("landed in probe code"), "nothing dropped as probe code: {stderr}");
+    let shown = ok(&["show", &s(&r), "--limit", "0"]);
+    // `  [3] 0x7f..a000..0x7f..c000 off 0x46000 /tmp/../other-name.so BUILD-ID`
+    let hex = |w: &str| u64::from_str_radix(w.trim_start_matches("0x"), 16).unwrap();
+    let copies: Vec<(u64, u64)> = shown
+        .lines()
+        .filter(|l| l.contains("other-name.so"))
+        .filter_map(|l| l.split_whitespace().nth(1)?.split_once(".."))
+        .map(|(a, b)| (hex(a), hex(b)))
+        .collect();
+    assert!(!copies.is_empty(), "the copy was not mapped:\n{shown}");
+    let ips: Vec<u64> = shown.lines().filter_map(|l| l.trim_start().strip_prefix("sample ")?.split_whitespace().next().map(hex)).collect();
+    assert!(!ips.is_empty(), "no sample kept: {stderr}");
+    let in_copy = ips.iter().filter(|&&ip| copies.iter().any(|&(a, b)| a <= ip && ip < b)).count();
+    assert_eq!(in_copy, 0, "{in_copy} of {} kept samples in the renamed agent", ips.len());
 }
 
 /// `function:offset` of every instruction of iteration `n` (marker hit n to n + 1) of an exact trace.

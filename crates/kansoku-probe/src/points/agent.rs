@@ -370,6 +370,31 @@ pub struct AgentSession {
     pub env: Vec<(String, String)>,
     /// Time stamps are TSC ticks (else CLOCK_MONOTONIC ns).
     pub tsc: bool,
+    /// The agent library preloaded: its mapping in the program is probe code, whatever
+    /// the file is called (`KANSOKU_AGENT` may name a copy under any name).
+    pub library: AgentLibrary,
+}
+
+/// The agent's library file as the program maps it: its resolved path and its identity
+/// (device major, minor, inode), which perf's mmap records carry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AgentLibrary {
+    pub path: PathBuf,
+    pub file: (u32, u32, u64),
+}
+
+impl AgentLibrary {
+    fn of(path: &Path) -> Result<AgentLibrary, ProbeError> {
+        use std::os::unix::fs::MetadataExt;
+        let path = std::fs::canonicalize(path).map_err(|e| agent_err(format!("{}: {e}", path.display())))?;
+        let meta = std::fs::metadata(&path).map_err(|e| agent_err(format!("{}: {e}", path.display())))?;
+        Ok(AgentLibrary { file: (libc::major(meta.dev()), libc::minor(meta.dev()), meta.ino()), path })
+    }
+
+    /// Whether a mapping of `path`, of the file `file` where known, is this library.
+    pub fn is(&self, path: &str, file: Option<(u32, u32, u64)>) -> bool {
+        file == Some(self.file) || Path::new(path) == self.path
+    }
 }
 
 impl AgentSession {
@@ -377,7 +402,7 @@ impl AgentSession {
     /// `monotonic` the agent stamps hits with CLOCK_MONOTONIC, perf's clock, instead of the
     /// TSC (a few ns dearer, but comparable with samples as they arrive).
     pub fn new(program: &Path, text: &str, monotonic: bool) -> Result<AgentSession, ProbeError> {
-        let library = library()?;
+        let library = AgentLibrary::of(&library()?)?;
         if let Some(why) = unsuitable(program) {
             return Err(agent_err(why));
         }
@@ -385,15 +410,15 @@ impl AgentSession {
         let shared = SharedFile::create(tsc)?;
         let plan = plan_memfd(text)?;
         let preload = match std::env::var("LD_PRELOAD") {
-            Ok(old) if !old.is_empty() => format!("{}:{old}", library.display()),
-            _ => library.display().to_string(),
+            Ok(old) if !old.is_empty() => format!("{}:{old}", library.path.display()),
+            _ => library.path.display().to_string(),
         };
         let env = vec![
             ("LD_PRELOAD".to_string(), preload),
             (agent_abi::ENV_SHM.to_string(), format!("/proc/self/fd/{}", shared.fd.as_raw_fd())),
             (agent_abi::ENV_PLAN.to_string(), format!("/proc/self/fd/{}", plan.as_raw_fd())),
         ];
-        Ok(AgentSession { shared, _plan: plan, env, tsc })
+        Ok(AgentSession { shared, _plan: plan, env, tsc, library })
     }
 
     /// Hits written since the last call, in the agent's time stamps (see [`TimeBase`]).

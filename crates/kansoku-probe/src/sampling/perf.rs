@@ -156,6 +156,9 @@ pub struct PerfMmap {
     pub file_offset: u64,
     pub executable: bool,
     pub path: String,
+    /// The mapped file as (device major, minor, inode), which names it whatever its path
+    /// (None where the kernel sent a build id instead).
+    pub file: Option<(u32, u32, u64)>,
 }
 
 /// A record from the ring buffer.
@@ -468,8 +471,8 @@ fn parse_record(
             let len = c.u64()?;
             let file_offset = c.u64()?;
             // Either device/inode/generation or a build id: 24 bytes either way.
-            let _ = (c.u64()?, c.u64()?, c.u64()?);
-            let _ = misc;
+            let (maj, min, ino, _generation) = (c.u32()?, c.u32()?, c.u64()?, c.u64()?);
+            let file = (misc as u32 & sys::PERF_RECORD_MISC_MMAP_BUILD_ID == 0).then_some((maj, min, ino));
             let prot = c.u32()?;
             let _flags = c.u32()?;
             let name = c.0.split(|&b| b == 0).next().unwrap_or(&[]);
@@ -480,6 +483,7 @@ fn parse_record(
                 file_offset,
                 executable: prot & libc::PROT_EXEC as u32 != 0,
                 path: String::from_utf8_lossy(name).into_owned(),
+                file,
             }))
         }
         sys::PERF_RECORD_SWITCH => {

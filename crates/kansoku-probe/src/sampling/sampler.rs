@@ -169,6 +169,7 @@ pub fn record_samples<W: Write>(
         clock_anchor: crate::agent::clock_pair(),
         linker: None,
         with_agent: agent.is_some(),
+        agent_library: agent.as_ref().map(|a| a.library.clone()),
     };
     let mut interrupted = false;
     let exit = loop {
@@ -225,6 +226,8 @@ struct SampleWriter<'a, W: Write> {
     /// which the count then includes.
     linker: Option<(Module, Program)>,
     with_agent: bool,
+    /// The agent's library file, whose mapping is probe code.
+    agent_library: Option<crate::agent::AgentLibrary>,
 }
 
 /// Events younger than this stay pending: the other stream may still deliver older ones.
@@ -253,7 +256,8 @@ impl<W: Write> SampleWriter<'_, W> {
         for r in records {
             match r {
                 PerfRecord::Mmap(m) if m.executable && !m.path.is_empty() => {
-                    if m.path.ends_with(crate::agent::LIBRARY) {
+                    // the agent's library by the file preloaded, not by its name
+                    if self.agent_library.as_ref().is_some_and(|a| a.is(&m.path, m.file)) {
                         self.kansoku_code.push((m.start, m.start + m.len));
                     }
                     let module = Module {
