@@ -187,16 +187,3 @@ pub fn exit_as(status: kansoku_core::ExitStatus) {
 pub fn program_exit_code() -> Option<i32> {
     PROGRAM_EXIT.get().copied()
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn table_aligns_columns() {
-        let mut t = Table::new(&["name", ">size"]);
-        t.row(vec!["a".into(), "10".into()]);
-        t.row(vec!["long".into(), "2".into()]);
-        assert_eq!(t.render(), "name  size\na       10\nlong     2\n");
-    }
-}

@@ -96,3 +96,16 @@ pub fn exit_text(exit: crate::ExitStatus) -> String {
 pub fn hex(addr: u64) -> String {
     format!("0x{addr:x}")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_aligns_columns() {
+        let mut t = Table::new(&["name", ">size"]);
+        t.row(vec!["a".into(), "10".into()]);
+        t.row(vec!["long".into(), "2".into()]);
+        assert_eq!(t.render(), "name  size\na       10\nlong     2\n");
+    }
+}

@@ -425,21 +425,3 @@ fn eval(a: EvalArgs) -> Result<()> {
 pub fn demo_stage(dir: &Path) -> Result<String> {
     Ok(kansoku_cache::report::demo_stage(dir)?)
 }
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn demo_stage_runs_the_seed_example() {
-        let dir = std::env::temp_dir().join(format!("kansoku-cache-demo-{}", std::process::id()));
-        let summary = super::demo_stage(&dir).unwrap();
-        assert!(summary.contains("formulas 0 compulsory + 1 conflict miss, simulator 0 + 1"), "{summary}");
-        assert!(summary.contains("50/50 sizes"), "{summary}");
-        assert!(summary.contains("A[k] 0 + 1, agree at 50/50 points"), "{summary}");
-        assert!(summary.lines().count() <= 3);
-        for f in ["seed.k", "seed-formulas.json", "seed-simulation.json"] {
-            assert!(dir.join(f).is_file(), "{f} written");
-        }
-        let f: kansoku_cache::model::KernelFormulas = serde_json::from_str(&std::fs::read_to_string(dir.join("seed-formulas.json")).unwrap()).unwrap();
-        assert_eq!(f.refs.len(), 4);
-        std::fs::remove_dir_all(&dir).ok();
-    }
-}
