@@ -102,16 +102,17 @@ impl Stops {
     }
 }
 
-/// Is a SIGCONT pending for thread `tid` of `pid` (or is it gone)?
+/// Is a SIGCONT (or SIGKILL) pending for thread `tid` of `pid`, or is it gone or dying?
 fn continued(pid: Pid, tid: Pid) -> bool {
-    let pending = |path: String, field: &str| -> Option<u64> {
-        let text = std::fs::read_to_string(path).ok()?;
-        let line = text.lines().find_map(|l| l.strip_prefix(field))?;
-        u64::from_str_radix(line.trim(), 16).ok()
+    let field = |text: &str, name: &str| text.lines().find_map(|l| l.strip_prefix(name)).map(|v| v.trim().to_string());
+    let pending = |text: &str, name: &str| field(text, name).and_then(|v| u64::from_str_radix(&v, 16).ok());
+    let (Ok(process), Ok(thread)) = (std::fs::read_to_string(format!("/proc/{pid}/status")), std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/status"))) else {
+        return true;
     };
-    let bit = 1u64 << (libc::SIGCONT - 1);
-    match (pending(format!("/proc/{pid}/status"), "ShdPnd:"), pending(format!("/proc/{pid}/task/{tid}/status"), "SigPnd:")) {
-        (Some(shared), Some(own)) => (shared | own) & bit != 0,
+    let wake = (1u64 << (libc::SIGCONT - 1)) | (1u64 << (libc::SIGKILL - 1));
+    let dying = field(&thread, "State:").is_none_or(|s| s.starts_with(['Z', 'X']));
+    match (pending(&process, "ShdPnd:"), pending(&thread, "SigPnd:")) {
+        (Some(shared), Some(own)) => dying || (shared | own) & wake != 0,
         _ => true,
     }
 }
