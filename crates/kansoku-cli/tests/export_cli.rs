@@ -174,6 +174,30 @@ fn bad_exports_are_refused_before_the_program_runs() {
 /// (an unnamed function, Callgrind's `0x…ADDR` or kansoku's `module+0xaddr`, as
 /// `object+0xaddr`), and the file's total.
 fn callgrind_costs(file: &Path) -> (HashMap<String, u64>, HashMap<String, u64>, u64) {
+    let key = |ob: &str, f: &str| {
+        let base = ob.rsplit('/').next().unwrap();
+        let addr = f.strip_prefix("0x").or_else(|| f.rsplit_once("+0x").filter(|(m, _)| base.starts_with(m)).map(|(_, a)| a));
+        match addr.and_then(|a| u64::from_str_radix(a, 16).ok()) {
+            Some(a) => format!("{base}+{a:#x}"),
+            None => format!("{base}:{f}"),
+        }
+    };
+    let (mut costs, mut calls, mut total) = (HashMap::new(), HashMap::new(), 0);
+    walk_callgrind(
+        file,
+        |ob, f, ir| {
+            *costs.entry(key(ob, f)).or_insert(0) += ir;
+            total += ir;
+        },
+        |_, _, cob, cf, n| *calls.entry(key(cob, cf)).or_insert(0) += n,
+    );
+    (costs, calls, total)
+}
+
+/// Reads a callgrind file: `cost(object, function, Ir)` for each cost line and
+/// `call(object, function, callee's object, callee, calls)` for each `calls=` line (the
+/// inclusive cost line after it is not a cost of the function).
+fn walk_callgrind(file: &Path, mut cost: impl FnMut(&str, &str, u64), mut call: impl FnMut(&str, &str, &str, &str, u64)) {
     let text = std::fs::read_to_string(file).unwrap();
     let (mut obs, mut fns) = (HashMap::new(), HashMap::new());
     let name = |spec: &str, names: &mut HashMap<String, String>| -> String {
@@ -187,23 +211,12 @@ fn callgrind_costs(file: &Path) -> (HashMap<String, u64>, HashMap<String, u64>, 
             None => spec.to_string(),
         }
     };
-    let key = |ob: &str, f: &str| {
-        let base = ob.rsplit('/').next().unwrap();
-        let addr = f.strip_prefix("0x").or_else(|| f.rsplit_once("+0x").filter(|(m, _)| base.starts_with(m)).map(|(_, a)| a));
-        match addr.and_then(|a| u64::from_str_radix(a, 16).ok()) {
-            Some(a) => format!("{base}+{a:#x}"),
-            None => format!("{base}:{f}"),
-        }
-    };
-    let (mut costs, mut calls, mut total) = (HashMap::new(), HashMap::new(), 0);
     let (mut ob, mut cob, mut f, mut cf) = (String::new(), String::new(), String::new(), String::new());
     let mut inclusive_next = false;
     for line in text.lines() {
         if line.starts_with(|c: char| c.is_ascii_digit() || "+-*".contains(c)) {
             if !std::mem::take(&mut inclusive_next) {
-                let ir: u64 = line.rsplit(' ').next().unwrap().parse().unwrap();
-                *costs.entry(key(&ob, &f)).or_insert(0) += ir;
-                total += ir;
+                cost(&ob, &f, line.rsplit(' ').next().unwrap().parse().unwrap());
             }
         } else if let Some(s) = line.strip_prefix("ob=") {
             ob = name(s, &mut obs);
@@ -214,11 +227,10 @@ fn callgrind_costs(file: &Path) -> (HashMap<String, u64>, HashMap<String, u64>, 
         } else if let Some(s) = line.strip_prefix("cfn=") {
             cf = name(s, &mut fns);
         } else if let Some(s) = line.strip_prefix("calls=") {
-            *calls.entry(key(&cob, &cf)).or_insert(0) += s.split(' ').next().unwrap().parse::<u64>().unwrap();
+            call(&ob, &f, &cob, &cf, s.split(' ').next().unwrap().parse().unwrap());
             (inclusive_next, cob) = (true, ob.clone());
         }
     }
-    (costs, calls, total)
 }
 
 /// Issue 43: on Debian's bzip2 (200 KB of python3.11 as input), `--scope all`, the
@@ -378,4 +390,85 @@ fn exact_trace_costs_equal_callgrind_and_the_live_run() {
     assert!(fill > 20 * 1000 + 190 + 20, "fill {fill}");
     assert_eq!(our_calls.get(&format!("{base}:fill")), their_calls.get(&format!("{base}:fill")));
     assert_eq!(their_calls.get(&format!("{base}:fill")), Some(&40));
+}
+
+/// Calls per (caller, callee) from a callgrind file, for callers in object `object`
+/// (callees outside every object's `.text`, Callgrind's `???`, summed under `???`).
+fn callgrind_arcs(file: &Path, object: &str) -> HashMap<(String, String), u64> {
+    let mut arcs = HashMap::new();
+    walk_callgrind(
+        file,
+        |_, _, _| {},
+        |ob, f, cob, cf, n| {
+            if ob.rsplit('/').next() == Some(object) {
+                let callee = if cob == "???" { "???".to_string() } else { format!("{}:{cf}", cob.rsplit('/').next().unwrap()) };
+                *arcs.entry((f.to_string(), callee)).or_insert(0) += n;
+            }
+        },
+    );
+    arcs
+}
+
+/// Lazily bound calls (`.plt`, through ld.so's binder), one of them to a function whose
+/// address the program also takes.
+const LAZY: &str = r#"#include <dirent.h>
+#include <stdlib.h>
+void *(*volatile alloc)(size_t) = malloc;
+__attribute__((noinline)) int listdir(const char *path) {
+    DIR *d = opendir(path);
+    int n = 0;
+    if (!d) return -1;
+    while (readdir(d)) n++;
+    closedir(d);
+    char *p = malloc(16);
+    free(alloc(8));
+    free(p);
+    return n;
+}
+int main(void) { int n = 0; for (int i = 0; i < 3; i++) n += listdir("/"); return n < 0; }
+"#;
+
+/// Issue 43: the calls of a program's function are Callgrind's where the linker put stubs:
+/// a lazily bound `.plt` call is the caller's call of the function bound (ld.so's binder
+/// ends its frame as it jumps there, Callgrind's `pop_on_jump`), and a `.plt.got` stub (the
+/// C runtime's call of `__cxa_finalize`), which Valgrind sees outside the module's `.text`
+/// (object `???`) and does not skip, is a call of its own. The program's functions have Callgrind's Ir, and its call arcs
+/// Callgrind's counts, `--scope all` as `paths` runs live.
+#[test]
+fn lazy_plt_and_plt_got_calls_equal_callgrind() {
+    if run("valgrind", &["--version"]).is_none() {
+        skip(Missing::Installed { package: "valgrind" }, "valgrind is not installed");
+        return;
+    }
+    let exe = kansoku_examples::build_source("lazy", LAZY, &kansoku_examples::test_build_dir().join("export_cli"), &["-O2", "-g", "-Wl,-z,lazy"]).unwrap();
+    let program = exe.to_str().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (ours, theirs) = (dir.path().join("k.callgrind"), dir.path().join("vg.callgrind"));
+    let o = Command::new(env!("CARGO_BIN_EXE_kansoku"))
+        .args(["paths", "--scope", "all", "--top", "0", "--export", &format!("callgrind={}", ours.display()), "--", program])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = Command::new("valgrind").args(["--tool=callgrind", &format!("--callgrind-out-file={}", theirs.display()), program]).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+
+    let base = exe.file_name().unwrap().to_str().unwrap();
+    let (our_arcs, their_arcs) = (callgrind_arcs(&ours, base), callgrind_arcs(&theirs, base));
+    let arc = |f: &str, callee: &str| ("listdir".to_string(), format!("{f}{callee}"));
+    assert_eq!(their_arcs.get(&arc("libc.so.6:", "opendir")), Some(&3), "{their_arcs:?}");
+    assert_eq!(their_arcs.get(&arc("ld-linux-x86-64.so.2:", "_dl_runtime_resolve_xsave")), Some(&4), "{their_arcs:?}");
+    let source = |arcs: &HashMap<(String, String), u64>| -> HashMap<(String, String), u64> {
+        arcs.iter().filter(|((f, _), _)| f == "listdir" || f == "main").map(|(k, &v)| (k.clone(), v)).collect()
+    };
+    assert_eq!(source(&our_arcs), source(&their_arcs), "the calls of main and listdir");
+    // the C runtime's `__cxa_finalize` call goes through `.plt.got`: one call into `???`
+    let stub_calls = |arcs: &HashMap<(String, String), u64>| arcs.iter().filter(|((_, c), _)| c == "???").map(|(_, &n)| n).sum::<u64>();
+    assert_eq!(stub_calls(&their_arcs), 1, "{their_arcs:?}");
+    assert_eq!(stub_calls(&our_arcs), 1, "{our_arcs:?}");
+    let (ir, _, _) = callgrind_costs(&ours);
+    let (their_ir, _, _) = callgrind_costs(&theirs);
+    for f in ["main", "listdir"] {
+        let f = format!("{base}:{f}");
+        assert_eq!(ir.get(&f), their_ir.get(&f), "Ir of {f}");
+    }
 }

@@ -42,6 +42,20 @@ pub struct BlockInfo {
     /// decoder calls it a call, but the kernel comes back to the next instruction without
     /// a `ret`.
     pub ends_in_syscall: bool,
+    /// The kind of section holding the block, as Valgrind tells them apart.
+    pub section: SectionKind,
+}
+
+/// Where a block lies, as Valgrind's debug info sees it (`VG_(DebugInfo_sect_kind)`): a
+/// module's `.text`, its `.plt`, or elsewhere (`.plt.got`, `.plt.sec`, `.init`, `.fini`,
+/// code outside every module). Valgrind knows an object only by its `.text`
+/// (`VG_(find_DebugInfo)`), so Callgrind puts code elsewhere in object `???`, and skips
+/// `.plt` code as its caller's (`--skip-plt=yes`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SectionKind {
+    Text,
+    Plt,
+    Other,
 }
 
 /// A function whose blocks were seen.
@@ -304,9 +318,15 @@ impl CodeMap {
             in_program,
             back_targets: Vec::new(),
             ends_in_syscall: false,
+            section: SectionKind::Other,
         };
         let Some(r) = self.symbolizer.resolve(addr) else { return info };
         info.link = Some(r.link_address);
+        info.section = match self.symbolizer.program(r.module).and_then(|p| p.section_name(r.link_address)) {
+            Some(".text") => SectionKind::Text,
+            Some(".plt") => SectionKind::Plt,
+            _ => SectionKind::Other,
+        };
         if let Some(cfg) = &r.function {
             if let Some(i) = cfg.instruction_containing(r.link_address) {
                 if let Some(b) = cfg.block_of_instruction(i) {

@@ -7,14 +7,25 @@
 //! Callgrind's rules (callgrind/bbcc.c, `setup_bbcc`), so its costs are Callgrind's:
 //!
 //! * the block after a block ending in a call (not a system call) starts a frame, except
-//!   a call into a PLT stub (`name@plt`): Callgrind skips stubs (`--skip-plt=yes`), so a
-//!   stub's instructions are its caller's and its jump is the call;
-//! * a jump (or fall-through) starts a frame, marked as entered by a jump, when it enters
-//!   a function at its first instruction (a tail call) or another module (a PLT stub's
-//!   jump to its target); a jump into the middle of another function stays in the frame
-//!   it leaves (glibc's `mempcpy` jumping into `memcpy`'s body is `mempcpy`'s cost);
+//!   a call into `.plt`: Callgrind skips it (`--skip-plt=yes`), so a stub's instructions
+//!   are its caller's and its jump out is the call;
+//! * a jump starts a frame, marked as entered by a jump, when it enters a named symbol at
+//!   its first instruction (a tail call), another object or another kind of section
+//!   (Valgrind's `.text`, `.plt` or neither: a `.plt.got` stub is a function of its own,
+//!   the jump out of it another); a jump into the middle of another function stays in the
+//!   frame it leaves (glibc's `mempcpy` jumping into `memcpy`'s body is `mempcpy`'s cost),
+//!   and a fall-through stays in Valgrind's block, so in its frame;
+//! * a jump out of the lazy binder (`_dl_runtime_resolve*`) first ends the binder's frame
+//!   (Callgrind's `pop_on_jump`): the function bound is called by the binder's caller;
 //! * a return ends the frames entered by jumps and then the one frame entered by a call;
 //!   the code returned to is the frame below's, whichever function holds it.
+//!
+//! A frame's function is the named symbol holding its entry; code without one (known by
+//! an unwind entry only, or none) is named, as Callgrind names it, by the entry's offset
+//! in its module (`module+0x…`), or outside a module's `.text` (object `???` for
+//! Valgrind) by its runtime address (`0x…`). Callgrind also ends frames the stack
+//! pointer has left (`longjmp`); the blocks do not carry it, so those stay open until a
+//! return.
 //!
 //! An instruction's cost goes to the function of the frame on top when it runs, as
 //! Callgrind charges a block to its context, not to the symbol holding its address.
@@ -34,35 +45,59 @@ use kansoku_binary::InstructionKind;
 use serde::Serialize;
 
 use crate::analysis::PathAnalysis;
-use crate::code::{BlockId, CodeMap};
+use crate::code::{BlockId, CodeMap, SectionKind};
 use crate::fxhash::FxHashMap;
 use crate::timeline::CallSink;
 
 /// Deepest shadow call stack followed; deeper calls are counted in the deepest frame.
 const MAX_DEPTH: usize = 1 << 16;
 
-/// A PLT stub (`memcpy@plt`): Callgrind skips them, charging their instructions to the
-/// caller.
-fn is_plt_stub(code: &CodeMap, owner: Owner) -> bool {
-    matches!(owner, Owner::Function(f) if code.functions()[f as usize].name.ends_with("@plt"))
+/// Is a function a symbol Valgrind names code by: not one known only by its unwind entry
+/// or as a stretch between functions (`module+0xaddress`), nor a PLT stub kansoku named
+/// from its relocation (`memcpy@plt`; Valgrind has no symbol there).
+fn named(name: &str) -> bool {
+    let unnamed = name.rsplit_once("+0x").is_some_and(|(m, hex)| !m.is_empty() && !hex.is_empty() && hex.bytes().all(|c| c.is_ascii_hexdigit()));
+    !unnamed && !name.ends_with("@plt")
 }
 
-/// Does a jump (or fall-through) from block `from` into block `to` of another function
-/// enter it as a call would (Callgrind's call emulation): at the first instruction of a
-/// function with a symbol, or in another module.
-fn enters_by_jump(code: &CodeMap, from: BlockId, to: BlockId) -> bool {
-    let (a, b) = (code.block(from), code.block(to));
-    a.module != b.module
-        || b.function.is_some_and(|f| {
-            let f = &code.functions()[f as usize];
-            f.base == b.addr && !unnamed(&f.name)
-        })
+/// The function Callgrind gives a frame entered at block `b`: the named symbol holding
+/// it, else the entry itself (Callgrind names code without a symbol by the address of the
+/// block a frame entered it at).
+fn frame_owner(code: &CodeMap, b: BlockId) -> Owner {
+    match code.block(b).function {
+        Some(f) if named(&code.functions()[f as usize].name) => Owner::Function(f),
+        _ => Owner::Entry(b),
+    }
 }
 
-/// A function known only by its unwind entry or as a stretch between functions
-/// (`module+0xaddress`): Valgrind has no symbol there, so Callgrind sees no entry to jump to.
-fn unnamed(name: &str) -> bool {
-    name.rsplit_once("+0x").is_some_and(|(m, hex)| !m.is_empty() && !hex.is_empty() && hex.bytes().all(|c| c.is_ascii_hexdigit()))
+/// Does block `b` start at a named symbol's first instruction (Callgrind's `is_entry`)?
+fn is_entry(code: &CodeMap, b: BlockId) -> bool {
+    let info = code.block(b);
+    info.function.is_some_and(|f| {
+        let f = &code.functions()[f as usize];
+        f.base == info.addr && named(&f.name)
+    })
+}
+
+/// The object Callgrind puts a block in: its module when in the module's `.text`, else
+/// none (`???`).
+fn object_of(code: &CodeMap, b: BlockId) -> Option<usize> {
+    let info = code.block(b);
+    (info.section == SectionKind::Text).then_some(info.module).flatten()
+}
+
+/// Is the jump from block `from` to block `to` a call for Callgrind (its call emulation,
+/// `setup_bbcc`): into a named symbol's first instruction, or into another object or
+/// section kind.
+fn emulated_call(code: &CodeMap, from: BlockId, to: BlockId) -> bool {
+    is_entry(code, to) || code.block(from).section != code.block(to).section || object_of(code, from) != object_of(code, to)
+}
+
+/// Does a jump out of block `b` leave the lazy binder (`_dl_runtime_resolve*`)? Callgrind
+/// pops the binder's frame then (`pop_on_jump`): the function it jumps to is called by
+/// the binder's caller.
+fn pops_on_jump(code: &CodeMap, b: BlockId) -> bool {
+    code.block(b).function.is_some_and(|f| code.functions()[f as usize].name.starts_with("_dl_runtime_resolve"))
 }
 
 /// Who owns a block for the call graph: a function, or code outside every known function
@@ -70,6 +105,8 @@ fn unnamed(name: &str) -> bool {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 enum Owner {
     Function(u32),
+    /// Code no named symbol holds, by the block a frame entered it at.
+    Entry(BlockId),
     Module(usize),
     Unknown,
 }
@@ -101,9 +138,9 @@ struct ThreadStack {
     frames: Vec<Frame>,
     prev: Option<BlockId>,
     instructions: u64,
-    /// A PLT stub was entered by a call and no frame was pushed since: the next frame
-    /// entered by a jump is that call's.
-    stub_called: bool,
+    /// A `.plt` stub was entered by a call (from this block) and no frame was pushed
+    /// since: the next frame entered by a jump is that call's.
+    stub_called: Option<BlockId>,
 }
 
 #[derive(Default, Clone, Copy)]
@@ -192,14 +229,6 @@ impl CallTracker {
         self.current.frames.push(Frame { node, owner, arc, by_jump, entered_at: self.current.instructions });
     }
 
-    /// A call from `caller`'s block `site`; beyond [`MAX_DEPTH`] the cost stays in the
-    /// deepest frame.
-    fn push_call(&mut self, callee: Owner, caller: Owner, site: BlockId, code: &CodeMap) {
-        if self.current.frames.len() < MAX_DEPTH {
-            self.push(callee, Some((caller, site)), false, code);
-        }
-    }
-
     fn pop(&mut self) -> Option<Frame> {
         let f = self.current.frames.pop()?;
         if let Some(t) = &mut self.timeline {
@@ -213,37 +242,55 @@ impl CallTracker {
 
     /// One executed basic block; `prev_end` is the kind of the previous block's last instruction.
     pub fn enter(&mut self, b: BlockId, prev_end: InstructionKind, code: &CodeMap) {
-        let owner = owner_of(code, b);
         let prev = self.current.prev.replace(b);
         match (prev, self.current.frames.last().copied()) {
-            (Some(p), Some(top)) => match prev_end {
-                // a call into a PLT stub: the caller's frame goes on; the stub's jump is the call
-                _ if is_plt_stub(code, owner) && prev_end != InstructionKind::Return && owner != owner_of(code, p) => {
-                    self.current.stub_called = prev_end == InstructionKind::Call;
-                }
-                _ if is_plt_stub(code, owner) && prev_end != InstructionKind::Return => {}
-                InstructionKind::Call if !code.block(p).ends_in_syscall => self.push_call(owner, top.owner, p, code),
-                InstructionKind::Return => {
-                    while self.current.frames.last().is_some_and(|f| f.by_jump) {
+            (Some(p), Some(top)) => {
+                let call = match prev_end {
+                    InstructionKind::Return => {
+                        while self.current.frames.last().is_some_and(|f| f.by_jump) {
+                            self.pop();
+                        }
                         self.pop();
+                        if self.current.frames.is_empty() {
+                            // a return the stack did not see the call of
+                            self.push(frame_owner(code, b), None, false, code);
+                        }
+                        None
                     }
-                    self.pop();
-                    if self.current.frames.is_empty() {
-                        // a return the stack did not see the call of
-                        self.push(owner, None, false, code);
+                    InstructionKind::Call if !code.block(p).ends_in_syscall => Some(false),
+                    // a fall-through stays in Valgrind's block: no new context
+                    InstructionKind::Other => None,
+                    _ => emulated_call(code, p, b).then_some(true),
+                };
+                match call {
+                    // a call into `.plt` (Callgrind skips it): the caller's frame goes on, and
+                    // the stub's jump out is the call
+                    Some(by_jump) if code.block(b).section == SectionKind::Plt => {
+                        if !by_jump {
+                            self.current.stub_called = Some(p);
+                        }
                     }
+                    Some(by_jump) if self.current.frames.len() < MAX_DEPTH => {
+                        let (mut arc, mut by_jump) = ((top.owner, p), by_jump);
+                        if let Some(site) = self.current.stub_called.take().filter(|_| by_jump) {
+                            // the first frame out of a called stub (directly, or through the
+                            // lazy binder's PLT0) stands for that call
+                            (arc, by_jump) = ((top.owner, site), false);
+                        }
+                        if by_jump && pops_on_jump(code, p) && self.current.frames.len() > 1 {
+                            let binder = self.pop().expect("a frame");
+                            if let Some(a) = binder.arc {
+                                (arc, by_jump) = (a, binder.by_jump);
+                            }
+                        }
+                        self.push(frame_owner(code, b), Some(arc), by_jump, code);
+                    }
+                    _ => {}
                 }
-                _ if owner != top.owner && self.current.frames.len() < MAX_DEPTH && enters_by_jump(code, p, b) => {
-                    // the first frame out of a PLT stub that was called (directly, or through
-                    // the lazy binder's PLT0 and resolver) stands for that call
-                    let by_jump = !std::mem::take(&mut self.current.stub_called);
-                    self.push(owner, Some((top.owner, p)), by_jump, code)
-                }
-                _ => {}
-            },
+            }
             _ => {
                 if self.current.frames.is_empty() {
-                    self.push(owner, None, false, code);
+                    self.push(frame_owner(code, b), None, false, code);
                 }
             }
         }
@@ -377,6 +424,15 @@ pub struct CostProfile {
 fn owner_name(code: &CodeMap, owner: Owner) -> String {
     match owner {
         Owner::Function(f) => code.functions()[f as usize].name.clone(),
+        // Callgrind's `0x…` name: the offset in the module, or outside a module's `.text`
+        // (object `???` for Valgrind) the runtime address
+        Owner::Entry(b) => {
+            let info = code.block(b);
+            match (object_of(code, b), info.link) {
+                (Some(m), Some(link)) => format!("{}+{link:#x}", code.symbolizer.modules()[m].short_name()),
+                _ => format!("{:#018x}", info.addr),
+            }
+        }
         Owner::Module(m) => format!("{} (outside known functions)", code.symbolizer.modules()[m].short_name()),
         Owner::Unknown => "(code outside every module)".to_string(),
     }
@@ -395,6 +451,7 @@ impl Names {
         let modules = code.symbolizer.modules();
         let module = match owner {
             Owner::Function(f) => Some(modules[code.functions()[f as usize].module].path.clone()),
+            Owner::Entry(b) => object_of(code, b).map(|m| modules[m].path.clone()),
             Owner::Module(m) => Some(modules[m].path.clone()),
             Owner::Unknown => None,
         };
@@ -484,6 +541,7 @@ impl PathAnalysis {
                 let source = self.code.symbolizer.source_line(site);
                 let callee_entry = match callee {
                     Owner::Function(f) => self.code.functions()[f as usize].base,
+                    Owner::Entry(b) => self.code.block(b).addr,
                     _ => site,
                 };
                 calls.push(CallCost {
