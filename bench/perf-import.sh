@@ -4,11 +4,12 @@
 # (-a -g), and compares `kansoku show --json` with `perf script`: samples per process,
 # and samples per (pid, tid, call chain) against the raw chains `perf script -D` dumps
 # (perf's context markers left out). Prints one line per file; fails on a difference.
-# Usage: bench/perf-import.sh [ITERATIONS_PER_SUBSHELL] (default 200000)   (needs perf and permission)
+# Usage: [K=KANSOKU] bench/perf-import.sh [ITERATIONS_PER_SUBSHELL] (default 200000)   (needs perf and permission)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build -q -p kansoku-cli   # a comparison of counts, not of speed: the test build
-K=$PWD/target/debug/kansoku
+# a comparison of counts, not of speed: the test build, or K=KANSOKU
+[ -n "${K:-}" ] || cargo build -q -p kansoku-cli
+K=${K:-$PWD/target/debug/kansoku}
 N=${1:-200000}
 D=$(mktemp -d)
 trap 'rm -rf "$D"' EXIT

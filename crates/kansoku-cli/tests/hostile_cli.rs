@@ -409,3 +409,32 @@ fn paths_says_a_stopped_program_and_waits_for_sigcont() {
 fn the_trap_mechanism_says_a_stopped_program_and_waits_for_sigcont() {
     a_stop_is_said_and_held(&["monitor", "events", "--mechanism", "trap", "--probe", "late"]);
 }
+
+/// Issue 43: `show --limit N` reads a recording's head only, so a recording corrupted after
+/// its first records still shows them (the same events as before the damage); reading all
+/// of it (`--counts`) says where it is corrupted.
+#[test]
+fn show_limit_reads_the_head_of_a_recording_corrupted_after_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (good, bad) = (dir.path().join("good.ksk"), dir.path().join("bad.ksk"));
+    let mut events = vec![module("/bin/true", 0x1000)];
+    events.extend((0..100_000u64).map(|i| Event::Instruction { addr: 0x1000 + (i * 7) % 0x1000 }));
+    write_ksk(&good, &events);
+    let mut bytes = std::fs::read(&good).unwrap();
+    let at = bytes.len() / 4;
+    bytes[at..].fill(0); // 0x00 is no event's tag
+    std::fs::write(&bad, &bytes).unwrap();
+    let head = |p: &std::path::Path| ok_json(&["show", p.to_str().unwrap(), "--json", "--limit", "10"]);
+    let (before, after) = (head(&good), head(&bad));
+    assert_eq!(after["events"].as_array().unwrap().len(), 10, "{after}");
+    assert_eq!(after["events"], before["events"]);
+    let o = kansoku(&["show", bad.to_str().unwrap(), "--counts", "--limit", "10"]);
+    assert!(!o.status.success(), "{}", stderr(&o));
+    let said = stderr(&o);
+    let byte: usize = said
+        .split_once(&format!("{}: corrupted at byte ", bad.display()))
+        .and_then(|(_, rest)| rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok())
+        .unwrap_or_else(|| panic!("{said}"));
+    // the damage starts mid-event or at one: said at the first byte no event can start with
+    assert!((at.saturating_sub(16)..=at + 16).contains(&byte), "{said}");
+}
