@@ -217,6 +217,64 @@ fn loops_whose_iterations_differ_are_exact_per_class_or_warned() {
     }
 }
 
+/// Issue 42: real cpu-clock recordings (agent marker, every 20 µs) of two loops whose
+/// iterations differ — zlib blocks of three lengths, hash lookups over chains of several
+/// lengths. A time recording carries no instruction counts, so its trace is of no known
+/// class: against the exact iteration of every class it is either ≥ 0.99 for one of them
+/// or carries a warning (JSON `warnings`, and the same messages on stderr). Real
+/// recordings vary: no lcs is asserted beyond that.
+#[test]
+fn real_time_recordings_are_exact_or_warned() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let z = zblocks(d);
+    let hash = program(d, "hashlook");
+    let cases: [(&str, &str, &Path, [&str; 2], [&str; 2]); 2] = [
+        ("zlib", "adler32@libz", z.as_path(), ["130", "vary"], ["50000", "vary"]),
+        ("hash", "lookup", hash.as_path(), ["1300", ""], ["50000", ""]),
+    ];
+    for (name, marker, program, exact_args, real_args) in cases {
+        let exact = d.join(format!("{name}.ksk"));
+        let (e, p) = (s(&exact), s(program));
+        let mut cmd = vec!["trace", "exact", "--marker", marker, "--iterations", "120", "-o", &e, "--", &p];
+        cmd.extend(exact_args.iter().filter(|a| !a.is_empty()));
+        ok(&cmd);
+        let rec = d.join(format!("{name}-20us.ksk"));
+        let r = s(&rec);
+        let mut cmd = vec!["record", "--time-period", "20000", "--marker", marker, "-o", &r, "--", &p];
+        cmd.extend(real_args.iter().filter(|a| !a.is_empty()));
+        let o = kansoku(&cmd);
+        let err = stderr(&o);
+        if !o.status.success() && (err.contains("perf_event_paranoid") || err.contains("not supported")) {
+            kansoku_examples::skip(kansoku_examples::Missing::Machine, format!("record: perf sampling is not permitted here: {err}"));
+            return;
+        }
+        assert!(o.status.success(), "{err}");
+        let trace = d.join(format!("{name}.trace"));
+        let o = kansoku(&["reconstruct", &s(&rec), "-o", &s(&trace), "--json"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let kinds = warning_kinds(&v);
+        let text = stderr(&o);
+        for w in v["warnings"].as_array().unwrap() {
+            assert!(text.contains(w["message"].as_str().unwrap()), "{name}: a JSON warning not on stderr: {w}");
+        }
+        // the first six exact iterations: every class of the zlib loop, most of the lookup's
+        let best = (0..6)
+            .map(|i| {
+                let c = ok_json(&["compare", &s(&trace), &s(&exact), "--iteration", &i.to_string(), "--json"]);
+                c["lcs_ratio"].as_f64().unwrap()
+            })
+            .fold(0.0, f64::max);
+        let warned = kinds.iter().any(|k| k != "iterations_differ");
+        assert!(best >= 0.99 || warned, "{name}: lcs {best} against every class and no warning: {kinds:?}");
+        // how long the iterations lasted, those without a sample apart
+        let quiet = &v["iteration_durations"]["without_sample"];
+        assert!(quiet["iterations"].as_u64().unwrap() > 10_000, "{name}: {}", v["iteration_durations"]);
+        assert!(quiet["p10_ns"].as_u64() <= quiet["p50_ns"].as_u64() && quiet["p50_ns"].as_u64() <= quiet["p90_ns"].as_u64(), "{quiet}");
+    }
+}
+
 /// Issue 42: the agent's marker path reads the TSC itself, so no marker hit enters the
 /// vDSO: on a tight loop (seed000's func_M, ≈ 16 ns a call) the kept samples of a
 /// cpu-clock recording hold no `[vdso]` and no `clock_gettime` (before: 61 % in `[vdso]`),

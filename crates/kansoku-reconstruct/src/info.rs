@@ -138,6 +138,8 @@ pub enum Observation {
 #[derive(Default)]
 pub struct Compactor {
     out: Vec<Observation>,
+    /// How long every iteration lasted, with and without a sample.
+    pub durations: Durations,
     /// The last marker hit read (time, count), and whether it was the last observation.
     last: Option<Hit>,
     after_marker: bool,
@@ -156,6 +158,10 @@ impl Compactor {
     pub fn push(&mut self, o: Observation) {
         match o {
             Observation::Marker { time_ns, instructions } => {
+                if let Some((t0, _)) = self.last {
+                    let d = time_ns.saturating_sub(t0);
+                    if self.after_marker { self.durations.unsampled.add(d) } else { self.durations.sampled.add(d) }
+                }
                 if self.after_marker {
                     let (t0, i0) = self.last.expect("a marker was read");
                     let length = match (i0, instructions) {
@@ -206,5 +212,97 @@ impl Compactor {
     pub fn finish(mut self) -> Vec<Observation> {
         self.flush();
         self.out
+    }
+}
+
+/// How long iterations lasted (marker hit to marker hit), those no sample fell in apart
+/// from those holding one. On a time recording an iteration holding a sample is one the
+/// sampling interrupt stretched (by microseconds on this project's VM, against tens of
+/// nanoseconds for a tight loop's iteration), so only the iterations without a sample say
+/// how long the loop's iterations are; a sample dropped as probe code still stretched its
+/// iteration, which then counts as one without a sample.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Durations {
+    pub unsampled: DurationHistogram,
+    pub sampled: DurationHistogram,
+}
+
+/// Durations in ns in buckets of 1/16 octave (each within 4.4 % of its lower bound):
+/// bounded memory whatever the number of iterations.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DurationHistogram {
+    buckets: Vec<u64>,
+    count: u64,
+    max: u64,
+}
+
+/// A [`DurationHistogram`] summed up: how many, percentiles (a bucket's lower bound) and
+/// the longest, in ns.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct DurationSummary {
+    pub iterations: u64,
+    pub p10_ns: u64,
+    pub p50_ns: u64,
+    pub p90_ns: u64,
+    pub max_ns: u64,
+}
+
+const STEPS_PER_OCTAVE: f64 = 16.0;
+
+impl DurationHistogram {
+    pub fn add(&mut self, ns: u64) {
+        let i = ((ns.max(1) as f64).log2() * STEPS_PER_OCTAVE) as usize;
+        if self.buckets.len() <= i {
+            self.buckets.resize(i + 1, 0);
+        }
+        self.buckets[i] += 1;
+        self.count += 1;
+        self.max = self.max.max(ns);
+    }
+
+    /// The lower bound of the bucket holding the `q`-quantile.
+    fn quantile(&self, q: f64) -> u64 {
+        let rank = ((self.count as f64 * q).ceil() as u64).max(1);
+        let mut seen = 0;
+        for (i, &n) in self.buckets.iter().enumerate() {
+            seen += n;
+            if seen >= rank {
+                return 2f64.powf(i as f64 / STEPS_PER_OCTAVE).round() as u64;
+            }
+        }
+        self.max
+    }
+
+    /// None without a duration.
+    pub fn summary(&self) -> Option<DurationSummary> {
+        (self.count > 0).then(|| DurationSummary { iterations: self.count, p10_ns: self.quantile(0.1), p50_ns: self.quantile(0.5), p90_ns: self.quantile(0.9), max_ns: self.max })
+    }
+}
+
+#[cfg(test)]
+mod duration_tests {
+    use super::*;
+
+    #[test]
+    fn durations_split_by_samples_in_bounded_buckets() {
+        let mut c = Compactor::default();
+        let mut t = 0;
+        for i in 0..10_000u64 {
+            c.push(Observation::Marker { time_ns: t, instructions: None });
+            if i % 100 == 99 {
+                // a sample stretches its iteration to 6 µs
+                c.push(Observation::Sample { info: Info::new(0, 0, 0), time_ns: t + 10, instructions: None });
+                t += 6_000;
+            } else {
+                t += if i % 2 == 0 { 40 } else { 80 };
+            }
+        }
+        c.push(Observation::Marker { time_ns: t, instructions: None });
+        let (u, s) = (c.durations.unsampled.summary().unwrap(), c.durations.sampled.summary().unwrap());
+        assert_eq!((u.iterations, s.iterations), (9_900, 100));
+        assert!(u.p10_ns <= 40 && u.p10_ns >= 38 && u.p90_ns <= 80 && u.p90_ns >= 77 && u.max_ns == 80, "{u:?}");
+        assert!(s.p50_ns <= 6_000 && s.p50_ns >= 5_700 && s.max_ns == 6_000, "{s:?}");
+        assert!(c.durations.unsampled.buckets.len() < 16 * 14);
+        assert_eq!(DurationHistogram::default().summary(), None);
     }
 }

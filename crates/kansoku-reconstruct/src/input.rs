@@ -23,6 +23,8 @@ pub struct Loaded {
     /// The marker function the recording was cut at, when the header names it.
     pub marker: Option<String>,
     pub warnings: Vec<Warning>,
+    /// How long the iterations lasted, with and without a sample.
+    pub durations: crate::info::Durations,
 }
 
 /// Addresses from here up are the kernel's (x86-64 canonical upper half).
@@ -108,8 +110,9 @@ pub fn load_samples(path: &Path) -> Result<Loaded, FileError> {
     };
     let period = header.parameters.get("period").and_then(|v| v.as_u64());
     let modules = sym.modules().to_vec();
+    let durations = std::mem::take(&mut observations.durations);
     let observations = observations.finish();
-    Ok(Loaded { header, names, observations, weighting, period, modules, marker, warnings })
+    Ok(Loaded { header, names, observations, weighting, period, modules, marker, warnings, durations })
 }
 
 

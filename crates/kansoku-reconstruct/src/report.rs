@@ -97,10 +97,36 @@ pub struct Report {
     pub compared_iteration: Option<usize>,
     /// With an output file and iterations of several lengths: the other classes rebuilt.
     pub class_traces: Vec<ClassTrace>,
+    /// Time recordings with marker hits: how long the iterations lasted.
+    pub iteration_durations: Option<IterationDurations>,
     /// Everything the user should know, each with a kind and what would fix it: damaged or
     /// cut recordings, unsymbolised samples, iterations set aside, a solver replaced, an
     /// order the samples do not determine.
     pub warnings: Vec<Warning>,
+}
+
+/// How long a time recording's iterations lasted (marker hit to marker hit). Those without
+/// a sample are the loop's own durations; those holding one were stretched by the sampling
+/// interrupt, so their durations cannot class them (see [`crate::info::Durations`]).
+#[derive(Serialize)]
+pub struct IterationDurations {
+    pub without_sample: Option<crate::info::DurationSummary>,
+    pub with_sample: Option<crate::info::DurationSummary>,
+}
+
+impl IterationDurations {
+    /// One line for the text report.
+    pub fn text(&self) -> String {
+        let part = |s: &Option<crate::info::DurationSummary>, what: &str| match s {
+            Some(s) => format!("{} {what}: p10 {} ns, median {} ns, p90 {} ns, longest {} ns", s.iterations, s.p10_ns, s.p50_ns, s.p90_ns, s.max_ns),
+            None => format!("none {what}"),
+        };
+        format!(
+            "iteration durations (marker to marker): {}; {} (stretched by the sampling interrupt)",
+            part(&self.without_sample, "without a sample"),
+            part(&self.with_sample, "with a sample")
+        )
+    }
 }
 
 /// Another class of iterations, rebuilt into its own file.
@@ -240,6 +266,9 @@ pub fn reconstruct_file(req: &Request, progress: &mut dyn FnMut(usize, usize)) -
         (Some(out), None) => other_classes(out, req, &rec, &loaded, &options)?,
         _ => Vec::new(),
     };
+    let durations = &loaded.durations;
+    let iteration_durations = (loaded.weighting == Weighting::Time && durations.unsampled.summary().or(durations.sampled.summary()).is_some())
+        .then(|| IterationDurations { without_sample: durations.unsampled.summary(), with_sample: durations.sampled.summary() });
     let report = Report {
         recording: req.recording.clone(),
         output: req.output.clone(),
@@ -250,6 +279,7 @@ pub fn reconstruct_file(req: &Request, progress: &mut dyn FnMut(usize, usize)) -
         comparison,
         compared_iteration,
         class_traces,
+        iteration_durations,
         warnings,
     };
     Ok((report, lines))

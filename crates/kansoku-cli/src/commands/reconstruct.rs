@@ -203,6 +203,9 @@ pub fn run(args: Args) -> Result<()> {
         println!("iteration classes ({} lengths):", classes.len());
         t.print();
     }
+    if let Some(d) = &report.iteration_durations {
+        println!("{}", d.text());
+    }
     if let Some(c) = &report.comparison {
         if let Some(i) = report.compared_iteration {
             println!("compared with iteration {i} of the exact trace{}", r.class.map(|l| format!(" (the first of its class: {l} instructions)")).unwrap_or_default());
