@@ -122,3 +122,25 @@ fn perf_record_and_kansoku_record_reconstruct_alike_and_a_cut_perf_data_is_read(
     let markers = v["split"]["markers"].as_u64().unwrap();
     assert!(markers > 0 && markers < 100_000, "{}", v["split"]);
 }
+
+/// `perf record -z` writes its records zstd-compressed (PERF_RECORD_COMPRESSED): `show`
+/// counts every sample `perf script` lists, read through Debian's libzstd.
+#[test]
+fn a_compressed_perf_data_is_read_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let seed = kansoku_examples::build("seed000", d).unwrap();
+    let data = d.join("z.data");
+    let Ok(rec) = Command::new("perf").args(["record", "-q", "-z", "-e", "cpu-clock:u", "-c", "20000", "-o", &s(&data), "--", &s(&seed), "100000"]).output() else {
+        return skip(Missing::Installed { package: "linux-perf" }, "perf is not installed");
+    };
+    if !rec.status.success() {
+        return skip(Missing::Machine, format!("perf record -z fails here: {}", String::from_utf8_lossy(&rec.stderr)));
+    }
+    let header = Command::new("perf").args(["report", "--header-only", "-i", &s(&data)]).output().unwrap();
+    assert!(String::from_utf8_lossy(&header.stdout).contains("compressed : Zstd"), "perf wrote no compressed records");
+    let samples = perf_script_lines(&data, "cpu-clock");
+    assert!(samples > 100, "{samples} samples");
+    let v = ok_json(&["show", &s(&data), "--json", "--limit", "5", "--counts"]);
+    assert_eq!(v["summary"]["samples"], samples, "{}", v["summary"]);
+}
