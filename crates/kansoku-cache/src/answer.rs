@@ -432,10 +432,11 @@ pub fn answer_model(mut a: ModelRequest, ui: &Arc<dyn Ui>) -> Result<ModelAnswer
             concrete = Some(sizes);
         }
     }
-    let simulate_at = |a: &ModelRequest, sizes: &ParamValues, warm: Option<&Warmup>| -> Result<ModelAnswer> {
+    let simulate_within = |a: &ModelRequest, sizes: &ParamValues, warm: Option<&Warmup>, limit: u64| -> Result<ModelAnswer> {
         let (k, _) = a.source.load()?;
-        Ok(ModelAnswer::Simulated(simulation_report(&k, sizes, &a.caches, a.max_accesses, warm, ui.as_ref())?))
+        Ok(ModelAnswer::Simulated(simulation_report(&k, sizes, &a.caches, limit, warm, ui.as_ref())?))
     };
+    let simulate_at = |a: &ModelRequest, sizes: &ParamValues, warm: Option<&Warmup>| simulate_within(a, sizes, warm, a.max_accesses);
     let hierarchy = a.caches.levels.len() > 1;
     if a.warm.is_some() {
         // The formulas (both methods) count from an empty cache: a warm start is never
@@ -470,15 +471,21 @@ pub fn answer_model(mut a: ModelRequest, ui: &Arc<dyn Ui>) -> Result<ModelAnswer
         // construction and evaluation at one point, so it answers whenever --max-accesses
         // allows; the set method only beyond.
         let (k, _) = a.source.load()?;
-        let work = Program::new(&k, sizes, &a.caches.layout)?.work(a.max_accesses);
+        // One cache: what its simulator pays (an innermost loop's iterations between line
+        // changes are counted, not made), so a kernel that walks rows (floyd-warshall at
+        // LARGE) is simulated by count, not given to the set method's wall-clock budget.
+        let prog = Program::new(&k, sizes, &a.caches.layout)?;
+        let work = if hierarchy { prog.work(a.max_accesses) } else { prog.simulated_work(a.max_accesses, &a.caches.levels[0]) };
         if work.complete {
             ui.note(&format!(
-                "note: method: one simulation ({} accesses and loop iterations, counted; the set method is tried first only above --max-accesses {}); simulating at {} instead of building formulas (--method sets to build them)",
+                "note: method: one simulation ({} accesses it makes one at a time and loop iterations, counted; the set method is tried first only above --max-accesses {}); simulating at {} instead of building formulas (--method sets to build them)",
                 work.steps(),
                 a.max_accesses,
                 fmt_params(sizes)
             ));
-            return simulate_at(&a, sizes, None);
+            // chosen by what the simulator pays, within --max-accesses: not refused for
+            // every access it counts in runs
+            return simulate_within(&a, sizes, None, u64::MAX);
         }
         ui.note(&format!("note: method: the set method, for {}: one simulation would make more than --max-accesses {} accesses (counted)", fmt_params(sizes), a.max_accesses));
         return sets_model(&a, Some(sizes), ui.as_ref()).map_err(|e| with_budget_hint(e, hierarchy));

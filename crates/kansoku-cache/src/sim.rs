@@ -262,11 +262,26 @@ impl Program {
     /// outer loops only: milliseconds where the simulation takes minutes, and bounded by
     /// `limit` where it would take years.
     pub fn work(&self, limit: u64) -> Work {
+        self.count_work(limit, None)
+    }
+
+    /// [`Program::work`] as the simulator of one `cache` pays it: in an innermost loop it runs
+    /// from one line change to the next ([`CacheSim::runs`]), `accesses` counts the ones it
+    /// makes one at a time, not the iterations between that it counts as hits.
+    pub fn simulated_work(&self, limit: u64, cache: &CacheConfig) -> Work {
+        if self.every_access {
+            return self.work(limit);
+        }
+        self.count_work(limit, Some((cache.line as i64, cache.assoc as usize)))
+    }
+
+    fn count_work(&self, limit: u64, lines: Lines) -> Work {
         // the warm-up is simulated too
-        let mut w = self.warmup.as_ref().map_or(Work { accesses: 0, iterations: 0, complete: true }, |p| p.work(limit));
+        let mut w = self.warmup.as_ref().map_or(Work { accesses: 0, iterations: 0, complete: true }, |p| p.count_work(limit, None));
+        // (the warm-up's accesses go one at a time, [`Program::warm_up`])
         let mut vars = vec![0i64; self.depth.max(1)];
         if w.complete {
-            count_nodes(&self.nodes, &mut vars, limit, &mut w);
+            count_nodes(&self.nodes, &mut vars, limit, &mut w, lines);
         }
         w
     }
@@ -379,9 +394,9 @@ fn guarded_trips(lo: i64, hi: i64, step: i64, guards: &[(i128, i128)]) -> u64 {
     u64::try_from((kmax - kmin + 1).max(0)).unwrap_or(u64::MAX)
 }
 
-fn count_nodes(nodes: &[PNode], vars: &mut [i64], limit: u64, w: &mut Work) {
+fn count_nodes(nodes: &[PNode], vars: &mut [i64], limit: u64, w: &mut Work, lines: Lines) {
     for n in nodes {
-        count_node(n, vars, limit, w);
+        count_node(n, vars, limit, w, lines);
         if w.steps() > limit {
             w.complete = false;
         }
@@ -391,7 +406,7 @@ fn count_nodes(nodes: &[PNode], vars: &mut [i64], limit: u64, w: &mut Work) {
     }
 }
 
-fn count_node(n: &PNode, vars: &mut [i64], limit: u64, w: &mut Work) {
+fn count_node(n: &PNode, vars: &mut [i64], limit: u64, w: &mut Work, lines: Lines) {
     match n {
         PNode::Stmt(refs, guards) => {
             if guards.iter().all(|g| g.eval(vars) >= 0) {
@@ -404,14 +419,15 @@ fn count_node(n: &PNode, vars: &mut [i64], limit: u64, w: &mut Work) {
                 return;
             }
             if body.iter().all(|b| matches!(b, PNode::Stmt(..))) {
-                count_statements(body, vars, *depth, (lo, hi, *step), w);
+                count_statements(body, vars, *depth, (lo, hi, *step), w, lines);
                 return;
             }
-            if *invariant {
-                // Every iteration costs the same: count one, multiply.
+            if *invariant && lines.is_none() {
+                // Every iteration costs the same: count one, multiply. (Not the runs of
+                // hits: where a row starts in a line changes from one iteration to the next.)
                 vars[*depth] = lo;
                 let mut once = Work { accesses: 0, iterations: 0, complete: true };
-                count_nodes(body, vars, limit, &mut once);
+                count_nodes(body, vars, limit, &mut once, lines);
                 let n = trips(lo, hi, *step);
                 w.accesses = w.accesses.saturating_add(once.accesses.saturating_mul(n));
                 w.iterations = w.iterations.saturating_add(once.iterations.saturating_add(1).saturating_mul(n));
@@ -422,7 +438,7 @@ fn count_node(n: &PNode, vars: &mut [i64], limit: u64, w: &mut Work) {
             while v < hi {
                 vars[*depth] = v;
                 w.iterations = w.iterations.saturating_add(1);
-                count_nodes(body, vars, limit, w);
+                count_nodes(body, vars, limit, w, lines);
                 if !w.complete || w.steps() > limit {
                     w.complete = false;
                     return;
@@ -434,8 +450,12 @@ fn count_node(n: &PNode, vars: &mut [i64], limit: u64, w: &mut Work) {
 }
 
 /// A loop of statements only: per statement, its guards as intervals of the loop variable.
-fn count_statements(body: &[PNode], vars: &mut [i64], depth: usize, (lo, hi, step): (i64, i64, i64), w: &mut Work) {
+fn count_statements(body: &[PNode], vars: &mut [i64], depth: usize, (lo, hi, step): (i64, i64, i64), w: &mut Work, lines: Lines) {
     vars[depth] = 0;
+    if let Some(visited) = lines.and_then(|c| run_accesses(body, vars, depth, (lo, hi, step), c)) {
+        w.accesses = w.accesses.saturating_add(visited);
+        return;
+    }
     for b in body {
         let PNode::Stmt(refs, guards) = b else { unreachable!("checked by the caller") };
         let linear: Vec<(i128, i128)> = guards.iter().map(|g| (g.eval(vars) as i128, g.coeff(depth) as i128)).collect();
@@ -446,6 +466,45 @@ fn count_statements(body: &[PNode], vars: &mut [i64], depth: usize, (lo, hi, ste
     if body.iter().any(|b| matches!(b, PNode::Stmt(_, g) if !g.is_empty())) {
         w.iterations = w.iterations.saturating_add(trips(lo, hi, step));
     }
+}
+
+/// The cache whose runs of hits [`Program::simulated_work`] counts: line size and ways.
+type Lines = Option<(i64, usize)>;
+
+/// The accesses [`CacheSim::runs`] makes one at a time in an innermost loop of unguarded
+/// statements (`vars[depth]` = 0), counted in closed form, or `None` where it does not run
+/// the loop (guards, more accesses an iteration than ways or [`RUN_REFS`], an advance of a
+/// line or more). At most one iteration per line change is simulated (with no more accesses
+/// than ways, the iterations between are counted); the references that advance alike from
+/// the same offset in a line change lines together, so each such group counts once.
+fn run_accesses(body: &[PNode], vars: &[i64], depth: usize, (lo, hi, step): (i64, i64, i64), (line, assoc): (i64, usize)) -> Option<u64> {
+    // per reference (first address, advance); no allocation: counted once per loop instance
+    let mut refs = [(0i64, 0i64); RUN_REFS];
+    let mut m = 0;
+    for b in body {
+        let PNode::Stmt(r, guards) = b else { return None };
+        if !guards.is_empty() || m + r.len() > assoc.min(RUN_REFS) {
+            return None;
+        }
+        for (_, f) in r {
+            refs[m] = (f.eval(vars) + f.coeff(depth) * lo, f.coeff(depth) * step);
+            m += 1;
+        }
+    }
+    if m == 0 || refs[..m].iter().any(|&(_, s)| s.abs() >= line) {
+        return None;
+    }
+    let n = trips(lo, hi, step);
+    let mut changes = 0u64;
+    for (i, &(a, s)) in refs[..m].iter().enumerate() {
+        let alike = |&(b, t): &(i64, i64)| t == s && b.rem_euclid(line) == a.rem_euclid(line);
+        if s == 0 || refs[..i].iter().any(alike) {
+            continue;
+        }
+        let last = a as i128 + (n as i128 - 1) * s as i128;
+        changes = changes.saturating_add((last.div_euclid(line as i128) - (a as i128).div_euclid(line as i128)).unsigned_abs() as u64);
+    }
+    Some(changes.saturating_add(1).min(n).saturating_mul(m as u64))
 }
 
 /// Where [`Program::run`] sends the accesses.

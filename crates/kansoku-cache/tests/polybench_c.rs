@@ -400,3 +400,29 @@ static void kernel_gemm(int ni, int nj, int nk, DATA_TYPE alpha, DATA_TYPE beta,
     let warm = Program::new(&kernel, &p, &LayoutSpec::polybench()).unwrap().warmed_by(&init, &p, 4096).unwrap().simulate(&[c]).pop().unwrap();
     assert_eq!(warm.iter().map(RefStats::misses).sum::<u64>(), 0);
 }
+
+/// What one cache's simulator pays (`Program::simulated_work`: an innermost loop's iterations
+/// between line changes counted, not made) is at most every access, and every access with
+/// `every_access`; floyd-warshall at LARGE (N = 2800), whose accesses are past `cache model`'s
+/// default --max-accesses (10^11), is below it as the simulator of a 32 KiB 8-way L1 pays
+/// it, so `auto` chooses one simulation for it by count, not the set method by the clock.
+#[test]
+fn simulated_work_is_what_one_cache_simulator_pays() {
+    let l1 = CacheConfig { assoc: 8, line: 64, sets: 64 };
+    let mut rng = common::Rng(0x5eed_0046);
+    for name in KERNELS {
+        let k = lowered(name, &[]).kernel;
+        for _ in 0..3 {
+            let params: ParamValues = k.params.iter().map(|p| (p.clone(), rng.next(1, 40))).collect();
+            let Ok(prog) = Program::new(&k, &params, &LayoutSpec::default()) else { continue };
+            let (all, paid) = (prog.work(u64::MAX), prog.simulated_work(u64::MAX, &l1));
+            assert!(paid.complete && paid.accesses <= all.accesses, "{name} {params:?}: {paid:?} {all:?}");
+            assert_eq!(prog.clone().every_access().simulated_work(u64::MAX, &l1), all, "{name} {params:?}");
+        }
+    }
+    let k = lowered("floyd-warshall", &[]).kernel;
+    let prog = Program::new(&k, &[("N".to_string(), 2800)].into_iter().collect(), &LayoutSpec::default()).unwrap();
+    assert!(!prog.work(100_000_000_000).complete);
+    let paid = prog.simulated_work(100_000_000_000, &l1);
+    assert!(paid.complete, "{paid:?}");
+}
