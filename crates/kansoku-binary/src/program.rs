@@ -388,11 +388,17 @@ fn symbol_functions(file: &object::File, has_static: bool) -> Vec<FunctionSymbol
     funcs
 }
 
-/// One function per address: the sized symbol with the plainest name (fewest leading
-/// underscores, then shortest) is the name, the others are kept as aliases.
+/// One function per address: among the sized symbols the name is the one Valgrind picks
+/// (storage.c, `preferName`), so that names agree with Callgrind's: the shortest up to its
+/// version (`@`), then a versioned one, then the first in byte order
+/// (`_IO_file_underflow@@GLIBC_2.2.5` over `_IO_new_file_underflow`, `__getdents` over
+/// `getdents64`); the others are kept as aliases.
 fn merge_aliases(mut funcs: Vec<FunctionSymbol>) -> Vec<FunctionSymbol> {
-    let plainness = |f: &FunctionSymbol| (f.size == 0, f.name.len() - f.name.trim_start_matches('_').len(), f.name.len());
-    funcs.sort_by(|a, b| a.address.cmp(&b.address).then_with(|| plainness(a).cmp(&plainness(b))));
+    let preference = |f: &FunctionSymbol| {
+        let unversioned = f.name.split('@').next().unwrap_or("").len();
+        (f.size == 0, unversioned, !f.name.contains('@'))
+    };
+    funcs.sort_by(|a, b| a.address.cmp(&b.address).then_with(|| preference(a).cmp(&preference(b))).then_with(|| a.name.cmp(&b.name)));
     let mut merged: Vec<FunctionSymbol> = Vec::with_capacity(funcs.len());
     for f in funcs {
         match merged.last_mut() {
