@@ -1169,7 +1169,8 @@ fn sure_misses_by_reference<'c>(b: &Builder<'c>, one_ref_lines: &[Map<'c>], mut 
 #[allow(clippy::too_many_arguments)]
 fn conflict_set<'c>(b: &Builder<'c>, lines: &Map<'c>, with_source: &Set<'c>, groups: &[(String, Set<'c>)], opts: &SetModelOptions, name: &str, deadline: Option<Instant>) -> Result<(Vec<Set<'c>>, Vec<String>)> {
     // Not combined with the lexmin chain: the chain already keeps E_k small there, and
-    // with both on `lexmin_chain_slow_pairs` took 247 s instead of 141 s (release).
+    // with both on the lexmin-chain tests (then one, `lexmin_chain_slow_pairs`) took 247 s
+    // instead of 141 s (release).
     let give_up = opts.split_by_array_above.filter(|_| groups.len() > 1 && opts.lexmin_chain_above.is_none());
     let mut distinct = vec![String::new(); opts.cache.assoc as usize];
     let mut levels = Vec::new();
