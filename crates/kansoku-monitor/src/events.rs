@@ -1004,7 +1004,7 @@ mod tests {
         #[test]
         fn distribution_equals_sorting_every_value(seq in proptest::collection::vec((0u64..20_000, 0u32..4), 1..600), small in proptest::bool::ANY, res in 0u32..3) {
             // below 256 ns the buckets are 1/16 ns or finer, and these times 0.3 ns apart or more
-            let values: Vec<f64> = seq.iter().map(|&(ns, k)| if small { ns % 250 } else { ns }).zip(seq.iter().map(|s| s.1)).map(|(ns, k)| if ns < 256 { ns as f64 - 3.7 * f64::from(k) } else { ns as f64 * 1.000_01 }).map(|v| v.max(0.0)).collect();
+            let values: Vec<f64> = seq.iter().map(|&(ns, _)| if small { ns % 250 } else { ns }).zip(seq.iter().map(|s| s.1)).map(|(ns, k)| if ns < 256 { ns as f64 - 3.7 * f64::from(k) } else { ns as f64 * 1.000_01 }).map(|v| v.max(0.0)).collect();
             let mut d = Distribution::default();
             values.iter().for_each(|&v| d.add(v));
             let mut sorted = values.clone();
