@@ -47,7 +47,6 @@ extern "C" {
     pub fn isl_set_make_disjoint(s: *mut isl_set) -> *mut isl_set;
     pub fn isl_set_compute_divs(s: *mut isl_set) -> *mut isl_set;
     pub fn isl_set_is_empty(s: *mut isl_set) -> c_int;
-    pub fn isl_set_n_basic_set(s: *mut isl_set) -> c_int;
     pub fn isl_set_foreach_basic_set(s: *mut isl_set, f: BasicSetFn, user: *mut c_void) -> c_int;
     pub fn isl_set_count_val(s: *mut isl_set) -> *mut isl_val;
 
@@ -55,9 +54,7 @@ extern "C" {
     pub fn isl_map_free(m: *mut isl_map) -> *mut isl_map;
     pub fn isl_map_copy(m: *mut isl_map) -> *mut isl_map;
     pub fn isl_map_to_str(m: *mut isl_map) -> *mut c_char;
-    pub fn isl_map_union(a: *mut isl_map, b: *mut isl_map) -> *mut isl_map;
     pub fn isl_map_intersect(a: *mut isl_map, b: *mut isl_map) -> *mut isl_map;
-    pub fn isl_map_subtract(a: *mut isl_map, b: *mut isl_map) -> *mut isl_map;
     pub fn isl_map_apply_range(a: *mut isl_map, b: *mut isl_map) -> *mut isl_map;
     pub fn isl_map_reverse(m: *mut isl_map) -> *mut isl_map;
     pub fn isl_map_lexmax(m: *mut isl_map) -> *mut isl_map;

@@ -10,6 +10,7 @@
 //! `__isl_take` and return a new owned object or an [`IslError`] carrying isl's message.
 //! An operation budget ([`Ctx::set_max_operations`]) turns a blow-up into an error instead
 //! of an endless computation.
+#![deny(missing_docs)]
 
 mod ffi;
 
@@ -21,10 +22,13 @@ use std::os::raw::{c_int, c_void};
 #[derive(Debug, thiserror::Error)]
 #[error("isl: {op}: {msg}")]
 pub struct IslError {
+    /// The operation of this layer that failed (`"set_union"`, `"read set"`, …).
     pub op: &'static str,
+    /// isl's last error message for the context, or "operation budget exceeded".
     pub msg: String,
 }
 
+/// What every fallible operation of this layer returns.
 pub type Result<T> = std::result::Result<T, IslError>;
 
 /// The integers of the isl linked in: "imath-32" (scripts/setup's build, small integers
@@ -38,6 +42,7 @@ pub struct Ctx {
 }
 
 impl Ctx {
+    /// A fresh context whose errors are returned as [`IslError`] rather than aborting.
     pub fn new() -> Ctx {
         // SAFETY: isl_ctx_alloc has no preconditions; errors are reported, not aborted on.
         let raw = unsafe { ffi::isl_ctx_alloc() };
@@ -236,10 +241,18 @@ impl<'c> Set<'c> {
         std::mem::forget(self);
         r
     }
-    set_op2!(set_union, isl_set_union);
-    set_op2!(set_intersect, isl_set_intersect);
-    set_op2!(set_subtract, isl_set_subtract);
-    set_op1!(set_coalesce, isl_set_coalesce);
+    set_op2!(
+        /// The points in either set.
+        set_union, isl_set_union);
+    set_op2!(
+        /// The points in both sets.
+        set_intersect, isl_set_intersect);
+    set_op2!(
+        /// The points of `self` not in `other`.
+        set_subtract, isl_set_subtract);
+    set_op1!(
+        /// The same points with fewer basic sets where isl can merge them (simpler to count).
+        set_coalesce, isl_set_coalesce);
     set_op1!(
         /// Rewrites the set as a union of pairwise disjoint basic sets.
         set_make_disjoint, isl_set_make_disjoint);
@@ -247,17 +260,13 @@ impl<'c> Set<'c> {
         /// Turns every existentially quantified variable into an explicit division.
         set_compute_divs, isl_set_compute_divs);
 
+    /// Whether the set has no point (for any parameter value).
     pub fn set_is_empty(&self) -> Result<bool> {
         // SAFETY: self.raw is live while self is (freed only in Drop); isl only reads it (__isl_keep).
         match unsafe { ffi::isl_set_is_empty(self.raw) } {
             r if r < 0 => Err(self.ctx.error("set_is_empty")),
             r => Ok(r != 0),
         }
-    }
-
-    pub fn set_n_basic_set(&self) -> usize {
-        // SAFETY: self.raw is live while self is (freed only in Drop); isl only reads it (__isl_keep).
-        unsafe { ffi::isl_set_n_basic_set(self.raw) }.max(0) as usize
     }
 
     /// Number of points of a set without parameters (or with all parameters fixed).
@@ -352,42 +361,53 @@ impl<'c> Map<'c> {
         std::mem::forget(self);
         r
     }
-    map_op2!(map_union, isl_map_union);
-    map_op2!(map_intersect, isl_map_intersect);
-    map_op2!(map_subtract, isl_map_subtract);
+    map_op2!(
+        /// The pairs in both relations.
+        map_intersect, isl_map_intersect);
     map_op2!(
         /// `{ x -> z : exists y: x -> y in self, y -> z in other }`.
         map_apply_range, isl_map_apply_range);
-    map_op1!(map_reverse, isl_map_reverse);
+    map_op1!(
+        /// The inverse relation: range to domain.
+        map_reverse, isl_map_reverse);
     map_op1!(
         /// For every domain element, the lexicographically largest image (parametric, by PIP).
         map_lexmax, isl_map_lexmax);
-    map_op1!(map_lexmin, isl_map_lexmin);
-    map_op1!(map_coalesce, isl_map_coalesce);
+    map_op1!(
+        /// For every domain element, the lexicographically smallest image (parametric, by PIP).
+        map_lexmin, isl_map_lexmin);
+    map_op1!(
+        /// The same relation with fewer basic maps where isl can merge them.
+        map_coalesce, isl_map_coalesce);
     map_op1!(
         /// Turns every existentially quantified variable into an explicit division.
         map_compute_divs, isl_map_compute_divs);
 
+    /// The elements that have at least one image.
     pub fn map_domain(self) -> Result<Set<'c>> {
         let ctx = self.ctx;
         // SAFETY: into_raw hands isl the pointers it takes (__isl_take) and forgets the Rust owners, so each is freed once, by isl; wrap checks the result for NULL.
         Set::wrap(ctx, unsafe { ffi::isl_map_domain(self.into_raw()) }, "map_domain")
     }
+    /// The elements that are the image of at least one element.
     pub fn map_range(self) -> Result<Set<'c>> {
         let ctx = self.ctx;
         // SAFETY: into_raw hands isl the pointers it takes (__isl_take) and forgets the Rust owners, so each is freed once, by isl; wrap checks the result for NULL.
         Set::wrap(ctx, unsafe { ffi::isl_map_range(self.into_raw()) }, "map_range")
     }
+    /// The relation restricted to domain elements in `s`.
     pub fn map_intersect_domain(self, s: Set<'c>) -> Result<Map<'c>> {
         let ctx = self.ctx;
         // SAFETY: into_raw hands isl the pointers it takes (__isl_take) and forgets the Rust owners, so each is freed once, by isl; wrap checks the result for NULL.
         Map::wrap(ctx, unsafe { ffi::isl_map_intersect_domain(self.into_raw(), s.into_raw()) }, "map_intersect_domain")
     }
+    /// The relation restricted to images in `s`.
     pub fn map_intersect_range(self, s: Set<'c>) -> Result<Map<'c>> {
         let ctx = self.ctx;
         // SAFETY: into_raw hands isl the pointers it takes (__isl_take) and forgets the Rust owners, so each is freed once, by isl; wrap checks the result for NULL.
         Map::wrap(ctx, unsafe { ffi::isl_map_intersect_range(self.into_raw(), s.into_raw()) }, "map_intersect_range")
     }
+    /// Whether the relation relates nothing (for any parameter value).
     pub fn map_is_empty(&self) -> Result<bool> {
         // SAFETY: self.raw is live while self is (freed only in Drop); isl only reads it (__isl_keep).
         match unsafe { ffi::isl_map_is_empty(self.raw) } {
@@ -423,9 +443,13 @@ impl std::fmt::Display for Map<'_> {
 /// equalities mean `row · (x, p, 1) = 0`, inequalities `≥ 0`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LiftedBasicSet {
+    /// Set dimensions, the lifted divisions included (the first columns of a row).
     pub n_set: usize,
+    /// Parameters (the columns after the set dimensions).
     pub n_param: usize,
+    /// Rows `r` with `r · (x, p, 1) = 0`.
     pub equalities: Vec<Vec<i64>>,
+    /// Rows `r` with `r · (x, p, 1) ≥ 0`.
     pub inequalities: Vec<Vec<i64>>,
     /// isl's text of the lifted basic set (for `--explain`).
     pub text: String,
