@@ -25,6 +25,7 @@
 //! Nothing here runs perf or a program: [`PerfDataReader`] turns a file into events.
 //!
 //! [`listing`] is what `kansoku show` prints of a recording: its items as rows.
+#![deny(missing_docs)]
 
 pub mod listing;
 
@@ -57,7 +58,7 @@ const PERF_CONTEXT_MAX: u64 = -4095i64 as u64;
 const MODULES_PER_PROCESS: usize = 4096;
 
 /// Is this file a perf.data (by its first eight bytes)?
-pub fn is_perf_data(path: &Path) -> bool {
+pub(crate) fn is_perf_data(path: &Path) -> bool {
     let mut magic = [0u8; 8];
     File::open(path).and_then(|mut f| f.read_exact(&mut magic)).is_ok() && &magic == MAGIC
 }
@@ -87,7 +88,16 @@ pub enum Item {
     /// (the command, at most 15 bytes; empty when the file does not say). Kansoku's own
     /// recordings are one process and never say so: their threads come as
     /// [`Event::Thread`].
-    Context { pid: i32, tid: i32, process: String, thread: String },
+    Context {
+        /// Process id (perf's `pid`, the thread group).
+        pid: i32,
+        /// Thread id.
+        tid: i32,
+        /// The process's name (its main thread's comm).
+        process: String,
+        /// The thread's name (its comm).
+        thread: String,
+    },
     /// An event of the current process and thread (perf.data: never [`Event::Thread`]).
     Event(Event),
     /// The call chain of the sample after it (`perf record -g`), innermost first: the
@@ -135,13 +145,18 @@ pub type Execs = Vec<(i32, String)>;
 /// The processes a perf.data holds samples of, from one pass over it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ProcessCount {
+    /// Process id.
     pub pid: i32,
     /// Its name when its first sample was taken.
     pub name: String,
+    /// Samples taken in it, marker hits included.
     pub samples: u64,
 }
 
 impl PerfDataReader {
+    /// Opens a perf.data and reads its header, attributes and the records needed to name
+    /// the program; a cut file is read to its last whole record. The error names the file
+    /// and, for a damaged one, the byte.
     pub fn open(path: &Path) -> Result<Self, RecordingError> {
         let io = |cause| RecordingError::Io { path: path.to_path_buf(), cause };
         let corrupt = |offset, what: String| RecordingError::Corrupt { path: path.to_path_buf(), offset, what };
@@ -197,6 +212,8 @@ impl PerfDataReader {
         self.selection_note.as_deref()
     }
 
+    /// What was recorded (program, arguments, clock, period, marker), as a kansoku
+    /// recording's header says it.
     pub fn header(&self) -> &Header {
         &self.header
     }
@@ -512,7 +529,7 @@ impl Patched {
         if offset < HEADER_BYTES as u64 || offset > len {
             return Err(bad(format!("its data section starts at byte {offset}, outside the file's {len} bytes")));
         }
-        sections_inside(&mut file, &header, len).map_err(bad)?;
+        sections_inside(&mut file, &header, len)?;
         // The event-types section is perf's format before 2011 (the attribute section has
         // carried the same since), and the parser trusts the id lists it names, whose
         // layout it reads its own way (fuzzing found 10^11-byte vectors sized from it):
@@ -550,21 +567,22 @@ fn le32(b: &[u8], at: usize) -> u64 {
 
 /// The attribute section, each attribute's ids and the event-types section lie inside
 /// the file, and the attribute size is one perf writes (the parser sizes its tables by
-/// these; a corrupt one would ask for terabytes).
-fn sections_inside(file: &mut BufReader<File>, header: &[u8; HEADER_BYTES], len: u64) -> Result<(), String> {
+/// these; a corrupt one would ask for terabytes). A section outside is `InvalidData`.
+fn sections_inside(file: &mut BufReader<File>, header: &[u8; HEADER_BYTES], len: u64) -> std::io::Result<()> {
+    let bad = |what: String| std::io::Error::new(std::io::ErrorKind::InvalidData, what);
     let inside = |at: u64, size: u64| at.checked_add(size).is_some_and(|end| end <= len);
     let (attr_size, attrs_at, attrs_len) = (le64(header, 16), le64(header, 24), le64(header, 32));
     if !(64..=4096).contains(&attr_size) || !inside(attrs_at, attrs_len) || attrs_len % attr_size != 0 {
-        return Err(format!("its attribute section ({attrs_len} bytes at {attrs_at}, {attr_size} each) does not fit the file's {len} bytes"));
+        return Err(bad(format!("its attribute section ({attrs_len} bytes at {attrs_at}, {attr_size} each) does not fit the file's {len} bytes")));
     }
     // Each attribute ends with the offset and size of its list of ids, which the parser
     // sizes a vector by.
     let mut ids = [0u8; 16];
     for i in 0..attrs_len / attr_size {
         let at = attrs_at + i * attr_size;
-        file.seek(SeekFrom::Start(at + attr_size - 16)).and_then(|_| file.read_exact(&mut ids)).map_err(|e| e.to_string())?;
+        file.seek(SeekFrom::Start(at + attr_size - 16)).and_then(|_| file.read_exact(&mut ids))?;
         if !inside(le64(&ids, 0), le64(&ids, 8)) {
-            return Err(format!("attribute {i} (at byte {at}) has its ids outside the file"));
+            return Err(bad(format!("attribute {i} (at byte {at}) has its ids outside the file")));
         }
     }
     Ok(())
@@ -741,6 +759,7 @@ pub struct Head {
 
 /// What [`AnyRecording::summarize_items`] counted.
 pub struct Summary {
+    /// Counts of the events and modules, and the time span.
     pub summary: kansoku_core::RecordingSummary,
     /// The modules, each with its process where the recording says it (perf.data).
     pub modules: Vec<(Option<i32>, Module)>,
@@ -751,11 +770,14 @@ pub struct Summary {
 /// A recording of either kind, opened by what the file is: kansoku's `.ksk` or perf's
 /// perf.data. The commands that read samples open files through this.
 pub enum AnyRecording {
+    /// A `.ksk` written by `kansoku record`.
     Kansoku(Box<kansoku_core::RecordingReader>),
+    /// A perf.data written by `perf record`.
     Perf(Box<PerfDataReader>),
 }
 
 impl AnyRecording {
+    /// Opens either kind, told apart by the file's first eight bytes (perf's magic).
     pub fn open(path: &Path) -> Result<AnyRecording, RecordingError> {
         if is_perf_data(path) {
             return Ok(AnyRecording::Perf(Box::new(PerfDataReader::open(path)?)));
@@ -763,6 +785,7 @@ impl AnyRecording {
         Ok(AnyRecording::Kansoku(Box::new(kansoku_core::RecordingReader::open(path)?)))
     }
 
+    /// The recording's header (for a perf.data, as [`PerfDataReader::header`] builds it).
     pub fn header(&self) -> &Header {
         match self {
             AnyRecording::Kansoku(r) => r.header(),
@@ -770,6 +793,8 @@ impl AnyRecording {
         }
     }
 
+    /// The next event of the one recorded process (for a perf.data of several, the one
+    /// [`PerfDataReader::next_event`] selects); `None` at the end.
     pub fn next_event(&mut self) -> Result<Option<Event>, RecordingError> {
         match self {
             AnyRecording::Kansoku(r) => r.next_event(),
