@@ -19,6 +19,7 @@
 //!   bounds differ by one and the sum is 0);
 //! * after the last variable each chamber is a domain over the parameters with a
 //!   polynomial in parameters and floor terms: a [`qpoly::Cell`].
+#![deny(missing_docs)]
 
 mod cellbox;
 mod numeric;
@@ -30,30 +31,47 @@ use std::collections::{BTreeMap, HashMap};
 /// A parametric polytope: `{ x : E·(x, p, 1) = 0, I·(x, p, 1) >= 0 }`.
 #[derive(Clone, Debug)]
 pub struct Polytope {
+    /// The counted variables `x` (the first columns of a row).
     pub n_vars: usize,
+    /// The parameters `p` (the columns after the variables; the constant is last).
     pub n_params: usize,
+    /// Rows `E` of `E·(x, p, 1) = 0`, each `n_vars + n_params + 1` long.
     pub equalities: Vec<Vec<i64>>,
+    /// Rows `I` of `I·(x, p, 1) >= 0`, each `n_vars + n_params + 1` long.
     pub inequalities: Vec<Vec<i64>>,
 }
 
+/// Why a count was not made.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum EhrhartError {
+    /// A constraint row is not `n_vars + n_params + 1` long.
     #[error("constraint row of length {got}, expected {expected}")]
-    Shape { got: usize, expected: usize },
+    Shape {
+        /// The row's length.
+        got: usize,
+        /// The length the polytope's dimensions ask for.
+        expected: usize,
+    },
+    /// A counted variable has no lower or no upper bound: the count is infinite.
     #[error("the set is unbounded in a counted variable")]
     Unbounded,
+    /// Summation split the space into more chambers than the limit (the limit given).
     #[error("counting grew beyond {0} chambers")]
     TooManyChambers(usize),
+    /// The deadline passed before the count was finished.
     #[error("counting exceeded its time budget")]
     OutOfTime,
+    /// isl refused an operation the counter asked of it (isl's message).
     #[error("isl: {0}")]
     Isl(String),
+    /// Counting one parameter point of a table failed (the point and why).
     #[error("a table's point: {0}")]
     Table(String),
 }
 
 /// Upper bound on chambers per count before giving up.
-pub const MAX_CHAMBERS: usize = 20_000;
+pub(crate) const MAX_CHAMBERS: usize = 20_000;
 
 fn gcd(a: i64, b: i64) -> i64 {
     gcd128(a as i128, b as i128) as i64
@@ -717,12 +735,12 @@ fn enumerate_with(poly: &Polytope, context: &Domain, param_names: &[String], dea
 }
 
 /// Most parameter points [`tabulate`] counts one by one.
-pub const MAX_TABLE_POINTS: u64 = 1024;
+pub(crate) const MAX_TABLE_POINTS: u64 = 1024;
 
 /// The parameter points `context` allows as a box (each parameter's range from the
 /// constraints), when every parameter is bounded and the box holds more than one point
-/// (at one point a table would count the same again) and at most [`MAX_TABLE_POINTS`]:
-/// the points [`tabulate`] would count.
+/// (at one point a table would count the same again) and at most `MAX_TABLE_POINTS`:
+/// the points [`tabulate`] would count (at most 1,024).
 pub fn table_box(context: &Domain, n_params: usize) -> Option<Vec<(i64, i64)>> {
     let ranges = param_box(context, n_params)?;
     let points = ranges.iter().try_fold(1u64, |n, (lo, hi)| n.checked_mul(u64::try_from(hi - lo + 1).ok()?))?;

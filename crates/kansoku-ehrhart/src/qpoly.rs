@@ -9,8 +9,11 @@ use std::fmt;
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(from = "FloorRepr", into = "FloorRepr")]
 pub struct Floor {
+    /// One coefficient per parameter.
     pub coeffs: Vec<i64>,
+    /// The constant added before dividing.
     pub constant: i64,
+    /// The divisor, at least 2 when built here (a file's is checked to be at least 1).
     pub den: i64,
 }
 
@@ -85,15 +88,21 @@ impl From<Constraint> for ConstraintRepr {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(from = "MonomialRepr", into = "MonomialRepr")]
 pub struct Monomial {
+    /// The coefficient's numerator.
     pub num: i64,
+    /// The coefficient's denominator (nonzero).
     pub den: i64,
+    /// `(symbol, power)` pairs: a symbol below the parameter count is a parameter, one at
+    /// or above it indexes the expression's floors.
     pub powers: Vec<(usize, u32)>,
 }
 
 /// A polynomial in the parameters and floor terms with rational coefficients.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Expr {
+    /// The floor terms the monomials' symbols `p..` refer to.
     pub floors: Vec<Floor>,
+    /// The monomials summed; no term is zero.
     pub terms: Vec<Monomial>,
 }
 
@@ -101,21 +110,27 @@ pub struct Expr {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(from = "ConstraintRepr", into = "ConstraintRepr")]
 pub struct Constraint {
+    /// `= 0` when true, `>= 0` when false.
     pub equality: bool,
+    /// One coefficient per parameter.
     pub coeffs: Vec<i64>,
+    /// The constant term.
     pub constant: i64,
 }
 
 /// A convex domain of the parameters (conjunction of constraints).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Domain {
+    /// All must hold; none means every parameter value.
     pub constraints: Vec<Constraint>,
 }
 
 /// A chamber and the count's quasi-polynomial in it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Cell {
+    /// Where the value holds.
     pub domain: Domain,
+    /// The count there.
     pub value: Expr,
 }
 
@@ -123,9 +138,11 @@ pub struct Cell {
 /// domain holds the parameters (cells of one count are disjoint), valid on `context`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PwQp {
+    /// The parameters' names, in the order of every coefficient list.
     pub params: Vec<String>,
     /// Where the formula was derived for (e.g. every parameter ≥ 1).
     pub context: Domain,
+    /// Disjoint chambers, each with its quasi-polynomial; a point in none counts 0.
     pub cells: Vec<Cell>,
 }
 
@@ -184,15 +201,82 @@ impl Rat {
 
 /// Why an evaluation was refused.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum EvalError {
+    /// The number of values is not the number of parameters.
     #[error("expected {expected} parameter values, got {got}")]
-    Arity { expected: usize, got: usize },
+    Arity {
+        /// The formula's parameter count.
+        expected: usize,
+        /// The values given.
+        got: usize,
+    },
+    /// The point (`N=5,M=3`) lies outside [`PwQp::context`].
     #[error("parameters outside the domain the formula was derived for: {0}")]
     OutsideContext(String),
+    /// The value at the point (named) is a fraction: the formula is wrong there.
     #[error("the formula does not give an integer at {0}; it is not a count there")]
     NotInteger(String),
+    /// The value at the point (named) overflows 128-bit arithmetic.
     #[error("the value at {0} does not fit in 128 bits")]
     TooLarge(String),
+}
+
+/// What is wrong with a formula read from outside ([`PwQp::validate`]); the message names
+/// the place inside it (`cells[3].value.terms[1]`).
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FormulaError {
+    /// A constraint of the context or a cell has a coefficient list of the wrong length.
+    #[error("a constraint has {got} coefficients for {params} parameters")]
+    ConstraintArity {
+        /// Coefficients in the constraint.
+        got: usize,
+        /// Parameters of the formula.
+        params: usize,
+    },
+    /// A floor term's divisor is below 1.
+    #[error("cells[{cell}].value.floors[{floor}]: denominator {den} (must be at least 1)")]
+    FloorDenominator {
+        /// Index of the cell.
+        cell: usize,
+        /// Index of the floor term in the cell's value.
+        floor: usize,
+        /// The divisor found.
+        den: i64,
+    },
+    /// A floor term's coefficient list has the wrong length.
+    #[error("cells[{cell}].value.floors[{floor}]: {got} coefficients for {params} parameters")]
+    FloorArity {
+        /// Index of the cell.
+        cell: usize,
+        /// Index of the floor term in the cell's value.
+        floor: usize,
+        /// Coefficients in the floor term.
+        got: usize,
+        /// Parameters of the formula.
+        params: usize,
+    },
+    /// A monomial's coefficient has denominator 0.
+    #[error("cells[{cell}].value.terms[{term}]: denominator 0")]
+    TermDenominator {
+        /// Index of the cell.
+        cell: usize,
+        /// Index of the monomial in the cell's value.
+        term: usize,
+    },
+    /// A monomial names a symbol beyond the parameters and floor terms.
+    #[error("cells[{cell}].value.terms[{term}]: symbol {symbol}, but there are only {symbols} parameters and floor terms")]
+    Symbol {
+        /// Index of the cell.
+        cell: usize,
+        /// Index of the monomial in the cell's value.
+        term: usize,
+        /// The symbol named.
+        symbol: usize,
+        /// Parameters and floor terms there are.
+        symbols: usize,
+    },
 }
 
 fn dot(coeffs: &[i64], p: &[i64], constant: i64) -> i128 {
@@ -207,6 +291,7 @@ impl Constraint {
         Constraint { equality: true, coeffs, constant: v }
     }
 
+    /// Whether the parameter values `p` satisfy the constraint.
     pub fn holds(&self, p: &[i64]) -> bool {
         let v = dot(&self.coeffs, p, self.constant);
         if self.equality {
@@ -218,6 +303,7 @@ impl Constraint {
 }
 
 impl Domain {
+    /// Whether the parameter values `p` satisfy every constraint.
     pub fn contains(&self, p: &[i64]) -> bool {
         self.constraints.iter().all(|c| c.holds(p))
     }
@@ -290,22 +376,24 @@ impl Expr {
         Some(total)
     }
 
-    /// Checks what evaluation relies on: nonzero denominators, symbols that exist.
-    fn validate(&self, params: usize) -> Result<(), String> {
-        for (i, f) in self.floors.iter().enumerate() {
+    /// Checks what evaluation relies on: nonzero denominators, symbols that exist (the
+    /// expression is cell `cell`'s value).
+    fn validate(&self, params: usize, cell: usize) -> Result<(), FormulaError> {
+        for (floor, f) in self.floors.iter().enumerate() {
             if f.den < 1 {
-                return Err(format!("floors[{i}]: denominator {} (must be at least 1)", f.den));
+                return Err(FormulaError::FloorDenominator { cell, floor, den: f.den });
             }
             if f.coeffs.len() != params {
-                return Err(format!("floors[{i}]: {} coefficients for {params} parameters", f.coeffs.len()));
+                return Err(FormulaError::FloorArity { cell, floor, got: f.coeffs.len(), params });
             }
         }
-        for (i, m) in self.terms.iter().enumerate() {
+        let symbols = params + self.floors.len();
+        for (term, m) in self.terms.iter().enumerate() {
             if m.den == 0 {
-                return Err(format!("terms[{i}]: denominator 0"));
+                return Err(FormulaError::TermDenominator { cell, term });
             }
-            if let Some(&(s, _)) = m.powers.iter().find(|(s, _)| *s >= params + self.floors.len()) {
-                return Err(format!("terms[{i}]: symbol {s}, but there are only {} parameters and floor terms", params + self.floors.len()));
+            if let Some(&(symbol, _)) = m.powers.iter().find(|(s, _)| *s >= symbols) {
+                return Err(FormulaError::Symbol { cell, term, symbol, symbols });
             }
         }
         Ok(())
@@ -367,14 +455,14 @@ impl PwQp {
     /// Checks a formula read from outside (a JSON file) before it is evaluated: every
     /// denominator nonzero, every symbol and coefficient list matching the parameters.
     /// The error names the cell and term.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), FormulaError> {
         let np = self.params.len();
         let constraints = self.context.constraints.iter().chain(self.cells.iter().flat_map(|c| &c.domain.constraints));
         if let Some(c) = constraints.into_iter().find(|c| c.coeffs.len() != np) {
-            return Err(format!("a constraint has {} coefficients for {np} parameters", c.coeffs.len()));
+            return Err(FormulaError::ConstraintArity { got: c.coeffs.len(), params: np });
         }
         for (i, c) in self.cells.iter().enumerate() {
-            c.value.validate(np).map_err(|e| format!("cells[{i}].value.{e}"))?;
+            c.value.validate(np, i)?;
         }
         Ok(())
     }
