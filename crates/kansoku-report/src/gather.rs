@@ -46,6 +46,7 @@ pub struct Found {
     pub size: u64,
     /// The bytes read: all of the file when `complete`, else a prefix.
     pub data: Vec<u8>,
+    /// Whether `data` is the whole file (else the limits cut it; the page says so).
     pub complete: bool,
     /// Why the file could not be read, if it could not.
     pub error: Option<String>,
@@ -54,7 +55,9 @@ pub struct Found {
 /// What [`gather`] found.
 #[derive(Debug, Clone, Default)]
 pub struct Gathered {
+    /// The regular files read, in path order.
     pub files: Vec<Found>,
+    /// The directory's manifest, when it has one that reads.
     pub manifest: Option<Manifest>,
     /// What was skipped or could not be read, said once each.
     pub notes: Vec<String>,

@@ -12,7 +12,7 @@ use crate::{base64, Found, Gathered, Manifest};
 
 /// The id of the paragraph the page's script fills with the pictures it could draw
 /// (`data-loaded`, `data-broken`), for a reader and for tests in a headless browser.
-pub const PICTURE_CHECK_ID: &str = "picture-check";
+pub(crate) const PICTURE_CHECK_ID: &str = "picture-check";
 
 /// Text shown of a text file, at most (bytes, lines).
 const TEXT_BYTES: usize = 64 << 10;
@@ -29,6 +29,7 @@ const NAME_CHARS: usize = 200;
 pub struct Page<'a> {
     /// The directory as the user named it.
     pub directory: String,
+    /// The files, notes and manifest [`crate::gather`] read from it.
     pub gathered: &'a Gathered,
 }
 

@@ -13,12 +13,14 @@ pub const MANIFEST_FILE: &str = "kansoku-manifest.json";
 pub struct Manifest {
     /// Who wrote the directory (`kansoku demo 0.1.0`).
     pub made_by: String,
+    /// The steps in the order they ran.
     pub steps: Vec<Step>,
 }
 
 /// One step: its commands and the files they wrote.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Step {
+    /// The step's heading on the page (`Seed 003 — path profiling`).
     pub title: String,
     /// Command lines that make the same files (the demo calls the same code directly).
     pub commands: Vec<String>,
@@ -33,6 +35,7 @@ impl Manifest {
         serde_json::from_slice(data).map_err(|e| ReportError::Manifest { path: path.to_string(), message: e.to_string() })
     }
 
+    /// The manifest as pretty JSON, as [`Manifest::from_json`] reads it back.
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).unwrap_or_default()
     }
