@@ -198,6 +198,10 @@ const OFF_CPU_KEPT_NS: u64 = 100_000_000;
 struct OffLedger {
     recent: std::collections::VecDeque<(OffCpu, u64, u64)>,
     totals: (u64, u64),
+    /// The stretches known that began before the time last asked for ([`OffLedger::before`]):
+    /// a thread's hits come in time order, so the next one is found by stepping on from
+    /// here, not by searching `recent` on every hit.
+    begun: usize,
 }
 
 impl OffLedger {
@@ -216,12 +220,27 @@ impl OffLedger {
     }
 
     /// The thread's (preempted, blocked) ns off the CPU before `t`.
-    fn before(&self, t: u64) -> (u64, u64) {
+    fn before(&mut self, t: u64) -> (u64, u64) {
         // the usual case: every stretch known ended before t
         if self.recent.back().is_none_or(|(o, _, _)| o.to_ns <= t) {
             return self.totals;
         }
-        let k = self.recent.partition_point(|(o, _, _)| o.from_ns < t);
+        // the stretches that began before t: those begun before the time last asked for, and
+        // the next few (stretches are kept in time order); a time that went back is searched
+        let mut k = self.begun.min(self.recent.len());
+        if k > 0 && self.recent[k - 1].0.from_ns >= t {
+            k = self.recent.partition_point(|(o, _, _)| o.from_ns < t);
+        }
+        let mut steps = 0;
+        while self.recent.get(k).is_some_and(|(o, _, _)| o.from_ns < t) {
+            k += 1;
+            steps += 1;
+            if steps == 8 {
+                k = self.recent.partition_point(|(o, _, _)| o.from_ns < t);
+                break;
+            }
+        }
+        self.begun = k;
         let Some(&(o, mut p, mut b)) = k.checked_sub(1).and_then(|i| self.recent.get(i)) else {
             return self.recent.front().map_or(self.totals, |&(_, p, b)| (p, b));
         };
@@ -238,6 +257,7 @@ impl OffLedger {
     fn forget_before(&mut self, now: u64) {
         while self.recent.front().is_some_and(|(o, _, _)| o.to_ns.saturating_add(OFF_CPU_KEPT_NS) <= now) {
             self.recent.pop_front();
+            self.begun = self.begun.saturating_sub(1);
         }
     }
 }
@@ -971,6 +991,42 @@ mod tests {
             let calls_listed = calls(&p, &hits);
             for (k, w) in want.iter().enumerate() {
                 proptest::prop_assert_eq!(calls_listed.iter().filter(|c| c.routine == k).count() as u64, w.0);
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// The ledger's off-CPU totals before a time, found by stepping on from the last
+        /// time asked for, equal a sum over every stretch taken, whatever order the times
+        /// come in (mostly ascending, now and then back or far ahead), with stretches added
+        /// between the questions and old ones forgotten.
+        #[test]
+        fn off_cpu_before_a_time_equals_summing_every_stretch(steps in proptest::collection::vec((0u64..3, 1u64..400, 0u64..200, proptest::bool::ANY, 0u32..10), 1..300)) {
+            let mut ledger = OffLedger::default();
+            let mut taken: Vec<OffCpu> = Vec::new();
+            let (mut next_from, mut t) = (0u64, 0u64);
+            for &(kind, len, gap, preempted, jump) in &steps {
+                if kind == 0 {
+                    let from_ns = next_from.max(t.saturating_sub(500)) + gap;
+                    let o = OffCpu { tid: 1, from_ns, to_ns: from_ns + len, preempted };
+                    next_from = o.to_ns;
+                    ledger.push(o);
+                    taken.push(o);
+                    continue;
+                }
+                t = match jump {
+                    0 => t.saturating_sub(gap * 3),
+                    1 => t + gap * 1_000_000,
+                    _ => t + gap,
+                };
+                if kind == 1 {
+                    ledger.forget_before(t);
+                }
+                let want = taken.iter().fold((0, 0), |(p, b), o| {
+                    let part = t.min(o.to_ns).saturating_sub(o.from_ns);
+                    if o.preempted { (p + part, b) } else { (p, b + part) }
+                });
+                proptest::prop_assert_eq!(ledger.before(t), want, "at {}", t);
             }
         }
     }

@@ -491,7 +491,9 @@ pub fn run_agent(mut plan: Plan, args: &[String], keep_hits: bool, progress: &mu
         }
         let pair = clock_pair();
         switches.drain();
-        online.step(pair, &mut switches, !held, false);
+        online.step(pair, &mut switches, !held, false, &mut |raw| {
+            session.drain(raw, &mut over, false);
+        });
         match poll_child(pid, &mut interrupted)? {
             ChildState::Ended(exit) => break exit,
             ChildState::Stopped(signal) => progress(Progress::Stopped { signal }),
@@ -536,7 +538,7 @@ pub fn run_agent(mut plan: Plan, args: &[String], keep_hits: bool, progress: &mu
         return Err(agent_err(format!("no point was planted, so nothing was measured: {}", notes.join("; "))));
     }
     broken.extend(session.broken());
-    online.step(end_pair, &mut switches, true, true);
+    online.step(end_pair, &mut switches, true, true, &mut |_| {});
     let mut notes = notes;
     notes.extend(fallback_notes);
     if online.over > 0 {

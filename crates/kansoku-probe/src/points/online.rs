@@ -1,5 +1,5 @@
 //! The agent's hits analysed while the program runs (issue 44): kansoku drains the rings
-//! every millisecond and hands the hits to a [`kansoku_monitor::events::Analysis`], which
+//! every millisecond (and between parts of a long batch) and hands the hits to a [`kansoku_monitor::events::Analysis`], which
 //! keeps counts, sums and distributions per routine and the open activations per thread,
 //! never the hits. Memory stays flat over hours of a hot probe, and the report is ready
 //! when the program ends.
@@ -26,6 +26,15 @@ use crate::events::SwitchLog;
 
 /// Hits wait this long (ns of CLOCK_MONOTONIC) for the next (TSC, CLOCK_MONOTONIC) pair.
 pub const KNOT_NS: u64 = 20_000_000;
+
+/// While a batch is analysed the rings are drained every this many hits: a batch of a hot
+/// probe takes milliseconds, in which a ring (a few ms of a tight loop's hits) would fill
+/// and the program wait for room.
+const HITS_BETWEEN_DRAINS: usize = 16_384;
+
+/// Those drains stop when this many hits wait for the next pair (8 MiB): when the analysis
+/// is slower than the program, the rings fill and the program waits, as without them.
+const RAW_ROOM: usize = 1 << 19;
 
 /// The analysis of an agent run, fed batch by batch.
 pub(crate) struct Online {
@@ -78,8 +87,9 @@ impl Online {
     /// Called after each drain with a (TSC, CLOCK_MONOTONIC) pair read after it: when the
     /// last pair is [`KNOT_NS`] old (or `last`: the program has ended), the hits drained
     /// since are put in ns and analysed. `calibrated`: every calibration hit has been
-    /// drained (the program was let go).
-    pub(crate) fn step(&mut self, pair: (u64, u64), switches: &mut SwitchLog, calibrated: bool, last: bool) {
+    /// drained (the program was let go). `refill` drains the rings into the buffer it is
+    /// given; it is called between parts of a long batch (the program goes on meanwhile).
+    pub(crate) fn step(&mut self, pair: (u64, u64), switches: &mut SwitchLog, calibrated: bool, last: bool, refill: &mut dyn FnMut(&mut Vec<Hit>)) {
         if !last && pair.1.saturating_sub(self.knot.1) < KNOT_NS {
             return;
         }
@@ -104,8 +114,13 @@ impl Online {
         if let Some(kept) = self.kept_off.as_mut() {
             kept.extend(stretches);
         }
-        for &h in &self.waiting {
-            analysis.hit(h);
+        for part in self.waiting.chunks(HITS_BETWEEN_DRAINS) {
+            for &h in part {
+                analysis.hit(h);
+            }
+            if self.raw.len() < RAW_ROOM {
+                refill(&mut self.raw);
+            }
         }
         if let Some(kept) = self.kept.as_mut() {
             let room = crate::agent::MAX_HITS.saturating_sub(kept.len());
