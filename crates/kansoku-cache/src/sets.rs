@@ -1292,9 +1292,17 @@ fn at_least_lines<'c>(levels: &[Vec<Map<'c>>], with_source: &Set<'c>, assoc: usi
         for (r, prev) in exact.iter().enumerate() {
             let Some(prev) = prev else { continue };
             if let Some(full) = at_least.get(assoc - r - 1) {
-                // Not coalesced: the counter makes it disjoint anyway, and coalescing such
-                // intersections cost gemm 8-way (extents 20) 26 of its 39 s of isl.
-                let part = m(prev.clone().set_intersect(full.clone()), "conflict set", name)?;
+                // Each factor made disjoint first, so that their intersection (the pairwise
+                // intersections of their pieces) is disjoint already and the counter's
+                // make_disjoint has nothing to split. Not coalesced: coalescing such
+                // intersections cost gemm 8-way (extents 20) 26 of its 39 s of isl. Made
+                // disjoint as a whole, gemm 8-way's P4 (extents 20) spent 69 s on one such
+                // part and 20 s on another; this way 23 s and under 3 s (making E_5's
+                // domain disjoint), test profile.
+                let t = Instant::now();
+                let disjoint = |s: &Set<'c>| m(s.clone().set_make_disjoint(), "conflict set", name);
+                let part = m(disjoint(prev)?.set_intersect(disjoint(full)?), "conflict set", name)?;
+                trace(name, &format!("part with {r} lines before: factors made disjoint"), t, || 0);
                 if !is_empty(&part, "conflict set", name)? {
                     parts.push(part);
                 }
