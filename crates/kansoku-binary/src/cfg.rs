@@ -18,11 +18,13 @@ use crate::program::{FunctionSymbol, Program};
 pub struct BasicBlock {
     /// Block number inside the function, in address order (0 = entry).
     pub index: u32,
+    /// Link-time address of the block's first byte.
     pub start: u64,
     /// One past the last byte of the block.
     pub end: u64,
     /// Index of the block's first instruction in [`FunctionCfg::instructions`].
     pub first_instruction: usize,
+    /// Instructions in the block (at least 1).
     pub instruction_count: usize,
     /// Kind of the block's last instruction.
     pub terminator: InstructionKind,
@@ -33,6 +35,7 @@ pub struct BasicBlock {
 /// A natural loop found from a back edge `tail -> header` where `header` dominates `tail`.
 #[derive(Clone, Debug, Serialize)]
 pub struct Loop {
+    /// The block every iteration enters by (it dominates the body).
     pub header: u32,
     /// Sources of the back edges into `header`.
     pub back_edge_tails: Vec<u32>,
@@ -43,13 +46,19 @@ pub struct Loop {
 /// A decoded function: its instructions, blocks, CFG, dominator tree and loops.
 #[derive(Clone, Debug, Serialize)]
 pub struct FunctionCfg {
+    /// The function's symbol name.
     pub name: String,
+    /// Link-time address of its first byte.
     pub address: u64,
+    /// Size in bytes (the symbol's, or up to the next symbol).
     pub size: u64,
+    /// Every instruction, in address order.
     pub instructions: Vec<DecodedInstruction>,
+    /// The basic blocks, in address order (`blocks[i].index == i`).
     pub blocks: Vec<BasicBlock>,
     /// Immediate dominator of each block (the entry's is itself); `None` if unreachable.
     pub idom: Vec<Option<u32>>,
+    /// The natural loops, one per header.
     pub loops: Vec<Loop>,
     /// Switch tables followed: their `jmp` blocks have the table's targets as successors.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -73,7 +82,8 @@ impl FunctionCfg {
 
     /// Builds the CFG of already decoded instructions spanning `[address, address+size)`.
     /// Without the program's data no jump table is followed.
-    pub fn from_instructions(name: String, address: u64, size: u64, instructions: Vec<DecodedInstruction>) -> FunctionCfg {
+    #[cfg(test)]
+    pub(crate) fn from_instructions(name: String, address: u64, size: u64, instructions: Vec<DecodedInstruction>) -> FunctionCfg {
         Self::from_parts(name, address, size, instructions, Vec::new())
     }
 

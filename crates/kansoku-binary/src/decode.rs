@@ -16,6 +16,7 @@ pub enum InstructionKind {
     ConditionalJump,
     /// Direct or indirect call.
     Call,
+    /// `ret`: back to the caller.
     Return,
     /// `syscall`, `int`, `ud2` and similar: leaves the user-space flow.
     Interrupt,
@@ -32,12 +33,13 @@ impl InstructionKind {
         }
     }
 
-    pub fn is_branch(self) -> bool {
+    /// A jump, conditional or not (what a path profile counts as a branch).
+    pub(crate) fn is_branch(self) -> bool {
         matches!(self, InstructionKind::Jump | InstructionKind::ConditionalJump)
     }
 
     /// Ends a basic block: any transfer of control.
-    pub fn ends_block(self) -> bool {
+    pub(crate) fn ends_block(self) -> bool {
         !matches!(self, InstructionKind::Other)
     }
 }
@@ -45,17 +47,23 @@ impl InstructionKind {
 /// One decoded instruction at a link-time (or runtime) address.
 #[derive(Clone, Debug, Serialize)]
 pub struct DecodedInstruction {
+    /// Address of its first byte.
     pub address: u64,
+    /// Encoded length in bytes (1–15).
     pub length: u8,
+    /// How it transfers control, if it does.
     pub kind: InstructionKind,
     /// Target of a direct jump or call.
     pub target: Option<u64>,
+    /// Intel-syntax disassembly (`cmp rax, rbx`).
     pub text: String,
+    /// iced-x86's decoded instruction, for operand-level questions (jump tables, PLT stubs).
     #[serde(skip)]
     pub raw: Instruction,
 }
 
 impl DecodedInstruction {
+    /// The address the instruction falls through to.
     pub fn next_address(&self) -> u64 {
         self.address + u64::from(self.length)
     }

@@ -12,6 +12,7 @@
 //! through the recording's module map, including shared libraries such as libc.
 //! [`listing`] is a program's functions and one function in full as data, what `kansoku
 //! inspect` prints.
+#![deny(missing_docs)]
 
 pub mod cfg;
 pub mod decode;

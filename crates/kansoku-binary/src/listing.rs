@@ -213,7 +213,7 @@ impl FunctionDetail {
     }
 
     /// `, 1 jump table followed, 2 indirect jumps unresolved`, or nothing when there are none.
-    pub fn indirect_jumps_note(&self) -> String {
+    pub(crate) fn indirect_jumps_note(&self) -> String {
         let plural = |n: usize| if n == 1 { "" } else { "s" };
         let mut note = String::new();
         if !self.jump_tables.is_empty() {

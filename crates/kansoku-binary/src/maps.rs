@@ -8,15 +8,20 @@ use crate::program::Program;
 /// One line of `/proc/PID/maps`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Mapping {
+    /// First address of the mapping.
     pub start: u64,
+    /// One past its last address.
     pub end: u64,
+    /// The permission letters as the kernel prints them (`r-xp`).
     pub perms: String,
+    /// Offset in the file of the mapping's first byte.
     pub file_offset: u64,
     /// File path, pseudo name (`[heap]`, `[stack]`, `[vdso]`) or empty for anonymous memory.
     pub path: String,
 }
 
 impl Mapping {
+    /// Whether the mapping holds code (the `x` permission).
     pub fn is_executable(&self) -> bool {
         self.perms.as_bytes().get(2) == Some(&b'x')
     }

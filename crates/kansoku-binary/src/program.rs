@@ -6,18 +6,53 @@ use std::sync::Arc;
 use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, ObjectSymbolTable, SectionKind, SymbolKind};
 use serde::Serialize;
 
+/// Why a program could not be opened or a function or address not found in it; every
+/// variant names the file.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum BinaryError {
+    /// The file could not be read.
     #[error("cannot read {path}: {cause}")]
-    Read { path: PathBuf, cause: std::io::Error },
+    Read {
+        /// The program's path.
+        path: PathBuf,
+        /// The I/O error.
+        cause: std::io::Error,
+    },
+    /// The file is not an ELF object the parser accepts.
     #[error("{path} is not an ELF program ({reason}); give the path of a compiled executable or shared library")]
-    NotElf { path: PathBuf, reason: String },
+    NotElf {
+        /// The file's path.
+        path: PathBuf,
+        /// The ELF parser's message.
+        reason: String,
+    },
+    /// An ELF file of another architecture.
     #[error("{path} is a {arch} binary; kansoku decodes x86-64 only")]
-    WrongArchitecture { path: PathBuf, arch: String },
+    WrongArchitecture {
+        /// The program's path.
+        path: PathBuf,
+        /// The architecture the header names.
+        arch: String,
+    },
+    /// No symbol of that name (the hint lists near names, or is empty).
     #[error("{path}: no function named '{name}'{hint}")]
-    NoSuchFunction { path: PathBuf, name: String, hint: String },
+    NoSuchFunction {
+        /// The program's path.
+        path: PathBuf,
+        /// The name asked for.
+        name: String,
+        /// Text appended to the message: similar names, or how to list them.
+        hint: String,
+    },
+    /// The address lies in no executable section.
     #[error("{path}: address 0x{addr:x} is not inside any loaded code")]
-    AddressOutsideCode { path: PathBuf, addr: u64 },
+    AddressOutsideCode {
+        /// The program's path.
+        path: PathBuf,
+        /// The link-time address asked for.
+        addr: u64,
+    },
 }
 
 /// Where a function's symbol came from, which says how far to trust its bounds.
@@ -41,9 +76,14 @@ pub enum SymbolSource {
 /// A function of the program, at its link-time (file virtual) address.
 #[derive(Clone, Debug, Serialize)]
 pub struct FunctionSymbol {
+    /// The symbol's name as the file spells it (mangled; [`demangle`] for people),
+    /// `memcpy@plt` for a PLT stub, `module+0xaddress` where there is no symbol.
     pub name: String,
+    /// Link-time address of its first byte.
     pub address: u64,
+    /// Size in bytes (0 when the symbol gives none).
     pub size: u64,
+    /// Where the name and bounds came from.
     pub source: SymbolSource,
     /// Other names at the same address (e.g. `_IO_printf` for `printf`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -51,6 +91,7 @@ pub struct FunctionSymbol {
 }
 
 impl FunctionSymbol {
+    /// Whether `addr` lies within the function (a size-0 symbol holds its one address).
     pub fn contains(&self, addr: u64) -> bool {
         addr >= self.address && addr < self.address.saturating_add(self.size.max(1))
     }
@@ -59,7 +100,9 @@ impl FunctionSymbol {
 /// A source position from DWARF.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct SourceLine {
+    /// The source file's path as DWARF gives it.
     pub file: String,
+    /// Line number, from 1.
     pub line: u32,
 }
 
@@ -103,7 +146,9 @@ pub struct Program {
     data: Arc<Vec<u8>>,
     /// Position-independent (ET_DYN): loaded at a bias chosen at run time.
     pub is_pie: bool,
+    /// The GNU build id in hex, when the file has one (matched against a recording's).
     pub build_id: Option<String>,
+    /// Whether `.symtab` is present (not stripped): function bounds are exact.
     pub has_static_symbols: bool,
     /// The detached debug file whose symbols and lines name the functions of a stripped
     /// program (libc6-dbg's for libc), found by GNU build id or `.gnu_debuglink` as gdb,
@@ -126,7 +171,7 @@ impl std::fmt::Debug for Program {
 }
 
 /// The largest program file read (the largest Debian shared libraries are a few hundred MB).
-pub const MAX_PROGRAM_BYTES: u64 = 4 << 30;
+pub(crate) const MAX_PROGRAM_BYTES: u64 = 4 << 30;
 
 impl Program {
     /// Reads and parses the ELF file at `path`. Paths come from recordings too, so only regular files
@@ -192,18 +237,14 @@ impl Program {
         })
     }
 
+    /// The file this program was opened from.
     pub fn path(&self) -> &Path {
         &self.path
     }
 
-    /// The file name that prefixes unnamed code (`gzip+0x4b80`, `liblzma.so.5+0x15bc9`).
-    pub fn module_name(&self) -> String {
-        module_name(&self.path)
-    }
-
     /// `len` bytes of the file at link-time address `vaddr` (tables in `.rodata`), if
     /// they lie inside one loaded segment's file data.
-    pub fn bytes_at(&self, vaddr: u64, len: usize) -> Option<&[u8]> {
+    pub(crate) fn bytes_at(&self, vaddr: u64, len: usize) -> Option<&[u8]> {
         let s = self.segments.iter().find(|s| vaddr >= s.vaddr && vaddr - s.vaddr < s.file_size)?;
         let end_in_segment = (vaddr - s.vaddr).checked_add(len as u64)?;
         if end_in_segment > s.file_size {
@@ -261,6 +302,8 @@ impl Program {
             .map(|s| s.address())
     }
 
+    /// The bytes of executable sections from link-time `addr` to the section's end;
+    /// `None` outside code.
     pub fn code_at(&self, addr: u64) -> Option<&[u8]> {
         let s = self.code.iter().find(|s| s.contains(addr))?;
         let start = s.data_offset.checked_add(usize::try_from(addr - s.address).ok()?)?;
@@ -268,7 +311,7 @@ impl Program {
     }
 
     /// The code bytes of a function (clamped to its section).
-    pub fn function_bytes(&self, f: &FunctionSymbol) -> Option<&[u8]> {
+    pub(crate) fn function_bytes(&self, f: &FunctionSymbol) -> Option<&[u8]> {
         let bytes = self.code_at(f.address)?;
         Some(&bytes[..(f.size as usize).min(bytes.len())])
     }
@@ -534,7 +577,7 @@ fn unnamed(module: &str, address: u64, size: u64, source: SymbolSource) -> Funct
 
 /// Where distributions install detached debug files (Debian's `-dbg` and `-dbgsym`
 /// packages, Fedora's debuginfo): gdb's default `debug-file-directory`.
-pub const DEBUG_DIRECTORY: &str = "/usr/lib/debug";
+pub(crate) const DEBUG_DIRECTORY: &str = "/usr/lib/debug";
 
 /// The largest detached debug file read (libLLVM's is over a gigabyte).
 const MAX_DEBUG_BYTES: u64 = 2 << 30;

@@ -12,18 +12,22 @@ use crate::program::{demangle, Program, SourceLine};
 /// Where a runtime address resolved to, before it is turned into a [`Location`].
 #[derive(Clone, Debug)]
 pub struct Resolved {
+    /// Index of the module in the recording's module map.
     pub module: usize,
     /// Link-time address inside the module's file.
     pub link_address: u64,
+    /// The decoded function holding it, when the module's file has one there.
     pub function: Option<Arc<FunctionCfg>>,
 }
 
 /// What [`Symbolizer::name`] finds: [`Resolved`] without the function's CFG.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Named {
+    /// Index of the module in the recording's module map.
     pub module: usize,
     /// Link-time address inside the module's file.
     pub link_address: u64,
+    /// The function's name, when a symbol covers the address.
     pub function: Option<String>,
 }
 
@@ -44,6 +48,7 @@ pub struct Symbolizer {
 }
 
 impl Symbolizer {
+    /// A symbolizer over a recording's modules (more can be added as they appear).
     pub fn new(modules: &[Module]) -> Self {
         let mut s = Symbolizer {
             modules: Vec::new(),
@@ -65,6 +70,7 @@ impl Symbolizer {
         self.modules.push(module);
     }
 
+    /// The module map, in the order modules were added (the indices of [`Resolved`]).
     pub fn modules(&self) -> &[Module] {
         &self.modules
     }
