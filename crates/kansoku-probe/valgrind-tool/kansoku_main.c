@@ -73,9 +73,13 @@
    Paths mode (--paths=split|through): seed 003's paths are counted here instead of
    streaming every entry (issue 11: the pipe and the analysis of 10^8 entries cost 3-4x
    the run under --tool=none). A path in this tool is the sequence of superblocks entered
-   between two cuts, kept in a trie (one hash probe, usually one cache compare, per
-   entry); kansoku replays each distinct path once, weighted by its count, through the
-   same splitter and path profiler as the stream. That gives the same path table only if
+   between two cuts: a superblock's entry appends its start to its thread's path in
+   progress, and only a cut looks the path up, in a table of distinct paths with their
+   counts (paths of one or two superblocks, most of them, in the last superblock's own
+   record, so a hot path touches no table); the table is written as a trie. Before
+   (a trie walked at every entry, one hash probe for most) the trie's cache misses were
+   half of the tool's time on bzip2. kansoku replays each distinct path once, weighted by
+   its count, through the same splitter and path profiler as the stream. That gives the same path table only if
    every cut made here is also a cut of kansoku's rule (kansoku may cut more: it cuts
    again inside a replayed path). So this tool cuts only where kansoku surely does, with
    the superblock's last instruction classified from its bytes:
@@ -194,26 +198,43 @@ static VG_REGPARM(1) void kk_superblock(Addr addr)
 #define KK_END_CALL 2
 #define KK_END_RETURN 3
 
-/* What a translated superblock tells the path step; made once per translation. It also
-   remembers the trie edge it was last entered by (from node `from` to node `to`, in trie
-   generation `gen`): when the node's own last-child cache misses (a branch went the other
-   way), the superblock's usually hits, and no hash probe is needed. */
-typedef struct { Addr start; Addr last; UChar end; UChar rep; UInt from, to, gen; } KKRun;
+/* What a translated superblock tells the path step; made once per translation, kept for
+   the run (on the list kk_runs). Most paths are one or two superblocks long (bzip2: 1.7 on
+   average): the ids of the last such paths that ended with this superblock are kept here,
+   with their counts since (valid in table generation `gen`), so that such a path's end
+   touches no table. */
+typedef struct KKRun_ {
+   Addr start, last;
+   UChar end, rep;
+   UInt gen;
+   UInt solo, pair;          /* ids of the path [start] and of [pair_first, start], 0: none */
+   UInt longer;              /* id of the last longer path that ended here, 0: none */
+   Addr pair_first;
+   ULong solo_count, pair_count;
+   struct KKRun_* next;
+} KKRun;
+static KKRun* kk_runs;
 
-/* A trie node: the path of `parent` followed by the superblock at `addr`. */
-typedef struct { Addr addr; UInt parent; UInt cache; ULong count; } KKNode;
+/* A distinct path counted: the `len` superblock starts at kk_store[at], the times it
+   ended (`count`), and its hash (kk_hash). */
+typedef struct { ULong hash; ULong count; UInt at; UInt len; } KKPath;
 
-/* One thread's path in progress. */
+/* A node of the trie written out (built from the paths when they are written). */
+typedef struct { Addr addr; UInt parent; ULong count; } KKNode;
+
+/* One thread's path in progress: the superblocks entered since its last cut, so that the
+   step per superblock is an append (no lookup); a path is looked up when it ends. */
 typedef struct {
-   UInt node;           /* trie node of the path so far (0: empty) */
-   const KKRun* prev;   /* the superblock entered last (NULL: none yet) */
+   Addr* seq;           /* KK_MAX_DEPTH starts, allocated when the thread first runs */
+   UInt len;            /* superblocks in the path so far */
+   KKRun* prev;         /* the superblock entered last (NULL: none yet) */
    Addr chain;          /* no block entered since the last control transfer starts lower */
    Int ktid;            /* kernel thread id, for the 0x11 record */
-   UInt depth;          /* superblocks in the path so far */
 } KKPathState;
 
-/* The trie is written out and started again when it holds this many nodes
-   (--paths-nodes, for tests of that; the reader takes up to 2^23). */
+/* The paths are written out (as a trie) and started again when their superblocks would
+   make a trie of more than this many nodes (--paths-nodes, for tests of that; the reader
+   takes up to 2^23). */
 static Long kk_max_nodes = 1 << 22;
 /* The longest path this tool keeps: a path that runs longer without a cut it can be sure
    of (a loop whose back edge it cannot see) ends the counting, with a 0x15 record. */
@@ -223,14 +244,24 @@ static Bool kk_gave_up = False;
 /* A progress record after this many superblock entries. */
 #define KK_PROGRESS_EVERY (1u << 20)
 
-static KKNode* kk_nodes;
-static UInt kk_n_nodes, kk_cap_nodes;
-static UInt* kk_slots;            /* open addressing: node ids, 0 empty */
-static UInt kk_slot_mask;
+static KKPath* kk_tab;            /* distinct paths, from 1 (0: none) */
+static UInt kk_n_tab, kk_cap_tab;
+static UInt* kk_tab_slots;        /* open addressing: path ids, 0 empty */
+static UInt kk_tab_mask;
+static Addr* kk_store;            /* the distinct paths' superblock starts */
+static UInt kk_store_used, kk_store_cap;
+/* A direct-mapped cache of path ids by hash in front of the slots (a hot path's entry and
+   starts stay in the CPU's cache; the slot table is large and cold). */
+#define KK_RECENT 4096
+static UInt kk_recent[KK_RECENT];
+/* Threads that ended inside a path: their open paths, written with the next trie (0x11). */
+typedef struct { Int ktid; UInt path; } KKOpen;
+static KKOpen* kk_opens;
+static UInt kk_n_opens, kk_cap_opens;
 static KKPathState* kk_states;    /* by Valgrind thread id */
 static KKPathState* kk_cur;       /* the running thread's */
 static UInt kk_entries;           /* superblocks entered since the last progress record */
-static UInt kk_gen = 1;           /* trie generation: node ids of older ones are stale */
+static UInt kk_gen = 1;           /* table generation: path ids of older ones are stale */
 
 /* The last instruction's kind, as kansoku's decoder would call it, for the few kinds that
    cut; anything unsure is OTHER (kansoku then decides alone). */
@@ -264,54 +295,51 @@ static UChar kk_end_kind(Addr a, UInt len)
    return KK_END_OTHER;
 }
 
-static inline UInt kk_slot_of(UInt parent, Addr a)
+static ULong kk_hash(const Addr* seq, UInt len)
 {
-   ULong h = ((ULong)a * 0x9E3779B97F4A7C15ULL) ^ ((ULong)parent * 0xC2B2AE3D27D4EB4FULL);
-   return (UInt)(h >> 32) & kk_slot_mask;
+   ULong h = 0;
+   UInt i;
+   for (i = 0; i < len; i++)
+      h = (h ^ seq[i]) * 0x9E3779B97F4A7C15ULL;
+   return h;
 }
 
-static void kk_grow_slots(void)
+/* Where a path of hash `h` and `len` superblocks is looked for, in a table of mask + 1. */
+static inline UInt kk_index(ULong h, UInt len, UInt mask)
 {
-   UInt size = (kk_slot_mask + 1) * 2, i;
-   VG_(free)(kk_slots);
-   kk_slots = VG_(calloc)("kansoku.slots", size, sizeof(UInt));
-   kk_slot_mask = size - 1;
-   for (i = 1; i < kk_n_nodes; i++) {
-      UInt s = kk_slot_of(kk_nodes[i].parent, kk_nodes[i].addr);
-      while (kk_slots[s])
-         s = (s + 1) & kk_slot_mask;
-      kk_slots[s] = i;
-   }
+   ULong x = (h + len) ^ ((h + len) >> 31);
+   return (UInt)((x * 0xC2B2AE3D27D4EB4FULL) >> 32) & mask;
 }
 
-/* A new node, the table grown as needed (the caller made room: kk_n_nodes < kk_max_nodes). */
-static UInt kk_new_node(UInt parent, Addr a, UInt slot)
+static Bool kk_same_starts(const KKPath* p, const Addr* seq, UInt len)
 {
-   UInt id = kk_n_nodes++;
-   if (id == kk_cap_nodes) {
-      kk_cap_nodes *= 2;
-      kk_nodes = VG_(realloc)("kansoku.nodes", kk_nodes, kk_cap_nodes * sizeof(KKNode));
-   }
-   kk_nodes[id].addr = a;
-   kk_nodes[id].parent = parent;
-   kk_nodes[id].cache = 0;
-   kk_nodes[id].count = 0;
-   kk_slots[slot] = id;
-   if (2 * kk_n_nodes > kk_slot_mask)
-      kk_grow_slots();
-   return id;
+   const Addr* s = kk_store + p->at;
+   UInt i;
+   if (p->len != len)
+      return False;
+   for (i = 0; i < len; i++)
+      if (s[i] != seq[i])
+         return False;
+   return True;
 }
 
-/* The node of path `node` followed by the superblock at `a`, made if new. */
-static UInt kk_find_child(UInt node, Addr a)
+static Bool kk_same_path(const KKPath* p, const Addr* seq, UInt len, ULong h)
 {
-   UInt s = kk_slot_of(node, a), c;
-   while ((c = kk_slots[s]) != 0) {
-      if (kk_nodes[c].addr == a && kk_nodes[c].parent == node)
-         return c;
-      s = (s + 1) & kk_slot_mask;
+   return p->hash == h && kk_same_starts(p, seq, len);
+}
+
+static void kk_grow_tab_slots(void)
+{
+   UInt size = (kk_tab_mask + 1) * 2, i;
+   VG_(free)(kk_tab_slots);
+   kk_tab_slots = VG_(calloc)("kansoku.pathslots", size, sizeof(UInt));
+   kk_tab_mask = size - 1;
+   for (i = 1; i < kk_n_tab; i++) {
+      UInt s = kk_index(kk_tab[i].hash, kk_tab[i].len, kk_tab_mask);
+      while (kk_tab_slots[s])
+         s = (s + 1) & kk_tab_mask;
+      kk_tab_slots[s] = i;
    }
-   return kk_new_node(node, a, s);
 }
 
 static void kk_room(UInt bytes)
@@ -330,11 +358,88 @@ static void kk_put_progress(void)
    kk_entries = 0;
 }
 
-/* Writes the trie (0x0d records, then `end`: 0x0f, or 0x17 for a snapshot), for kansoku
-   to replay. */
-static void kk_write_trie(UChar end)
+/* The trie written out: nodes from 1 (0 is the empty path), found by (parent, addr). */
+static KKNode* kk_nodes;
+static UInt kk_n_nodes;
+static UInt* kk_slots;
+static UInt kk_slot_mask;
+
+static inline UInt kk_slot_of(UInt parent, Addr a)
 {
-   UInt i;
+   ULong h = ((ULong)a * 0x9E3779B97F4A7C15ULL) ^ ((ULong)parent * 0xC2B2AE3D27D4EB4FULL);
+   return (UInt)(h >> 32) & kk_slot_mask;
+}
+
+/* The trie node of `len` superblock starts, made where new (room for it was made). */
+static UInt kk_trie_insert(const Addr* seq, UInt len)
+{
+   UInt node = 0, i;
+   for (i = 0; i < len; i++) {
+      UInt s = kk_slot_of(node, seq[i]), c;
+      while ((c = kk_slots[s]) != 0 && !(kk_nodes[c].addr == seq[i] && kk_nodes[c].parent == node))
+         s = (s + 1) & kk_slot_mask;
+      if (c == 0) {
+         c = kk_n_nodes++;
+         kk_nodes[c].addr = seq[i];
+         kk_nodes[c].parent = node;
+         kk_nodes[c].count = 0;
+         kk_slots[s] = c;
+      }
+      node = c;
+   }
+   return node;
+}
+
+/* Writes the paths counted (as 0x0d trie records), the open paths of the threads that
+   ended, with `live` those of the running threads too (0x11), then `end` (0x0f, or 0x17
+   for a snapshot), for kansoku to replay. */
+static void kk_write_trie(UChar end, Bool live)
+{
+   UInt most = 1 + kk_store_used, size = 16, i, t;
+   UInt* open_nodes;
+   KKRun* r;
+   for (r = kk_runs; r; r = r->next) {
+      if (r->gen != kk_gen)
+         continue;
+      if (r->solo)
+         kk_tab[r->solo].count += r->solo_count;
+      if (r->pair)
+         kk_tab[r->pair].count += r->pair_count;
+      r->solo_count = r->pair_count = 0;
+   }
+   if (live)
+      for (t = 0; t < VG_N_THREADS; t++)
+         most += kk_states[t].len;
+   while (size < 2 * most)
+      size *= 2;
+   kk_nodes = VG_(malloc)("kansoku.nodes", most * sizeof(KKNode));
+   kk_slots = VG_(calloc)("kansoku.slots", size, sizeof(UInt));
+   kk_slot_mask = size - 1;
+   kk_nodes[0].addr = 0;
+   kk_nodes[0].parent = 0;
+   kk_nodes[0].count = 0;
+   kk_n_nodes = 1;
+   for (i = 1; i < kk_n_tab; i++)
+      kk_nodes[kk_trie_insert(kk_store + kk_tab[i].at, kk_tab[i].len)].count += kk_tab[i].count;
+   open_nodes = VG_(malloc)("kansoku.opennodes", (kk_n_opens + 1) * sizeof(UInt));
+   for (i = 0; i < kk_n_opens; i++)
+      open_nodes[i] = kk_trie_insert(kk_store + kk_tab[kk_opens[i].path].at, kk_tab[kk_opens[i].path].len);
+   for (i = 0; i < kk_n_opens; i++) {
+      kk_room(1 + 2 * 10);
+      kk_buf[kk_pos++] = 0x11;
+      kk_put_varint((ULong)(UInt)kk_opens[i].ktid);
+      kk_put_varint(open_nodes[i]);
+   }
+   VG_(free)(open_nodes);
+   for (t = 0; live && t < VG_N_THREADS; t++) {
+      const KKPathState* st = &kk_states[t];
+      if (st->len == 0)
+         continue;
+      kk_room(1 + 2 * 10);
+      kk_buf[kk_pos++] = 0x11;
+      kk_put_varint((ULong)(UInt)st->ktid);
+      kk_put_varint(kk_trie_insert(st->seq, st->len));
+   }
    for (i = 1; i < kk_n_nodes; i++) {
       Long delta;
       kk_room(1 + 4 * 10);
@@ -350,68 +455,125 @@ static void kk_write_trie(UChar end)
    kk_room(12);
    kk_buf[kk_pos++] = end;
    kk_put_varint(kk_n_nodes - 1);
+   VG_(free)(kk_nodes);
+   VG_(free)(kk_slots);
+   kk_nodes = NULL;
+   kk_slots = NULL;
 }
 
-/* Thread `st`'s path in progress, for the trie written next (0x11). */
-static void kk_put_open_path(const KKPathState* st)
+/* The paths would make too large a trie: write them and start again; every running
+   thread's path in progress goes on (a cut here would be a cut kansoku does not make). */
+static void kk_table_full(void)
 {
-   if (st->node == 0)
-      return;
-   kk_room(1 + 2 * 10);
-   kk_buf[kk_pos++] = 0x11;
-   kk_put_varint((ULong)(UInt)st->ktid);
-   kk_put_varint(st->node);
-}
-
-static void kk_clear_trie(void)
-{
-   VG_(memset)(kk_slots, 0, (kk_slot_mask + 1) * sizeof(UInt));
-   kk_n_nodes = 1;
-   kk_nodes[0].cache = 0;
-}
-
-/* The trie is full: write it and start again, with every thread's path in progress
-   carried over (a cut here would be a cut kansoku does not make). */
-static void kk_trie_full(void)
-{
-   UInt t, d, n;
-   Addr** chains = VG_(calloc)("kansoku.chains", VG_N_THREADS, sizeof(Addr*));
-   UInt* depths = VG_(calloc)("kansoku.depths", VG_N_THREADS, sizeof(UInt));
-   kk_write_trie(0x0f);
+   kk_write_trie(0x0f, False);
    kk_flush();
-   /* the paths in progress as addresses, before their nodes go */
-   for (t = 0; t < VG_N_THREADS; t++) {
-      if (kk_states[t].node == 0)
-         continue;
-      for (n = kk_states[t].node; n != 0; n = kk_nodes[n].parent)
-         depths[t]++;
-      chains[t] = VG_(malloc)("kansoku.chain", depths[t] * sizeof(Addr));
-      d = depths[t];
-      for (n = kk_states[t].node; n != 0; n = kk_nodes[n].parent)
-         chains[t][--d] = kk_nodes[n].addr;
-   }
-   kk_clear_trie();
+   VG_(memset)(kk_tab_slots, 0, (kk_tab_mask + 1) * sizeof(UInt));
+   VG_(memset)(kk_recent, 0, sizeof(kk_recent));
+   kk_n_tab = 1;
+   kk_store_used = 0;
+   kk_n_opens = 0;
    kk_gen++;
-   for (t = 0; t < VG_N_THREADS; t++) {
-      if (!chains[t])
-         continue;
-      n = 0;
-      for (d = 0; d < depths[t]; d++)
-         n = kk_find_child(n, chains[t][d]);
-      kk_states[t].node = n;
-      VG_(free)(chains[t]);
-   }
-   VG_(free)(chains);
-   VG_(free)(depths);
 }
 
-/* Called at the entry of every executed superblock in paths mode. */
-static VG_REGPARM(1) void kk_path_step(KKRun* r)
+/* The id of the path of `len` superblock starts `seq`, made with count 0 if new. */
+static UInt kk_path_id(const Addr* seq, UInt len)
 {
-   KKPathState* st = kk_cur;
-   const KKRun* p = st->prev;
+   ULong h = kk_hash(seq, len);
+   UInt* recent = &kk_recent[kk_index(h, len, KK_RECENT - 1)];
+   UInt s, c, id;
+   if (*recent != 0 && kk_same_path(&kk_tab[*recent], seq, len, h))
+      return *recent;
+   s = kk_index(h, len, kk_tab_mask);
+   while ((c = kk_tab_slots[s]) != 0) {
+      if (kk_same_path(&kk_tab[c], seq, len, h)) {
+         *recent = c;
+         return c;
+      }
+      s = (s + 1) & kk_tab_mask;
+   }
+   if (kk_n_tab > 1 && (Long)kk_store_used + len + 1 > kk_max_nodes) {
+      kk_table_full();
+      recent = &kk_recent[kk_index(h, len, KK_RECENT - 1)];
+      s = kk_index(h, len, kk_tab_mask);
+   }
+   if (kk_store_used + len > kk_store_cap) {
+      while (kk_store_used + len > kk_store_cap)
+         kk_store_cap *= 2;
+      kk_store = VG_(realloc)("kansoku.store", kk_store, (SizeT)kk_store_cap * sizeof(Addr));
+   }
+   if (kk_n_tab == kk_cap_tab) {
+      kk_cap_tab *= 2;
+      kk_tab = VG_(realloc)("kansoku.paths", kk_tab, (SizeT)kk_cap_tab * sizeof(KKPath));
+   }
+   id = kk_n_tab++;
+   kk_tab[id].hash = h;
+   kk_tab[id].count = 0;
+   kk_tab[id].at = kk_store_used;
+   kk_tab[id].len = len;
+   VG_(memcpy)(kk_store + kk_store_used, seq, len * sizeof(Addr));
+   kk_store_used += len;
+   kk_tab_slots[s] = id;
+   *recent = id;
+   if (2 * kk_n_tab > kk_tab_mask)
+      kk_grow_tab_slots();
+   return id;
+}
+
+static void kk_run_reset(KKRun* r)
+{
+   r->gen = kk_gen;
+   r->solo = r->pair = r->longer = 0;
+   r->solo_count = r->pair_count = 0;
+}
+
+/* Thread `st`'s path ends here (a cut) with its last superblock `p`: counted. */
+static void kk_end_path(KKPathState* st, KKRun* p)
+{
+   UInt len = st->len, id;
+   st->len = 0;
+   if (p->gen != kk_gen)
+      kk_run_reset(p);
+   if (len > 2) {
+      if (!(p->longer && kk_same_starts(&kk_tab[p->longer], st->seq, len))) {
+         id = kk_path_id(st->seq, len); /* it may move kk_tab, and start a new one */
+         if (p->gen != kk_gen)
+            kk_run_reset(p);
+         p->longer = id;
+      }
+      kk_tab[p->longer].count++;
+      return;
+   }
+   if (len == 1 && p->solo) {
+      p->solo_count++;
+      return;
+   }
+   if (len == 2 && p->pair && p->pair_first == st->seq[0]) {
+      p->pair_count++;
+      return;
+   }
+   id = kk_path_id(st->seq, len);
+   /* the table may have been written and started again */
+   if (p->gen != kk_gen)
+      kk_run_reset(p);
+   if (len == 1) {
+      p->solo = id;
+      p->solo_count = 1;
+   } else {
+      if (p->pair)
+         kk_tab[p->pair].count += p->pair_count;
+      p->pair = id;
+      p->pair_first = st->seq[0];
+      p->pair_count = 1;
+   }
+}
+
+/* The path step of superblock `r` entered by thread `st`, all cases. */
+static __attribute__((noinline)) void kk_path_step_all(KKRun* r, KKPathState* st)
+{
+   KKRun* p = st->prev;
    Addr a = r->start;
-   if (++kk_entries == KK_PROGRESS_EVERY) {
+   UInt len;
+   if (kk_entries == KK_PROGRESS_EVERY) {
       kk_put_progress();
       kk_flush();
    }
@@ -430,11 +592,8 @@ static VG_REGPARM(1) void kk_path_step(KKRun* r)
          else if (p->end == KK_END_JUMP)
             cut = a <= st->chain;
       }
-      if (cut && st->node != 0) {
-         kk_nodes[st->node].count++;
-         st->node = 0;
-         st->depth = 0;
-      }
+      if (cut && st->len != 0)
+         kk_end_path(st, p);
       if (p->end != KK_END_OTHER)
          st->chain = a;
       else if (a < st->chain)
@@ -443,32 +602,35 @@ static VG_REGPARM(1) void kk_path_step(KKRun* r)
       st->chain = a;
    }
    st->prev = r;
-   {
-      UInt from = st->node;
-      UInt c = kk_nodes[from].cache;
-      if (c == 0 || kk_nodes[c].addr != a) {
-         if (r->from == from && r->gen == kk_gen) {
-            c = r->to;
-         } else {
-            if (kk_n_nodes >= kk_max_nodes) {
-               kk_trie_full();
-               from = st->node;
-            }
-            c = kk_find_child(from, a);
-            r->from = from;
-            r->to = c;
-            r->gen = kk_gen;
-         }
-         kk_nodes[from].cache = c;
-      }
-      st->node = c;
-   }
-   if (++st->depth == KK_MAX_DEPTH) {
+   len = st->len;
+   st->seq[len++] = a;
+   st->len = len;
+   if (len == KK_MAX_DEPTH) {
       kk_room(12);
       kk_buf[kk_pos++] = 0x15;
       kk_put_varint(a);
       kk_gave_up = True;
    }
+}
+
+/* Called at the entry of every executed superblock in paths mode. Most superblocks end
+   with a jump, and most jumps do not cut: that case is an append here, all the others go
+   to kk_path_step_all (a call that keeps this one a leaf: no registers to save). */
+static VG_REGPARM(1) void kk_path_step(KKRun* r)
+{
+   KKPathState* st = kk_cur;
+   const KKRun* p = st->prev;
+   Addr a = r->start;
+   UInt len = st->len;
+   if (++kk_entries != KK_PROGRESS_EVERY && p && p->end == KK_END_JUMP && !r->rep && !kk_gave_up
+       && len + 1 < KK_MAX_DEPTH && ((a > p->start && a <= p->last) || a > st->chain)) {
+      st->chain = a;
+      st->prev = r;
+      st->seq[len] = a;
+      st->len = len + 1;
+      return;
+   }
+   kk_path_step_all(r, st);
 }
 
 /* Exact mode: the superblock just entered was left by a side exit (see the top). */
@@ -600,6 +762,8 @@ static void kk_start_client_code(ThreadId tid, ULong blocks_dispatched)
    if (kk_paths) {
       kk_cur = &kk_states[tid];
       kk_cur->ktid = VG_(gettid)();
+      if (!kk_cur->seq)
+         kk_cur->seq = VG_(malloc)("kansoku.seq", KK_MAX_DEPTH * sizeof(Addr));
    }
    kk_buf[kk_pos++] = 0x03;
    kk_put_varint((ULong)(UInt)VG_(gettid)());
@@ -717,7 +881,9 @@ static IRSB* kk_instrument(VgCallbackClosure* closure, IRSB* sb_in,
             r->last = addrs[n - 1];
             r->end = kk_end_kind(addrs[n - 1], lengths[n - 1]);
             r->rep = kk_is_rep_string(addrs[n - 1], lengths[n - 1]);
-            r->from = r->to = r->gen = 0;
+            r->gen = 0;
+            r->next = kk_runs;
+            kk_runs = r;
             d = unsafeIRDirty_0_N(1, "kk_path_step", VG_(fnptr_to_fnentry)(&kk_path_step),
                                   mkIRExprVec_1(mkIRExpr_HWord((HWord)r)));
          } else {
@@ -774,9 +940,20 @@ static void kk_atfork_child(ThreadId tid)
    at the end (a later thread may get the same Valgrind thread id). */
 static void kk_thread_exit(ThreadId tid)
 {
-   if (!kk_gave_up)
-      kk_put_open_path(&kk_states[tid]);
-   VG_(memset)(&kk_states[tid], 0, sizeof(KKPathState));
+   KKPathState* st = &kk_states[tid];
+   Addr* seq = st->seq;
+   if (!kk_gave_up && st->len != 0) {
+      UInt path = kk_path_id(st->seq, st->len);
+      if (kk_n_opens == kk_cap_opens) {
+         kk_cap_opens = kk_cap_opens ? 2 * kk_cap_opens : 16;
+         kk_opens = VG_(realloc)("kansoku.opens", kk_opens, kk_cap_opens * sizeof(KKOpen));
+      }
+      kk_opens[kk_n_opens].ktid = st->ktid;
+      kk_opens[kk_n_opens].path = path;
+      kk_n_opens++;
+   }
+   VG_(memset)(st, 0, sizeof(KKPathState));
+   st->seq = seq;
 }
 
 static void kk_post_clo_init(void)
@@ -794,17 +971,16 @@ static void kk_post_clo_init(void)
    if (kk_paths && kk_exact)
       VG_(fmsg_bad_option)("--paths", "--paths counts paths; it does not go with --exact=yes\n");
    if (kk_paths) {
-      kk_cap_nodes = 1024;
-      kk_nodes = VG_(malloc)("kansoku.nodes", kk_cap_nodes * sizeof(KKNode));
-      kk_slot_mask = 4095;
-      kk_slots = VG_(calloc)("kansoku.slots", kk_slot_mask + 1, sizeof(UInt));
-      kk_nodes[0].addr = 0;
-      kk_nodes[0].parent = 0;
-      kk_nodes[0].count = 0;
-      kk_nodes[0].cache = 0;
-      kk_n_nodes = 1;
+      kk_cap_tab = 1024;
+      kk_tab = VG_(malloc)("kansoku.paths", kk_cap_tab * sizeof(KKPath));
+      kk_n_tab = 1;
+      kk_tab_mask = 4095;
+      kk_tab_slots = VG_(calloc)("kansoku.pathslots", kk_tab_mask + 1, sizeof(UInt));
+      kk_store_cap = 1 << 16;
+      kk_store = VG_(malloc)("kansoku.store", kk_store_cap * sizeof(Addr));
       kk_states = VG_(calloc)("kansoku.states", VG_N_THREADS, sizeof(KKPathState));
       kk_cur = &kk_states[1];
+      kk_cur->seq = VG_(malloc)("kansoku.seq", KK_MAX_DEPTH * sizeof(Addr));
       VG_(track_pre_thread_ll_exit)(kk_thread_exit);
    }
 }
@@ -814,11 +990,8 @@ static void kk_post_clo_init(void)
 static void kk_write_paths(UChar end)
 {
    if (kk_paths && !kk_gave_up) {
-      UInt t;
       kk_put_progress();
-      for (t = 0; t < VG_N_THREADS; t++)
-         kk_put_open_path(&kk_states[t]);
-      kk_write_trie(end);
+      kk_write_trie(end, True);
    }
    kk_flush();
 }
