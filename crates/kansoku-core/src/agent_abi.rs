@@ -20,6 +20,7 @@ pub const ENV_SHM: &str = "KANSOKU_AGENT_SHM";
 pub const ENV_PLAN: &str = "KANSOKU_AGENT_PLAN";
 /// "kansoku\x01" little-endian: the agent refuses a file without it.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"kansoku\x01");
+/// Layout version; kansoku and the agent refuse each other's file when it differs.
 pub const VERSION: u32 = 3;
 /// Points a plan may name (entry and exit points count separately).
 pub const MAX_POINTS: usize = 8192;
@@ -33,27 +34,41 @@ pub const HOLD_LIMIT_MS: u64 = 10_000;
 
 /// Trampoline pools the agent maps (each within ±2 GB of the code it patches).
 pub const MAX_POOLS: usize = 64;
+/// Bytes of one trampoline pool.
 pub const POOL_BYTES: usize = 1 << 16;
 
 /// `Control::clock`: time stamps are TSC ticks (invariant TSC) or CLOCK_MONOTONIC ns.
 pub const CLOCK_TSC: u32 = 0;
+/// `Control::clock`: time stamps are CLOCK_MONOTONIC nanoseconds (no invariant TSC).
 pub const CLOCK_MONOTONIC: u32 = 1;
 
-/// `PointState::state` values, written by the agent.
+/// `PointState::state` values, written by the agent. Not yet handled (the agent has not
+/// reached the point, or its module is not loaded).
 pub const POINT_UNSET: u32 = 0;
+/// The point's jump is planted: its hits come through the rings.
 pub const POINT_PATCHED: u32 = 1;
+/// The agent would not patch it; `reason` says why (a `REFUSE_*`), and kansoku may plant a uprobe instead.
 pub const POINT_REFUSED: u32 = 2;
 /// Another point of the plan resolved to the same address: its hits are this one's.
 pub const POINT_ALIAS: u32 = 3;
 
-/// Why the agent refused to patch a function (`PointState::reason`).
+/// Why the agent refused to patch a function (`PointState::reason`), each said in words by
+/// [`refusal`].
+/// The point's module is not loaded in the process.
 pub const REFUSE_NOT_LOADED: u32 = 1;
+/// The function is shorter than the 5-byte jump.
 pub const REFUSE_TOO_SHORT: u32 = 2;
+/// A branch lands inside the 5 bytes the patch overwrites.
 pub const REFUSE_BRANCH_TARGET: u32 = 3;
+/// The first instructions did not decode.
 pub const REFUSE_UNDECODABLE: u32 = 4;
+/// No trampoline memory within ±2 GB.
 pub const REFUSE_NO_TRAMPOLINE: u32 = 5;
+/// The displaced instructions cannot run from a trampoline (RIP-relative beyond reach…).
 pub const REFUSE_NOT_RELOCATABLE: u32 = 6;
+/// The dynamic linker does not know the IFUNC's symbol.
 pub const REFUSE_NO_SYMBOL: u32 = 7;
+/// `mprotect` would not make the code writable.
 pub const REFUSE_PROTECT: u32 = 8;
 /// A GNU IFUNC of a module loaded after start: the implementation is picked as the module
 /// is relocated, after the agent plants its points.
@@ -78,22 +93,29 @@ pub fn refusal(reason: u32) -> &'static str {
 /// What became of one point in the process that loaded the agent first.
 #[repr(C)]
 pub struct PointState {
+    /// A `POINT_*` value.
     pub state: AtomicU32,
+    /// For [`POINT_REFUSED`]: a `REFUSE_*` code.
     pub reason: AtomicU32,
     /// Runtime address the point was planted at (IFUNCs: the implementation).
     pub address: AtomicU64,
     /// For [`POINT_ALIAS`]: the point whose hits these are.
     pub alias_of: AtomicU32,
+    /// Keeps the layout 8-byte aligned; always 0.
     pub _pad: u32,
 }
 
 /// The block at offset 0 of the shared file.
 #[repr(C)]
 pub struct Control {
+    /// [`MAGIC`], written by kansoku.
     pub magic: u64,
+    /// [`VERSION`], written by kansoku.
     pub version: u32,
     /// [`CLOCK_TSC`] or [`CLOCK_MONOTONIC`], chosen by kansoku.
     pub clock: u32,
+    /// Rings handed out so far (a thread's first hit takes the next); may exceed
+    /// [`MAX_RINGS`], the rest lose their hits.
     pub rings_claimed: AtomicU32,
     /// Processes that loaded the agent and read the plan.
     pub agents: AtomicU32,
@@ -106,18 +128,23 @@ pub struct Control {
     /// [`HOLD_LIMIT_MS`]) for `go`, so that kansoku can plant uprobes on the functions it
     /// refused before the program runs on.
     pub hold: AtomicU32,
+    /// Set to 1 by kansoku when the held program may run on.
     pub go: AtomicU32,
+    /// Keeps `pools` 8-byte aligned; always 0.
     pub _pad: u32,
     /// Start addresses of the first agent's trampoline pools ([`POOL_BYTES`] each, 0 =
     /// none): a sample whose address falls there is in kansoku's code, not the program's.
     pub pools: [AtomicU64; MAX_POOLS],
+    /// What became of each point of the plan, by point id.
     pub points: [PointState; MAX_POINTS],
 }
 
 /// Header of one ring, a cache line of its own.
 #[repr(C, align(64))]
 pub struct RingHeader {
+    /// Process of the thread that claimed the ring.
     pub pid: AtomicU32,
+    /// The thread that claimed the ring (its only writer).
     pub tid: AtomicU32,
     /// Records written (monotonic; index = head % RING_RECORDS).
     pub head: AtomicU64,
@@ -132,14 +159,18 @@ pub struct RingHeader {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Record {
+    /// TSC ticks or CLOCK_MONOTONIC ns (per [`Control::clock`]); 0 while being written.
     pub time: u64,
+    /// `point << 1 | is_exit`.
     pub what: u64,
 }
 
+/// Bytes of the [`Control`] block, rounded up to whole pages (the first ring's offset).
 pub const fn control_size() -> usize {
     std::mem::size_of::<Control>().div_ceil(4096) * 4096
 }
 
+/// Bytes of one ring: its header and [`RING_RECORDS`] records.
 pub const fn ring_size() -> usize {
     std::mem::size_of::<RingHeader>() + RING_RECORDS as usize * std::mem::size_of::<Record>()
 }
@@ -149,6 +180,7 @@ pub const fn ring_offset(k: usize) -> usize {
     control_size() + k * ring_size()
 }
 
+/// Bytes of the whole shared file: the control block and [`MAX_RINGS`] rings.
 pub const fn file_size() -> usize {
     ring_offset(MAX_RINGS)
 }
@@ -170,8 +202,33 @@ pub fn plan_line(entry: u32, exit: Option<u32>, module: Option<&str>, vaddr: u64
 /// A plan line read back (the agent's side of [`plan_line`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PlanEntry {
-    Probe { entry: u32, exit: Option<u32>, module: Option<String>, vaddr: u64, size: u64, ifunc: bool, name: String },
-    Calibrate { entry: u32, exit: u32, count: u32 },
+    /// Probe a function.
+    Probe {
+        /// Point id of its entry.
+        entry: u32,
+        /// Point id of its exit, when returns are timed too.
+        exit: Option<u32>,
+        /// The library's path; `None` for the main executable.
+        module: Option<String>,
+        /// Link-time address (0 with `ifunc`: ask the dynamic linker).
+        vaddr: u64,
+        /// Size in bytes (bounds the patch's decoding).
+        size: u64,
+        /// A GNU IFUNC: patch the implementation the linker picks.
+        ifunc: bool,
+        /// The function's name, for messages.
+        name: String,
+    },
+    /// Call the agent's own routine `count` times under these two points (the probe's
+    /// cost, subtracted from the timings).
+    Calibrate {
+        /// Point id of the routine's entry.
+        entry: u32,
+        /// Point id of its exit.
+        exit: u32,
+        /// Calls to make.
+        count: u32,
+    },
 }
 
 /// Parses one plan line; `None` for a malformed one (the agent skips it and says so).

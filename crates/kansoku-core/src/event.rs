@@ -19,6 +19,7 @@ pub struct Module {
 }
 
 impl Module {
+    /// Whether the runtime address `addr` lies in the mapping.
     pub fn contains(&self, addr: u64) -> bool {
         (self.start..self.end).contains(&addr)
     }
@@ -60,22 +61,49 @@ pub enum Event {
     /// A module became known; modules are numbered in the order they appear.
     Module(Module),
     /// Following events belong to this thread id.
-    Thread { tid: u32 },
+    Thread {
+        /// The kernel's thread id.
+        tid: u32,
+    },
     /// One executed user-space instruction (exact traces).
-    Instruction { addr: u64 },
+    Instruction {
+        /// Its runtime address.
+        addr: u64,
+    },
     /// A memory access of the instruction before it (exact traces with data addresses):
     /// its address, and whether it writes.
-    Access { addr: u64, write: bool },
+    Access {
+        /// The data address accessed.
+        addr: u64,
+        /// True for a store, false for a load.
+        write: bool,
+    },
     /// A basic block started executing (block streams, e.g. from Valgrind).
-    Block { addr: u64 },
+    Block {
+        /// The block's first runtime address.
+        addr: u64,
+    },
     /// A sampled instruction pointer.
     Sample(Sample),
     /// The marker function was entered.
-    Marker { time_ns: u64, instructions: Option<u64> },
+    Marker {
+        /// Nanoseconds since the start of the recording.
+        time_ns: u64,
+        /// Retired user-space instructions of the thread so far, when counted.
+        instructions: Option<u64>,
+    },
     /// A signal was delivered to the current thread (a crash shows here before the exit).
-    Signal { signal: i32 },
+    Signal {
+        /// The signal number.
+        signal: i32,
+    },
     /// The observation ended.
     Exit(ExitStatus),
     /// An event of a newer format version that this reader skips (its tag and length).
-    Unknown { tag: u8, len: u64 },
+    Unknown {
+        /// The event's tag byte.
+        tag: u8,
+        /// Its payload's length in bytes.
+        len: u64,
+    },
 }

@@ -6,6 +6,8 @@
 
 use crate::event::Event;
 
+/// What an analysis of executed blocks implements: each source calls the method of its
+/// own form of input, and the sink turns all of them into the same blocks.
 pub trait BlockSink {
     /// The next chunk of kansoku's Valgrind tool stream, cut anywhere.
     fn tool_stream(&mut self, bytes: &[u8]);

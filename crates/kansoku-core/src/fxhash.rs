@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
+/// The hasher state: one 64-bit word, rotated and multiplied per word hashed.
 #[derive(Default, Clone, Copy)]
 pub struct FxHasher {
     hash: u64,
@@ -55,5 +56,7 @@ impl Hasher for FxHasher {
     }
 }
 
+/// Builds [`FxHasher`]s for a map or set.
 pub type FxBuild = BuildHasherDefault<FxHasher>;
+/// A `HashMap` hashed with [`FxHasher`].
 pub type FxHashMap<K, V> = HashMap<K, V, FxBuild>;

@@ -35,12 +35,20 @@ const O_NONBLOCK: i32 = 0o4000;
 /// Why a text file could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum TextError {
+    /// Opening or reading failed (the OS's error).
     #[error("{0}")]
     Io(#[from] io::Error),
     /// The first byte that is not UTF-8, by line and column (1-based, in characters) and
     /// byte offset.
     #[error("{line}:{col}: invalid UTF-8 (byte {byte})")]
-    Utf8 { line: u32, col: u32, byte: u64 },
+    Utf8 {
+        /// Line of the bad byte, from 1.
+        line: u32,
+        /// Column, from 1, in characters.
+        col: u32,
+        /// Byte offset in the file, from 0.
+        byte: u64,
+    },
 }
 
 /// Reads a text file (a kernel, a score table, a trace, JSON) as [`read_regular`] does;

@@ -14,6 +14,7 @@
 //!
 //! Data flows one way: program → probe → recording → analysis → report. This crate is the
 //! "recording" step and the names every other step uses.
+#![deny(missing_docs)]
 
 pub mod agent_abi;
 pub mod event;

@@ -52,7 +52,9 @@ use serde::{Deserialize, Serialize};
 use crate::event::{Event, ExitStatus, Module, Sample};
 use crate::varint::{self, VarintError};
 
+/// The first eight bytes of every recording.
 pub const MAGIC: &[u8; 8] = b"KANSOKU\0";
+/// The format version this build writes, and the newest it reads.
 pub const FORMAT_VERSION: u16 = 2;
 /// Instructions a block shape may hold (VEX translates at most 99; a record claiming more
 /// is corrupt, which bounds what one record can make the reader allocate).
@@ -93,9 +95,11 @@ pub enum RecordingKind {
 /// The recording's header: what was observed and how.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Header {
+    /// What the events are (exact trace, samples, blocks).
     pub kind: RecordingKind,
     /// The observed program's path as given.
     pub program: String,
+    /// The program's arguments, without the program.
     pub args: Vec<String>,
     /// Free-form parameters of the observation (period, marker, limits, ...).
     #[serde(default)]
@@ -106,6 +110,7 @@ pub struct Header {
 }
 
 impl Header {
+    /// A header stamped with the current time and no parameters.
     pub fn new(kind: RecordingKind, program: impl Into<String>, args: Vec<String>) -> Self {
         let created = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -114,6 +119,8 @@ impl Header {
         Header { kind, program: program.into(), args, parameters: Default::default(), created }
     }
 
+    /// The header with one parameter set (`period`, `marker`, `engine`, …), replacing any
+    /// value it had.
     pub fn with_parameter(mut self, key: &str, value: impl Into<serde_json::Value>) -> Self {
         self.parameters.insert(key.to_string(), value.into());
         self
@@ -123,33 +130,68 @@ impl Header {
 /// Errors reading or writing a recording. Each names the file, and the byte offset when
 /// the content is at fault.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum RecordingError {
+    /// Opening, reading or writing the file failed.
     #[error("{path}: {cause}")]
-    Io { path: PathBuf, cause: io::Error },
+    Io {
+        /// The recording.
+        path: PathBuf,
+        /// The OS's error.
+        cause: io::Error,
+    },
+    /// The file does not start with [`MAGIC`].
     #[error("{path}: not a kansoku recording (no KANSOKU magic at byte 0)")]
-    NotARecording { path: PathBuf },
+    NotARecording {
+        /// The file.
+        path: PathBuf,
+    },
+    /// A newer kansoku wrote it.
     #[error("{path}: recording format version {version} is newer than this kansoku understands ({FORMAT_VERSION}); upgrade kansoku")]
-    UnsupportedVersion { path: PathBuf, version: u16 },
+    UnsupportedVersion {
+        /// The recording.
+        path: PathBuf,
+        /// The version its header gives.
+        version: u16,
+    },
+    /// The content does not decode.
     #[error("{path}: corrupted at byte {offset}: {what}")]
-    Corrupt { path: PathBuf, offset: u64, what: String },
+    Corrupt {
+        /// The recording.
+        path: PathBuf,
+        /// Byte offset of the damaged record.
+        offset: u64,
+        /// What is wrong there.
+        what: String,
+    },
 }
 
 /// Counts gathered while streaming through a recording.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct RecordingSummary {
+    /// Events of every kind, modules included.
     pub events: u64,
+    /// Instruction events (exact traces).
     pub instructions: u64,
+    /// Block events.
     pub blocks: u64,
+    /// Sample events.
     pub samples: u64,
+    /// Marker hits.
     pub markers: u64,
     /// Memory accesses (exact traces with data addresses).
     pub accesses: u64,
+    /// Thread switches.
     pub threads: u64,
+    /// Signals delivered.
     pub signals: u64,
+    /// Events of a newer version, skipped.
     pub unknown: u64,
+    /// How the observation ended, when the recording says.
     pub exit: Option<ExitStatus>,
     /// Set when the file ended before its trailer: byte offset of the last complete event.
     pub truncated_at: Option<u64>,
+    /// Bytes read.
     pub bytes: u64,
 }
 
@@ -228,6 +270,7 @@ impl<W: Write> RecordingWriter<W> {
         Ok(RecordingWriter { out, path, state: DeltaState::default(), events: 0, flush_every: None, last_flush: std::time::Instant::now() })
     }
 
+    /// Appends one event (delta-coded against the previous of its kind).
     pub fn write(&mut self, event: &Event) -> Result<(), RecordingError> {
         self.encode(event).map_err(|source| RecordingError::Io { path: self.path.clone(), cause: source })?;
         self.count_record()
@@ -358,11 +401,6 @@ impl<W: Write> RecordingWriter<W> {
         }
     }
 
-    /// Number of records written so far (events, block shapes, executed blocks).
-    pub fn events_written(&self) -> u64 {
-        self.events
-    }
-
     /// Writes the trailer and flushes. Returns the number of events written.
     pub fn finish(mut self) -> Result<u64, RecordingError> {
         let io = |source| RecordingError::Io { path: self.path.clone(), cause: source };
@@ -457,6 +495,7 @@ struct Run {
 }
 
 impl RecordingReader<BufReader<File>> {
+    /// Opens a recording and reads its header (1 MiB of buffer).
     pub fn open(path: impl AsRef<Path>) -> Result<Self, RecordingError> {
         let path = path.as_ref().to_path_buf();
         let file = File::open(&path).map_err(|source| RecordingError::Io { path: path.clone(), cause: source })?;
@@ -506,10 +545,12 @@ impl<R: Read> RecordingReader<R> {
         })
     }
 
+    /// What was recorded and how.
     pub fn header(&self) -> &Header {
         &self.header
     }
 
+    /// The file, as named in messages.
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -519,13 +560,13 @@ impl<R: Read> RecordingReader<R> {
         &self.modules
     }
 
-    /// Byte offset of the last complete event, if the file ended before its trailer.
     /// Bytes of the file decoded so far (a reader that stops early has read this much, and
     /// at most its buffer more).
     pub fn bytes_read(&self) -> u64 {
         self.input.offset
     }
 
+    /// Byte offset of the last complete event, if the file ended before its trailer.
     pub fn truncated_at(&self) -> Option<u64> {
         self.truncated_at
     }
@@ -804,7 +845,8 @@ impl<R: Read> RecordingReader<R> {
     }
 
     /// Streams through the rest of the recording and counts what it holds.
-    pub fn summarize(self) -> Result<RecordingSummary, RecordingError> {
+    #[cfg(test)]
+    pub(crate) fn summarize(self) -> Result<RecordingSummary, RecordingError> {
         self.summarize_with_modules().map(|(s, _)| s)
     }
 

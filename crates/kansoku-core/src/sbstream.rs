@@ -53,40 +53,95 @@
 /// The four bytes every frame starts with.
 pub const MAGIC: &[u8; 4] = b"KSB1";
 /// Frame header: magic and payload length.
-pub const HEADER: usize = 8;
+pub(crate) const HEADER: usize = 8;
 /// The tool's frame buffer (header included).
-pub const MAX_FRAME: usize = 65536;
+pub(crate) const MAX_FRAME: usize = 65536;
 
 /// One decoded element of the stream.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Item<'a> {
+    /// A superblock was entered at this runtime address.
     Superblock(u64),
     /// An object Valgrind loaded: its `.text` runtime (`avma`) and link (`svma`) address.
-    Module { avma: u64, svma: u64, path: &'a str },
+    Module {
+        /// Runtime address of `.text`.
+        avma: u64,
+        /// Link-time address of `.text`.
+        svma: u64,
+        /// The object's path.
+        path: &'a str,
+    },
     /// The following superblocks are run by this thread (kernel thread id).
     Thread(u32),
     /// Exact mode: the instruction lengths of the superblock translated at `addr`.
-    Shape { addr: u64, lengths: &'a [u8] },
+    Shape {
+        /// The superblock's runtime address.
+        addr: u64,
+        /// Each instruction's length in bytes, in order.
+        lengths: &'a [u8],
+    },
     /// Exact mode: the superblock just entered left at its instruction `index`.
-    Exit { index: u32, kind: ExitKind },
+    Exit {
+        /// Index of the instruction in the superblock, from 0.
+        index: u32,
+        /// Whether that instruction ran.
+        kind: ExitKind,
+    },
     /// Exact mode: a signal is delivered; `ip` is where the thread stood.
-    Signal { signal: i32, ip: u64 },
+    Signal {
+        /// The signal number.
+        signal: i32,
+        /// The thread's instruction pointer.
+        ip: u64,
+    },
     /// Data mode: instruction `index` of the superblock just entered accesses `addr`.
-    Access { index: u32, write: bool, addr: u64 },
+    Access {
+        /// Index of the instruction in the superblock, from 0.
+        index: u32,
+        /// True for a store.
+        write: bool,
+        /// The data address.
+        addr: u64,
+    },
     /// Paths mode: a node of the tool's path trie.
-    PathNode { id: u32, parent: u32, addr: u64, count: u64 },
+    PathNode {
+        /// The node's id.
+        id: u32,
+        /// Its parent's id (0: the empty path).
+        parent: u32,
+        /// The superblock address the node adds to its parent's path.
+        addr: u64,
+        /// Paths that ended at this node.
+        count: u64,
+    },
     /// Paths mode: the trie of `nodes` nodes is complete.
-    PathsEnd { nodes: u32 },
+    PathsEnd {
+        /// Nodes the trie holds.
+        nodes: u32,
+    },
     /// Paths mode: the trie so far, written before an execve (see the format above).
-    PathsSnapshot { nodes: u32 },
+    PathsSnapshot {
+        /// Nodes the trie held then.
+        nodes: u32,
+    },
     /// Paths mode: thread `tid` ended inside the path of `node` (of the next complete trie).
-    OpenPath { tid: u32, node: u32 },
+    OpenPath {
+        /// The thread's kernel id.
+        tid: u32,
+        /// The trie node of its unfinished path.
+        node: u32,
+    },
     /// Paths mode: this many more superblocks were entered.
     Entries(u64),
     /// Paths mode: the tool gave up counting at a path too long to keep (at `addr`).
     PathsGaveUp(u64),
     /// Something was lost here: byte offset in the stream and what happened.
-    Damage { offset: u64, what: String },
+    Damage {
+        /// Byte offset in the stream.
+        offset: u64,
+        /// What was lost (a bad frame, garbage skipped).
+        what: String,
+    },
 }
 
 /// How a superblock was left before its end (the tool knows it from VEX's side exits).
@@ -109,7 +164,9 @@ pub struct StreamDecoder {
     offset: u64,
     /// Inside bytes that are not a frame (reported once per stretch).
     in_garbage: bool,
+    /// Whole frames decoded so far.
     pub frames: u64,
+    /// Stream bytes fed so far.
     pub bytes: u64,
 }
 
@@ -292,6 +349,7 @@ fn find_magic(b: &[u8]) -> Option<usize> {
 }
 
 impl StreamDecoder {
+    /// A decoder at the stream's start.
     pub fn new() -> Self {
         Self::default()
     }
@@ -371,15 +429,17 @@ impl StreamDecoder {
     }
 }
 
-/// Encodes records the way the tool does (for tests and tools that write such streams).
+/// Encodes records the way the tool does (for this module's tests).
+#[cfg(test)]
 #[derive(Default)]
-pub struct StreamEncoder {
+pub(crate) struct StreamEncoder {
     frame: Vec<u8>,
     prev: u64,
     prev_data: u64,
     pub out: Vec<u8>,
 }
 
+#[cfg(test)]
 impl StreamEncoder {
     pub fn new() -> Self {
         let mut e = Self::default();

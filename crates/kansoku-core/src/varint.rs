@@ -24,14 +24,16 @@ pub fn write_u64<W: Write>(out: &mut W, mut value: u64) -> io::Result<()> {
 }
 
 /// Writes a signed value zig-zag encoded (small magnitudes of either sign stay short).
-pub fn write_i64<W: Write>(out: &mut W, value: i64) -> io::Result<()> {
+pub(crate) fn write_i64<W: Write>(out: &mut W, value: i64) -> io::Result<()> {
     write_u64(out, zigzag(value))
 }
 
+/// Maps a signed value to unsigned so that small magnitudes stay small (0, -1, 1, -2 → 0, 1, 2, 3).
 pub fn zigzag(value: i64) -> u64 {
     ((value << 1) ^ (value >> 63)) as u64
 }
 
+/// The inverse of [`zigzag`].
 pub fn unzigzag(value: u64) -> i64 {
     ((value >> 1) as i64) ^ -((value & 1) as i64)
 }
@@ -46,7 +48,7 @@ pub enum VarintError {
 }
 
 /// Reads an unsigned LEB128 value, counting consumed bytes into `consumed`.
-pub fn read_u64<R: Read>(input: &mut R, consumed: &mut u64) -> Result<u64, VarintError> {
+pub(crate) fn read_u64<R: Read>(input: &mut R, consumed: &mut u64) -> Result<u64, VarintError> {
     let mut result = 0u64;
     for i in 0..10 {
         let mut byte = [0u8; 1];
