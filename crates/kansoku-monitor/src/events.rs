@@ -319,8 +319,17 @@ pub struct Distribution {
     sum: f64,
     min: f64,
     max: f64,
-    buckets: WordMap<u64, Bucket>,
+    /// The buckets in use, each with its key, in the order first used.
+    buckets: Vec<(u64, Bucket)>,
+    /// Key → position in `buckets`.
+    index: WordMap<u64, u32>,
+    /// Positions + 1 (0: none) of recently used buckets by a multiply of the key: a
+    /// routine's calls fall in few buckets, and these are found without the map.
+    memo: Vec<u32>,
 }
+
+/// Entries of [`Distribution`]'s memo (2^6: the top 6 bits of the key's hash).
+const MEMO: usize = 64;
 
 impl Distribution {
     pub fn add(&mut self, v: f64) {
@@ -335,10 +344,32 @@ impl Distribution {
         self.count += 1;
         self.sum += v;
         let key = if v < 1.0 / 16.0 { 0 } else { v.to_bits() >> (52 - BUCKET_MANTISSA_BITS) };
-        let b = self.buckets.entry(key).or_insert(Bucket { count: 0, sum: 0.0, first: v, mixed: false });
+        let b = self.bucket(key, v);
         b.count += 1;
         b.sum += v;
         b.mixed |= b.first != v;
+    }
+
+    /// The bucket of `key`, made with `v` as its first value if new.
+    fn bucket(&mut self, key: u64, v: f64) -> &mut Bucket {
+        if self.memo.is_empty() {
+            self.memo = vec![0; MEMO];
+        }
+        // (the key's low bits are the mantissa's last kept ones: whole ns share them)
+        let m = (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 58) as usize;
+        let k = match self.memo[m].checked_sub(1).map(|k| k as usize) {
+            Some(k) if self.buckets[k].0 == key => k,
+            _ => {
+                let next = self.buckets.len() as u32;
+                let k = *self.index.entry(key).or_insert(next) as usize;
+                if k == self.buckets.len() {
+                    self.buckets.push((key, Bucket { count: 0, sum: 0.0, first: v, mixed: false }));
+                }
+                self.memo[m] = k as u32 + 1;
+                k
+            }
+        };
+        &mut self.buckets[k].1
     }
 
     pub fn count(&self) -> u64 {
@@ -364,7 +395,7 @@ impl Distribution {
 
     /// The values as (value, calls) in ascending order: a bucket's one value, or its mean.
     pub fn runs(&self) -> Vec<(f64, u64)> {
-        let mut keyed: Vec<(u64, Bucket)> = self.buckets.iter().map(|(&k, &b)| (k, b)).collect();
+        let mut keyed = self.buckets.clone();
         keyed.sort_unstable_by_key(|&(k, _)| k);
         keyed.into_iter().map(|(_, b)| (if b.mixed { b.sum / b.count as f64 } else { b.first }, b.count)).collect()
     }
