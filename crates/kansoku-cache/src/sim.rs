@@ -295,11 +295,12 @@ impl Program {
     pub fn simulate_reporting(&self, caches: &[CacheConfig], mut progress: impl FnMut(u64)) -> Vec<Vec<RefStats>> {
         // one reference more: the warm-up's accesses, dropped below
         let mut sims: Vec<CacheSim> = caches.iter().map(|c| CacheSim::new(*c, self.nrefs + 1, self.addr_lo, self.addr_hi)).collect();
+        // Caches that differ only in associativity: one recency stack for all of them.
+        let mut stack = Stacks::new(caches);
         self.warm_up(
-            |r, a| {
-                for s in sims.iter_mut() {
-                    s.access(r, a);
-                }
+            |r, a| match stack.as_mut() {
+                Some(st) => st.access(r, a, &mut sims),
+                None => sims.iter_mut().for_each(|s| s.access(r, a)),
             },
             self.nrefs,
         );
@@ -313,6 +314,11 @@ impl Program {
         } else if sims.len() == 1 {
             // one cache: runs of iterations that only hit are counted, not simulated
             self.run(&mut Reporting { sink: &mut sims[0], n: 0, next: PROGRESS_MASK + 1, progress: &mut progress });
+        } else if let Some(stack) = stack.as_mut() {
+            self.for_each_access(|r, a| {
+                stack.access(r, a, &mut sims);
+                tick(&mut n, &mut progress);
+            });
         } else {
             self.for_each_access(|r, a| {
                 for s in sims.iter_mut() {
@@ -721,6 +727,62 @@ fn push_front(slot: &mut [i64], line: i64) -> i64 {
     victim
 }
 
+/// Several LRU caches with the same line size and number of sets, differing only in
+/// associativity, simulated as one (LRU is a stack algorithm, Mattson et al. 1970): an
+/// `A`-way set holds the `A` most recent lines of that set, so one recency stack per set,
+/// as deep as the largest associativity, says for every cache whether an access hits — it
+/// does where the line's depth in its stack is below that cache's associativity. Each
+/// cache's own tags are not kept up to date (only its counts); the interpolation of gemm
+/// on four such caches spent 95 % of its time looking every access up in each (perf).
+struct Stacks {
+    stack: CacheSim,
+    /// Each cache's associativity, in the order of the caches.
+    assocs: Vec<usize>,
+}
+
+impl Stacks {
+    /// `None` unless there are several caches, all of one line size and number of sets.
+    fn new(caches: &[CacheConfig]) -> Option<Stacks> {
+        let first = caches.first()?;
+        if caches.len() < 2 || caches.iter().any(|c| (c.line, c.sets) != (first.line, first.sets)) {
+            return None;
+        }
+        let assoc = caches.iter().map(|c| c.assoc).max().expect("several");
+        let stack = CacheSim::new(CacheConfig { assoc, ..*first }, 0, 0, 0);
+        Some(Stacks { stack, assocs: caches.iter().map(|c| c.assoc as usize).collect() })
+    }
+
+    /// One access of reference `r`, counted in each of `sims` (the caches given to `new`).
+    #[inline(always)]
+    fn access(&mut self, r: usize, addr: i64, sims: &mut [CacheSim]) {
+        let st = &mut self.stack;
+        let line = st.line_of(addr);
+        let set = st.set_of(line);
+        let a = st.assoc;
+        let slot = &mut st.tags[set * a..set * a + a];
+        let depth = slot.iter().position(|&t| t == line);
+        let first = match depth {
+            Some(i) => {
+                move_to_front(slot, i);
+                false
+            }
+            None => {
+                push_front(slot, line);
+                st.seen.insert(line)
+            }
+        };
+        for (sim, &ways) in sims.iter_mut().zip(&self.assocs) {
+            let s = &mut sim.stats[r];
+            s.accesses += 1;
+            match depth {
+                Some(i) if i < ways => s.hits += 1,
+                _ if first => s.compulsory += 1,
+                _ => s.other += 1,
+            }
+        }
+    }
+}
+
 /// One LRU cache being simulated.
 pub struct CacheSim {
     assoc: usize,
@@ -765,10 +827,7 @@ impl CacheSim {
     /// is counted (compulsory or other), an access or a hit is not. Whether it hit.
     #[inline(always)]
     fn lookup(&mut self, r: usize, line: i64) -> bool {
-        let set = match self.set_mask {
-            Some(m) => line & m,
-            None => line.rem_euclid(self.sets),
-        } as usize;
+        let set = self.set_of(line);
         let a = self.assoc;
         let slot = &mut self.tags[set * a..set * a + a];
         if slot[0] == line {
@@ -790,6 +849,14 @@ impl CacheSim {
 }
 
 impl CacheSim {
+    #[inline(always)]
+    fn set_of(&self, line: i64) -> usize {
+        (match self.set_mask {
+            Some(m) => line & m,
+            None => line.rem_euclid(self.sets),
+        }) as usize
+    }
+
     #[inline(always)]
     fn line_of(&self, addr: i64) -> i64 {
         match self.line_shift {
@@ -926,10 +993,7 @@ impl CacheSim {
         let a = self.assoc;
         addrs.iter().all(|&x| {
             let line = self.line_of(x);
-            let set = match self.set_mask {
-                Some(mask) => line & mask,
-                None => line.rem_euclid(self.sets),
-            } as usize;
+            let set = self.set_of(line);
             self.tags[set * a..set * a + a].contains(&line)
         })
     }

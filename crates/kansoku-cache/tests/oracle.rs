@@ -312,3 +312,43 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, .. ProptestConfig::default() })]
+
+    /// Several caches that differ only in associativity, simulated at once (one recency
+    /// stack per set for all of them, as the interpolation does), count what each counts
+    /// simulated alone and what the naive LRU counts, cold and warmed by the nest itself.
+    #[test]
+    fn caches_differing_in_ways_at_once_equal_each_alone(
+        depth3 in any::<bool>(),
+        types in prop::collection::vec(0usize..3, 3),
+        step in 1i64..=3,
+        stmts in prop::collection::vec(prop::collection::vec(0usize..10, 1..=6), 1..=2),
+        n in 1i64..14,
+        ways in prop::collection::vec(1u32..=8, 2..=4),
+        (lshift, sets) in (0u32..=3, 1u32..=8),
+        align in prop::sample::select(vec![1u64, 8, 64, 100]),
+        start in 0u64..130,
+        warm in any::<bool>(),
+    ) {
+        let src = random_nest(depth3, &types, false, step, &stmts);
+        let k = parse_kernel("random.k", &src).unwrap();
+        let params: ParamValues = [("N".to_string(), n)].into_iter().collect();
+        let mut prog = Program::new(&k, &params, &LayoutSpec::Consecutive { start, align }).unwrap();
+        if warm {
+            prog = prog.warmed_by(&k, &params, align).unwrap();
+        }
+        let caches: Vec<CacheConfig> = ways.iter().map(|&assoc| CacheConfig { assoc, line: 8 << lshift, sets }).collect();
+        let together = prog.simulate(&caches);
+        for (c, got) in caches.iter().zip(&together) {
+            prop_assert_eq!(got, &prog.simulate(&[*c]).pop().unwrap(), "{}\n{}", src, c);
+            if !warm {
+                let slow = naive(&prog, k.refs.len(), *c);
+                for (r, (f, s)) in got.iter().zip(&slow).enumerate() {
+                    prop_assert_eq!((f.accesses, f.hits, f.compulsory, f.other), *s, "P{}\n{}\n{}", r, src, c);
+                }
+            }
+        }
+    }
+}
