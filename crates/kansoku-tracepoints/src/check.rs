@@ -10,7 +10,9 @@ use serde::Serialize;
 /// Result of comparing two runs.
 #[derive(Debug, Clone, Serialize)]
 pub struct CheckReport {
+    /// The run of the module as given.
     pub original: RunOutcome,
+    /// The run of the optimised module, same entry and arguments.
     pub optimised: RunOutcome,
     /// Decoded events of the original run (after applying declarations).
     pub events: usize,
@@ -18,14 +20,19 @@ pub struct CheckReport {
     pub identical_raw: bool,
     /// Equal after dropping disabled points and collapsing idempotent repeats in both.
     pub identical: bool,
+    /// Events of disabled points left out of the original's stream before comparing.
     pub disabled_events_dropped: usize,
+    /// Adjacent equal repeats of idempotent points collapsed in the original's stream.
     pub idempotent_repeats_collapsed: usize,
     /// The entry functions returned the same values.
     pub same_results: bool,
+    /// Where the two streams first differ (event index, both events), when they do.
     pub first_difference: Option<String>,
     /// 1 − optimised/original for trace calls executed.
     pub calls_saved: f64,
+    /// 1 − optimised/original for the trace file's bytes.
     pub bytes_saved: f64,
+    /// 1 − optimised/original for wasm instructions executed (0 when not counted).
     pub instructions_saved: f64,
     /// Wall-time overhead of tracing, when measured: traced ÷ untraced.
     pub timing: Option<Timing>,
@@ -34,11 +41,17 @@ pub struct CheckReport {
 /// Wall time of the three variants measured in one run (best of `repeats`).
 #[derive(Debug, Clone, Serialize)]
 pub struct Timing {
+    /// Runs of each variant; the best is kept.
     pub repeats: u32,
+    /// Nanoseconds of the module with its trace calls made no-ops.
     pub untraced_ns: u64,
+    /// Nanoseconds of the original module, tracing.
     pub original_ns: u64,
+    /// Nanoseconds of the optimised module, tracing.
     pub optimised_ns: u64,
+    /// `original_ns / untraced_ns`.
     pub original_overhead: f64,
+    /// `optimised_ns / untraced_ns`.
     pub optimised_overhead: f64,
 }
 

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Directory of `kansoku_trace.h`.
-pub fn include_dir() -> PathBuf {
+pub(crate) fn include_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("include")
 }
 
@@ -25,7 +25,7 @@ pub fn example_sources() -> Result<Vec<PathBuf>> {
 }
 
 /// The clang command line used for trace-point programs.
-pub fn clang_args(src: &Path, out: &Path) -> Vec<String> {
+pub(crate) fn clang_args(src: &Path, out: &Path) -> Vec<String> {
     vec![
         "--target=wasm32".into(),
         "-O2".into(),

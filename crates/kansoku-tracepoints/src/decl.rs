@@ -13,8 +13,11 @@ use std::collections::BTreeMap;
 /// The declaration of one trace point.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct TraceDecl {
+    /// The id the program passes to its trace call.
     pub id: u32,
+    /// The point's name, for decoded output.
     pub name: String,
+    /// The arguments' names, in call order.
     pub arg_names: Vec<String>,
     /// Adjacent repeats with equal arguments carry no information and may be removed.
     pub idempotent: bool,
@@ -34,6 +37,7 @@ impl TraceDecl {
 /// All declarations of a module, by id.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct DeclTable {
+    /// Each declared point by id; an id not here is undeclared (enabled, not idempotent).
     pub decls: BTreeMap<u32, TraceDecl>,
 }
 
@@ -58,14 +62,17 @@ impl DeclTable {
         self.decls.get(&id).cloned().unwrap_or_else(|| TraceDecl::undeclared(id))
     }
 
-    pub fn is_disabled(&self, id: u32) -> bool {
+    /// Whether `id` is declared disabled: its calls may be removed.
+    pub(crate) fn is_disabled(&self, id: u32) -> bool {
         self.decls.get(&id).is_some_and(|d| d.disabled)
     }
 
-    pub fn is_idempotent(&self, id: u32) -> bool {
+    /// Whether `id` is declared idempotent: adjacent equal repeats may be collapsed.
+    pub(crate) fn is_idempotent(&self, id: u32) -> bool {
         self.decls.get(&id).is_some_and(|d| d.idempotent)
     }
 
+    /// The declared name of `id`, if declared.
     pub fn name(&self, id: u32) -> Option<&str> {
         self.decls.get(&id).map(|d| d.name.as_str())
     }

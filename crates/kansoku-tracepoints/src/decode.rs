@@ -18,12 +18,12 @@ pub enum TimestampMode {
 }
 
 impl std::str::FromStr for TimestampMode {
-    type Err = String;
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
+    type Err = crate::error::UnknownChoice;
+    fn from_str(s: &str) -> std::result::Result<Self, Self::Err> {
         match s {
             "offsets" => Ok(TimestampMode::Offsets),
             "subindex" => Ok(TimestampMode::Subindex),
-            _ => Err(format!("unknown timestamp mode `{s}` (offsets or subindex)")),
+            _ => Err(crate::error::UnknownChoice { what: "timestamp mode", name: s.to_string(), choices: "offsets or subindex" }),
         }
     }
 }
@@ -31,8 +31,11 @@ impl std::str::FromStr for TimestampMode {
 /// One event as the unmodified program would have emitted it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Event {
+    /// The trace point's id.
     pub id: u32,
+    /// Its arguments, in call order.
     pub args: Vec<i32>,
+    /// The record's clock value (per the trace's [`crate::Clock`]).
     pub timestamp: u64,
     /// 1-based position inside the merged record it came from (0 = not merged).
     pub subindex: u32,
@@ -52,13 +55,17 @@ impl Event {
 /// A decoded trace.
 #[derive(Debug, Clone, Serialize)]
 pub struct Decoded {
+    /// The trace file's header.
     pub header: TraceHeader,
+    /// The original events, merged records expanded through the translation table.
     pub events: Vec<Event>,
     /// Records in the file.
     pub records: u64,
     /// Records that were merged events and were expanded.
     pub expanded_records: u64,
+    /// Why decoding stopped before the file's end (a cut record), when it did.
     pub truncated: Option<String>,
+    /// The module's declarations, for names and filtering.
     #[serde(skip)]
     pub decls: DeclTable,
 }
@@ -127,7 +134,7 @@ pub fn decode(trace: &[u8], module: &[u8], mode: TimestampMode) -> Result<Decode
 /// Applies the declared meaning of the trace points to a stream: disabled points are dropped
 /// and adjacent equal repeats of idempotent points collapse to one. Returns the stream and the
 /// number of events dropped for each reason.
-pub fn normalise(events: &[Event], decls: &DeclTable) -> (Vec<(u32, Vec<i32>)>, usize, usize) {
+pub(crate) fn normalise(events: &[Event], decls: &DeclTable) -> (Vec<(u32, Vec<i32>)>, usize, usize) {
     let mut out: Vec<(u32, Vec<i32>)> = Vec::with_capacity(events.len());
     let (mut disabled, mut repeats) = (0, 0);
     for e in events {

@@ -2,6 +2,7 @@
 
 /// Everything that can go wrong while optimising, running or decoding.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum TpError {
     /// The bytes are not a valid WebAssembly module.
     #[error("not a valid WebAssembly module: {0}")]
@@ -14,13 +15,25 @@ pub enum TpError {
     NoTraceImports,
     /// An import the runtime or optimiser does not understand.
     #[error("unsupported import `{module}.{name}`: {reason}")]
-    UnsupportedImport { module: String, name: String, reason: String },
+    UnsupportedImport {
+        /// The import's module name.
+        module: String,
+        /// The import's field name.
+        name: String,
+        /// What is not supported about it.
+        reason: String,
+    },
     /// Optimising a module twice is refused (its table would have to be composed).
     #[error("the module already has a `kansoku.xlat` translation table (it was optimised before); optimise the original module instead")]
     AlreadyOptimised,
     /// A `kansoku.decl` line that cannot be parsed.
     #[error("bad trace-point declaration `{line}`: {reason}")]
-    BadDecl { line: String, reason: String },
+    BadDecl {
+        /// The declaration line as written.
+        line: String,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// A `kansoku.xlat` section that cannot be parsed.
     #[error("bad translation table (section kansoku.xlat): {0}")]
     BadXlat(String),
@@ -32,10 +45,24 @@ pub enum TpError {
         "the trace was recorded from another module: its header names module hash {trace:016x}, \
          but the module given has hash {module:016x}; pass the exact .wasm that was run"
     )]
-    ModuleMismatch { trace: u64, module: u64 },
+    ModuleMismatch {
+        /// The module hash in the trace's header.
+        trace: u64,
+        /// The hash of the module given.
+        module: u64,
+    },
     /// A record whose argument count disagrees with the translation table.
     #[error("record {index} (id {id}) carries {got} arguments but the translation table says {want}")]
-    ArityMismatch { index: u64, id: u32, got: usize, want: usize },
+    ArityMismatch {
+        /// The record's index in the trace, from 0.
+        index: u64,
+        /// Its trace id.
+        id: u32,
+        /// Arguments it carries.
+        got: usize,
+        /// Arguments the table's entry for the id expands.
+        want: usize,
+    },
     /// The entry function is missing or its parameters cannot be given.
     #[error("entry function: {0}")]
     Entry(String),
@@ -61,3 +88,16 @@ impl From<wasmparser::BinaryReaderError> for TpError {
 
 /// Result alias of the crate.
 pub type Result<T, E = TpError> = std::result::Result<T, E>;
+
+/// A name given for an option of the crate's that is none of its choices (a clock, a
+/// timestamp mode): what [`std::str::FromStr`] of those types returns.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown {what} `{name}` ({choices})")]
+pub struct UnknownChoice {
+    /// What was being named (`clock`, `timestamp mode`).
+    pub what: &'static str,
+    /// The name given.
+    pub name: String,
+    /// The names accepted, in words.
+    pub choices: &'static str,
+}

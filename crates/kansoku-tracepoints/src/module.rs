@@ -9,7 +9,10 @@ use wasmparser::{FunctionBody, Parser, Payload, SubType, TypeRef, ValType};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KansokuImport {
     /// `kansoku.traceN`: an id and N i32 arguments.
-    Trace { nargs: u32 },
+    Trace {
+        /// The i32 arguments after the id.
+        nargs: u32,
+    },
     /// `kansoku.barrier`: no trace call may move across it.
     Barrier,
 }
@@ -17,29 +20,40 @@ pub enum KansokuImport {
 /// One function import.
 #[derive(Debug, Clone)]
 pub struct FuncImport {
+    /// The import's module name (`kansoku` for trace calls).
     pub module: String,
+    /// The import's field name (`trace2`, `barrier`, …).
     pub name: String,
+    /// Index of its function type in the type section.
     pub type_index: u32,
+    /// What it is to kansoku, when it is one of `kansoku`'s imports.
     pub kansoku: Option<KansokuImport>,
 }
 
 /// A parsed, validated module.
 pub struct ModuleInfo<'a> {
+    /// The module's bytes, which the bodies borrow.
     pub bytes: &'a [u8],
+    /// The type section's entries.
     pub types: Vec<SubType>,
+    /// The function imports, in index order (they take the first function indices).
     pub func_imports: Vec<FuncImport>,
     /// Type index of each defined (non-imported) function.
     pub func_types: Vec<u32>,
+    /// The code section's bodies, one per defined function.
     pub bodies: Vec<FunctionBody<'a>>,
+    /// The `kansoku.decl` section's declarations (empty without one).
     pub decls: DeclTable,
+    /// The `kansoku.xlat` translation table of an optimised module.
     pub xlat: Option<XlatTable>,
     /// Names of the custom sections, in order.
     pub custom_sections: Vec<String>,
+    /// The exports: name, kind and index.
     pub exports: Vec<(String, wasmparser::ExternalKind, u32)>,
 }
 
 /// Section names under which `kansoku.decl` may appear.
-pub fn is_decl_section(name: &str) -> bool {
+pub(crate) fn is_decl_section(name: &str) -> bool {
     name == "kansoku.decl" || name == ".custom_section.kansoku.decl"
 }
 
@@ -139,19 +153,20 @@ impl<'a> ModuleInfo<'a> {
     }
 
     /// Params and results of function type `t`.
-    pub fn func_sig(&self, t: u32) -> Option<(&[ValType], &[ValType])> {
+    pub(crate) fn func_sig(&self, t: u32) -> Option<(&[ValType], &[ValType])> {
         match &self.types.get(t as usize)?.composite_type.inner {
             wasmparser::CompositeInnerType::Func(f) => Some((f.params(), f.results())),
             _ => None,
         }
     }
 
+    /// Imported functions (the first defined function's index).
     pub fn num_func_imports(&self) -> u32 {
         self.func_imports.len() as u32
     }
 
     /// Type index of function `f` (imported or defined).
-    pub fn type_of_func(&self, f: u32) -> Option<u32> {
+    pub(crate) fn type_of_func(&self, f: u32) -> Option<u32> {
         let n = self.num_func_imports();
         if f < n {
             Some(self.func_imports[f as usize].type_index)
@@ -161,29 +176,21 @@ impl<'a> ModuleInfo<'a> {
     }
 
     /// The `kansoku` meaning of function `f`, if it is such an import.
-    pub fn kansoku_import(&self, f: u32) -> Option<KansokuImport> {
+    pub(crate) fn kansoku_import(&self, f: u32) -> Option<KansokuImport> {
         self.func_imports.get(f as usize).and_then(|i| i.kansoku)
     }
 
-    pub fn has_trace_imports(&self) -> bool {
+    /// Whether the module calls any `kansoku.traceN` (it has something to optimise).
+    pub(crate) fn has_trace_imports(&self) -> bool {
         self.func_imports.iter().any(|i| matches!(i.kansoku, Some(KansokuImport::Trace { .. })))
     }
 
     /// Index of the import `kansoku.traceN`, if the module has it.
-    pub fn trace_import(&self, nargs: u32) -> Option<u32> {
+    pub(crate) fn trace_import(&self, nargs: u32) -> Option<u32> {
         self.func_imports
             .iter()
             .position(|i| i.kansoku == Some(KansokuImport::Trace { nargs }))
             .map(|p| p as u32)
-    }
-
-    /// The name of function `f` for messages: its export name or `func[f]`.
-    pub fn func_name(&self, f: u32) -> String {
-        self.exports
-            .iter()
-            .find(|(_, k, i)| *k == wasmparser::ExternalKind::Func && *i == f)
-            .map(|(n, _, _)| n.clone())
-            .unwrap_or_else(|| format!("func[{f}]"))
     }
 }
 

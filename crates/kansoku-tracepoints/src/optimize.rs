@@ -34,7 +34,7 @@ use wasm_encoder::{Instruction, ValType as EncValType};
 use wasmparser::{FrameKind, ModuleArity, Operator};
 
 /// Relative cost of one executed trace call against one byte of trace data.
-pub const CALL_COST: f64 = 20.0;
+pub(crate) const CALL_COST: f64 = 20.0;
 
 /// Options of `optimize`.
 #[derive(Debug, Clone, Default)]
@@ -67,35 +67,55 @@ pub struct CostEstimate {
 /// What the optimiser did.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct OptimizeReport {
+    /// Bytes of the module given.
     pub bytes_in: usize,
+    /// Bytes of the rewritten module, translation table included.
     pub bytes_out: usize,
+    /// `kansoku.traceN` call sites in the module given.
     pub trace_sites: usize,
+    /// Sites deleted because their point is declared disabled.
     pub removed_disabled: usize,
+    /// Sites deleted as adjacent repeats of an idempotent point.
     pub removed_idempotent: usize,
+    /// `kansoku.barrier` calls deleted (they only constrain grouping).
     pub barriers_removed: usize,
     /// Trace calls left untouched because their id is not a constant or they are unreachable.
     pub unoptimisable_sites: usize,
+    /// Groups of sites replaced by one merged call.
     pub groups_merged: usize,
+    /// Sites in those groups.
     pub sites_merged: usize,
+    /// New ids (merged shapes) given out.
     pub new_ids_used: u32,
+    /// The budget of new ids asked for (`None`: unlimited).
     pub max_new_ids: Option<u32>,
     /// Distinct candidate shapes that did not get an id.
     pub shapes_over_budget: usize,
+    /// Trace arguments passed by all sites before.
     pub args_before: usize,
+    /// Trace arguments passed after (the rest the table supplies).
     pub args_after: usize,
+    /// Arguments left out because they are constants (kept in the table).
     pub args_constant: usize,
+    /// Arguments left out because another emitted argument has the same value.
     pub args_duplicate: usize,
+    /// Arguments left out because the host computes them from emitted ones.
     pub args_derived: usize,
     /// Estimated cost before (index 0) and after each iteration.
     pub iterations: Vec<CostEstimate>,
+    /// Size of the translation table written into the module.
     pub xlat: XlatSizes,
+    /// What the optimiser left alone and why, said once each.
     pub warnings: Vec<String>,
 }
 
 /// The result of `optimize`.
 pub struct Optimized {
+    /// The rewritten module, with `kansoku.xlat` in it.
     pub wasm: Vec<u8>,
+    /// The translation table (also in the module).
     pub table: XlatTable,
+    /// What was done.
     pub report: OptimizeReport,
 }
 

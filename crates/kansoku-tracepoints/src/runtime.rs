@@ -11,6 +11,7 @@ use wasmtime::{Config, Engine, Linker, Module, Store, Val, ValType};
 /// How to run a module.
 #[derive(Debug, Clone)]
 pub struct RunOptions {
+    /// What the trace records' timestamps count.
     pub clock: Clock,
     /// Exported function to call; default: the first of `run`, `main`, `_start`.
     pub entry: Option<String>,
@@ -33,6 +34,7 @@ impl Default for RunOptions {
 /// What a run did.
 #[derive(Debug, Clone, Serialize)]
 pub struct RunOutcome {
+    /// The exported function that was called.
     pub entry: String,
     /// Values the entry function returned.
     pub results: Vec<String>,
@@ -80,12 +82,7 @@ pub fn run_module(wasm: &[u8], opts: &RunOptions, out: Box<dyn Write + Send>) ->
             });
         }
     }
-    let mut config = Config::new();
-    config.consume_fuel(opts.clock == Clock::Instructions);
-    // The time limit interrupts the module at its next loop back edge or call.
-    config.epoch_interruption(opts.time_limit.is_some());
-    let engine = Engine::new(&config).map_err(|e| TpError::Runtime(format!("{e:#}")))?;
-    let module = Module::new(&engine, wasm).map_err(|e| TpError::Runtime(format!("{e:#}")))?;
+    let (engine, module) = compiled(wasm, opts.clock == Clock::Instructions, opts.time_limit.is_some())?;
     let header = TraceHeader { clock: opts.clock, module_hash: module_hash(wasm) };
     let mut writer = TraceWriter::new(out, header)?;
     // The header goes out first: a run stopped from outside still leaves a readable trace.
@@ -162,15 +159,19 @@ pub fn run_module(wasm: &[u8], opts: &RunOptions, out: Box<dyn Write + Send>) ->
     let watchdog = opts.time_limit.map(|limit| {
         let (done, wait) = std::sync::mpsc::channel::<()>();
         let engine = engine.clone();
-        std::thread::spawn(move || {
+        let thread = std::thread::spawn(move || {
             if wait.recv_timeout(limit) == Err(std::sync::mpsc::RecvTimeoutError::Timeout) {
                 engine.increment_epoch();
             }
         });
-        done
+        (done, thread)
     });
     let call = func.call(&mut store, &vals, &mut results);
-    drop(watchdog);
+    if let Some((done, thread)) = watchdog {
+        // The engine is kept for the thread's next run: a tick must not land in it.
+        drop(done);
+        let _ = thread.join();
+    }
     let wall_ns = t0.elapsed().as_nanos() as u64;
     let timed_out = opts.time_limit.filter(|&l| t0.elapsed() >= l && call.is_err());
     let instructions = if opts.clock == Clock::Instructions { store.get_fuel().ok().map(|f| FUEL - f) } else { None };
@@ -195,6 +196,55 @@ pub fn run_module(wasm: &[u8], opts: &RunOptions, out: Box<dyn Write + Send>) ->
         })
         .collect();
     Ok(RunOutcome { entry, results, records: st.writer.records, bytes: st.writer.bytes, instructions, wall_ns })
+}
+
+/// A module compiled for one engine configuration, kept for the thread's next runs.
+struct Compiled {
+    fuel: bool,
+    epoch: bool,
+    wasm: Vec<u8>,
+    engine: Engine,
+    module: Module,
+}
+
+/// Compiled modules a thread keeps (the newest): `check` runs each of its modules
+/// `timing_repeats` times, and Cranelift's compiling is most of a short run's cost.
+const COMPILED_KEPT: usize = 4;
+
+thread_local! {
+    // Per thread, not per process: the time limit ticks its engine's epoch, which must
+    // never reach a run of another thread.
+    static COMPILED: std::cell::RefCell<Vec<Compiled>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The engine (fuel counted, epoch interruption on or off) and `wasm` compiled for it:
+/// from the thread's cache when the same bytes were compiled for the same configuration.
+fn compiled(wasm: &[u8], fuel: bool, epoch: bool) -> Result<(Engine, Module)> {
+    COMPILED.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        if let Some(k) = cache.iter().position(|c| c.fuel == fuel && c.epoch == epoch && c.wasm == wasm) {
+            let hit = cache.remove(k);
+            let found = (hit.engine.clone(), hit.module.clone());
+            cache.push(hit);
+            return Ok(found);
+        }
+        let engine = match cache.iter().find(|c| c.fuel == fuel && c.epoch == epoch) {
+            Some(c) => c.engine.clone(),
+            None => {
+                let mut config = Config::new();
+                config.consume_fuel(fuel);
+                // The time limit interrupts the module at its next loop back edge or call.
+                config.epoch_interruption(epoch);
+                Engine::new(&config).map_err(|e| TpError::Runtime(format!("{e:#}")))?
+            }
+        };
+        let module = Module::new(&engine, wasm).map_err(|e| TpError::Runtime(format!("{e:#}")))?;
+        if cache.len() == COMPILED_KEPT {
+            cache.remove(0);
+        }
+        cache.push(Compiled { fuel, epoch, wasm: wasm.to_vec(), engine: engine.clone(), module: module.clone() });
+        Ok((engine, module))
+    })
 }
 
 /// Runs `wasm` keeping the trace in memory.

@@ -11,8 +11,10 @@ use crate::error::{Result, TpError};
 use serde::Serialize;
 use std::io::Write;
 
+/// The first four bytes of a trace file.
 pub const MAGIC: &[u8; 4] = b"KTRC";
-pub const HEADER_LEN: usize = 16;
+/// Bytes of the header: magic, version, clock, two reserved, module hash.
+pub(crate) const HEADER_LEN: usize = 16;
 
 /// What the timestamps count.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -34,12 +36,12 @@ impl Clock {
 }
 
 impl std::str::FromStr for Clock {
-    type Err = String;
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
+    type Err = crate::error::UnknownChoice;
+    fn from_str(s: &str) -> std::result::Result<Self, Self::Err> {
         match s {
             "instructions" | "instr" | "fuel" => Ok(Clock::Instructions),
             "ns" => Ok(Clock::Ns),
-            _ => Err(format!("unknown clock `{s}` (instructions or ns)")),
+            _ => Err(crate::error::UnknownChoice { what: "clock", name: s.to_string(), choices: "instructions or ns" }),
         }
     }
 }
@@ -47,20 +49,25 @@ impl std::str::FromStr for Clock {
 /// The header of a trace file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct TraceHeader {
+    /// What the timestamps count.
     pub clock: Clock,
+    /// [`module_hash`] of the module that wrote the trace.
     pub module_hash: u64,
 }
 
 /// One trace record as emitted by a trace call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Record {
+    /// The trace id passed (an original id, or a merged one of the table).
     pub id: u32,
+    /// The clock's value at the call.
     pub timestamp: u64,
+    /// The arguments passed, in order.
     pub args: Vec<i32>,
 }
 
 /// Size in bytes of a record with `nargs` arguments.
-pub fn record_size(nargs: usize) -> u64 {
+pub(crate) fn record_size(nargs: usize) -> u64 {
     13 + 4 * nargs as u64
 }
 
@@ -75,14 +82,17 @@ pub fn module_hash(bytes: &[u8]) -> u64 {
 }
 
 /// A buffered writer of trace records.
-pub struct TraceWriter {
+pub(crate) struct TraceWriter {
     out: Box<dyn Write + Send>,
     buf: Vec<u8>,
+    /// Records written so far.
     pub records: u64,
+    /// Bytes written so far, header included.
     pub bytes: u64,
 }
 
 impl TraceWriter {
+    /// Writes the header to `out` and returns a writer for the records.
     pub fn new(mut out: Box<dyn Write + Send>, header: TraceHeader) -> Result<Self> {
         let mut h = Vec::with_capacity(HEADER_LEN);
         h.extend_from_slice(MAGIC);
@@ -94,6 +104,7 @@ impl TraceWriter {
         Ok(TraceWriter { out, buf: Vec::with_capacity(1 << 16), records: 0, bytes: HEADER_LEN as u64 })
     }
 
+    /// Appends one record (buffered, 64 KiB at a time).
     pub fn record(&mut self, id: u32, timestamp: u64, args: &[i32]) -> Result<()> {
         self.buf.extend_from_slice(&id.to_le_bytes());
         self.buf.extend_from_slice(&timestamp.to_le_bytes());
@@ -110,6 +121,7 @@ impl TraceWriter {
         Ok(())
     }
 
+    /// Writes what is buffered and flushes.
     pub fn finish(&mut self) -> Result<()> {
         self.out.write_all(&self.buf)?;
         self.buf.clear();
@@ -121,10 +133,13 @@ impl TraceWriter {
 /// A parsed trace: header, the complete records, and where it was cut if it was.
 #[derive(Debug, Clone, Serialize)]
 pub struct TraceData {
+    /// The file's header.
     pub header: TraceHeader,
+    /// The complete records, in order.
     pub records: Vec<Record>,
     /// `Some(message)` when the file ends inside a record.
     pub truncated: Option<String>,
+    /// Bytes of the file.
     pub bytes: u64,
 }
 

@@ -21,16 +21,24 @@ use std::collections::BTreeMap;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum BinOp {
+    /// `i32.add`.
     Add,
+    /// `i32.sub`.
     Sub,
+    /// `i32.mul`.
     Mul,
+    /// `i32.shl` (shift count modulo 32).
     Shl,
+    /// `i32.and`.
     And,
+    /// `i32.or`.
     Or,
+    /// `i32.xor`.
     Xor,
 }
 
 impl BinOp {
+    /// The operation on two values, wrapping as wasm does.
     pub fn apply(self, a: i32, b: i32) -> i32 {
         match self {
             BinOp::Add => a.wrapping_add(b),
@@ -57,6 +65,7 @@ impl BinOp {
             _ => return None,
         })
     }
+    /// The operator as C writes it, for the table's text.
     pub fn symbol(self) -> &'static str {
         match self {
             BinOp::Add => "+",
@@ -83,6 +92,8 @@ pub enum ArgSource {
 }
 
 impl ArgSource {
+    /// The original argument's value from a merged record's arguments; `None` when the
+    /// record has too few.
     pub fn eval(&self, args: &[i32]) -> Option<i32> {
         Some(match self {
             ArgSource::Pos(p) => *args.get(*p as usize)?,
@@ -91,6 +102,7 @@ impl ArgSource {
         })
     }
 
+    /// The source as text: `$0`, `7`, `($0 + $1)`.
     pub fn display(&self) -> String {
         match self {
             ArgSource::Pos(p) => format!("${p}"),
@@ -103,16 +115,20 @@ impl ArgSource {
 /// One original event inside a merged one.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
 pub struct XlatEvent {
+    /// The original trace id.
     pub id: u32,
+    /// Where each of its original arguments comes from.
     pub args: Vec<ArgSource>,
 }
 
 /// The table entry of one new id.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct XlatEntry {
+    /// The merged call's id.
     pub new_id: u32,
     /// Number of arguments the merged record carries.
     pub nargs: u32,
+    /// The original events it stands for, in program order.
     pub events: Vec<XlatEvent>,
     /// Estimated instruction offset of each event from the merged call (same length as events).
     pub offsets: Vec<i32>,
@@ -123,14 +139,18 @@ pub struct XlatEntry {
 pub struct XlatTable {
     /// FNV-1a hash of the module the optimiser read.
     pub original_hash: u64,
+    /// Each merged id's entry.
     pub entries: BTreeMap<u32, XlatEntry>,
 }
 
 /// Sizes of the encoded table, with and without prefix sharing.
 #[derive(Debug, Clone, Copy, Default, Serialize)]
 pub struct XlatSizes {
+    /// Bytes of the encoded table (with prefix sharing, as written).
     pub bytes: usize,
+    /// Bytes it would take without prefix sharing.
     pub bytes_without_prefix_sharing: usize,
+    /// Entries encoded as a shared prefix plus their own tail.
     pub entries_sharing_a_prefix: usize,
 }
 
@@ -179,7 +199,7 @@ fn put_event(out: &mut Vec<u8>, e: &XlatEvent) {
 
 impl XlatTable {
     /// Encodes the table, sharing prefixes between entries when `share_prefixes`.
-    pub fn encode_with(&self, share_prefixes: bool) -> (Vec<u8>, usize) {
+    pub(crate) fn encode_with(&self, share_prefixes: bool) -> (Vec<u8>, usize) {
         let mut out = Vec::new();
         out.extend_from_slice(b"KXL1");
         out.extend_from_slice(&self.original_hash.to_le_bytes());
@@ -227,6 +247,7 @@ impl XlatTable {
         self.encode_with(true).0
     }
 
+    /// The encoded table's sizes, with and without prefix sharing.
     pub fn sizes(&self) -> XlatSizes {
         let (a, shared) = self.encode_with(true);
         let (b, _) = self.encode_with(false);
