@@ -613,22 +613,48 @@ static __attribute__((noinline)) void kk_path_step_all(KKRun* r, KKPathState* st
    }
 }
 
-/* Called at the entry of every executed superblock in paths mode. Most superblocks end
-   with a jump, and most jumps do not cut: that case is an append here, all the others go
-   to kk_path_step_all (a call that keeps this one a leaf: no registers to save). */
+/* Called at the entry of every executed superblock in paths mode. The common cases are
+   done here: an entry that does not cut (an append), and a cut that ends a path of one or
+   two superblocks its last superblock knows (a count there, then the new path's first
+   entry). Everything else goes to kk_path_step_all, a call that keeps this one a leaf
+   function (no registers to save). */
 static VG_REGPARM(1) void kk_path_step(KKRun* r)
 {
    KKPathState* st = kk_cur;
-   const KKRun* p = st->prev;
+   KKRun* p = st->prev;
    Addr a = r->start;
    UInt len = st->len;
-   if (++kk_entries != KK_PROGRESS_EVERY && p && p->end == KK_END_JUMP && !r->rep && !kk_gave_up
-       && len + 1 < KK_MAX_DEPTH && ((a > p->start && a <= p->last) || a > st->chain)) {
-      st->chain = a;
-      st->prev = r;
-      st->seq[len] = a;
-      st->len = len + 1;
-      return;
+   if (++kk_entries != KK_PROGRESS_EVERY && p && !r->rep && !kk_gave_up && len + 1 < KK_MAX_DEPTH) {
+      UChar end = p->end;
+      Bool cut;
+      if (end == KK_END_OTHER) {
+         if (a < st->chain)
+            st->chain = a;
+         cut = False;
+      } else {
+         cut = !(a > p->start && a <= p->last)
+               && (end == KK_END_RETURN || (end == KK_END_CALL && kk_paths == KK_PATHS_SPLIT)
+                   || (end == KK_END_JUMP && a <= st->chain));
+         if (!cut)
+            st->chain = a;
+      }
+      if (!cut) {
+         st->prev = r;
+         st->seq[len] = a;
+         st->len = len + 1;
+         return;
+      }
+      if (p->gen == kk_gen && ((len == 1 && p->solo) || (len == 2 && p->pair && p->pair_first == st->seq[0]))) {
+         if (len == 1)
+            p->solo_count++;
+         else
+            p->pair_count++;
+         st->chain = a;
+         st->prev = r;
+         st->seq[0] = a;
+         st->len = 1;
+         return;
+      }
    }
    kk_path_step_all(r, st);
 }
