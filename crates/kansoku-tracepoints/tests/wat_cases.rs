@@ -366,6 +366,23 @@ fn a_module_that_never_returns_is_stopped_and_its_trace_kept() {
     }
 }
 
+/// A thread keeps its engines and compiled modules for its next runs (the runtime's
+/// `compiled`): a run its time limit stopped must leave nothing that stops the next run on
+/// the same engine, and a module run again from the cache gives the same trace.
+#[test]
+fn a_stopped_run_leaves_the_kept_engine_fit_for_the_next() {
+    let forever = module("", "(call $t0 (i32.const 1)) (loop $forever (br $forever)) (local.get $x)");
+    let ends = module("", "(call $t0 (i32.const 1)) (call $t0 (i32.const 2)) (local.get $x)");
+    let opts = RunOptions { args: vec!["1".into()], time_limit: Some(std::time::Duration::from_millis(200)), ..Default::default() };
+    let e = run_to_vec(&forever, &opts).err().unwrap();
+    assert!(e.to_string().contains("time limit"), "{e}");
+    let (first, trace) = run_to_vec(&ends, &opts).unwrap();
+    let (again, trace_again) = run_to_vec(&ends, &opts).unwrap();
+    assert_eq!((first.records, first.instructions, &first.results), (2, again.instructions, &again.results));
+    assert_eq!(again.records, 2);
+    assert_eq!(trace, trace_again);
+}
+
 /// Found by fuzzing (issue 15): event ids at the top of the id space (here -1 and -36,
 /// i.e. 4294967295 and 4294967260) left no room for merged ids and overflowed the id
 /// counter. The calls stay unmerged and the streams stay identical.
