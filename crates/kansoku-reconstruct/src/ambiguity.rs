@@ -26,12 +26,12 @@ use crate::scores::Scores;
 /// Most sequences checked (n×n matrices of scores; the scan is O(RUN · n²)).
 pub const LIMIT: usize = 3000;
 /// Longest run of consecutive sequences moved.
-pub const RUN: usize = 8;
+pub(crate) const RUN: usize = 8;
 /// Most moves whose trace is built and compared (the best-scoring first).
-pub const TRIES: usize = 200;
+pub(crate) const TRIES: usize = 200;
 /// Most sequences for the second way, a new search: its Or-opt costs as much as the exact
 /// solver's own (measured: 1,725 sequences of a real recording, 12 s in all).
-pub const SEARCH_LIMIT: usize = 1000;
+pub(crate) const SEARCH_LIMIT: usize = 1000;
 
 /// An order that scores at least as well as the found one and gives a different trace.
 #[derive(Clone, Debug, Serialize)]
@@ -42,10 +42,12 @@ pub struct Alternative {
     pub found_by: &'static str,
     /// First and last trace positions where the two traces differ (the uncertain span).
     pub first_difference: usize,
+    /// The last trace position where they differ.
     pub last_difference: usize,
     /// The order of the partial sequences and its finished trace.
     #[serde(skip)]
     pub order: Vec<usize>,
+    /// The trace that order gives.
     #[serde(skip)]
     pub trace: Vec<Info>,
 }

@@ -23,7 +23,7 @@ use crate::merge::{order_likelihood, round_robin, row_pair};
 use crate::scores::Scores;
 
 /// Most sequences scored as possible successors of one sequence.
-pub const CANDIDATES: usize = 48;
+pub(crate) const CANDIDATES: usize = 48;
 /// Most successor instructions looked up per sample (best scores first).
 const NEAR: usize = 8;
 /// Sample indices looked up per sequence.
@@ -36,10 +36,13 @@ const CHUNK: usize = 4096;
 /// The order found and how.
 #[derive(Clone, Debug, Serialize)]
 pub struct ChainResult {
+    /// The partial sequences' indices in the order found.
     #[serde(skip)]
     pub order: Vec<usize>,
+    /// The trace that order gives.
     #[serde(skip)]
     pub trace: Vec<Info>,
+    /// The order's total likelihood.
     pub likelihood: i64,
     /// Candidate pairs with a positive score (all pairs would be n·(n−1)).
     pub pairs_scored: usize,
@@ -130,7 +133,7 @@ impl<'a> Successors<'a> {
 
 /// Orders `sequences` (see the module comment). `progress(done, n)` is called as sequences
 /// are scored; `stop` is polled, and when it says so the pairs scored so far are used.
-pub fn solve_chain(
+pub(crate) fn solve_chain(
     scores: &Scores,
     sequences: &[Vec<Info>],
     progress: &mut dyn FnMut(usize, usize),

@@ -18,6 +18,7 @@ pub struct IterationClass {
     pub length: u64,
     /// Complete iterations of this length, and their share of all complete iterations.
     pub iterations: usize,
+    /// Their share of all complete iterations (0–1).
     pub share: f64,
     /// Samples that fell in them.
     pub samples: usize,
@@ -36,7 +37,7 @@ impl IterationClass {
 /// The classes of complete iterations by length, most iterations first (ties: more
 /// samples, then shorter); `None` when some iteration's length is unknown (no counts at
 /// marker hits, or not `--split marker`).
-pub fn by_length(splitting: &Splitting) -> Option<Vec<IterationClass>> {
+pub(crate) fn by_length(splitting: &Splitting) -> Option<Vec<IterationClass>> {
     if splitting.iterations() == 0 || splitting.sequences.iter().any(|s| s.length.is_none()) || splitting.quiet.iter().any(|q| q.length.is_none()) {
         return None;
     }

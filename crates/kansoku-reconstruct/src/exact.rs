@@ -18,10 +18,14 @@ pub const EXACT_LIMIT: usize = 13;
 /// Largest count the heuristic handles (dense n×n score matrices).
 pub const HEURISTIC_LIMIT: usize = 6000;
 
+/// The order the exact solver found, and how sure it is.
 #[derive(Clone, Debug)]
 pub struct ExactResult {
+    /// The partial sequences' indices in the order found.
     pub order: Vec<usize>,
+    /// The trace that order gives.
     pub trace: Vec<Info>,
+    /// The order's total likelihood.
     pub likelihood: i64,
     /// True when the order is proven optimal.
     pub optimal: bool,
@@ -29,6 +33,7 @@ pub struct ExactResult {
     pub upper_bound: i64,
     /// (upper_bound − likelihood) / |upper_bound|.
     pub gap: f64,
+    /// Or-opt moves that improved the order (beyond the exact search's size).
     pub local_search_moves: usize,
 }
 
@@ -104,7 +109,7 @@ impl Matrix {
 }
 
 /// Solves the ordering. `start` is an optional starting order (e.g. the seed's result).
-pub fn solve_exact(scores: &Scores, sequences: &[Vec<Info>], start: Option<&[usize]>) -> Result<ExactResult, ReconstructError> {
+pub(crate) fn solve_exact(scores: &Scores, sequences: &[Vec<Info>], start: Option<&[usize]>) -> Result<ExactResult, ReconstructError> {
     let n = sequences.len();
     if n > HEURISTIC_LIMIT {
         return Err(ReconstructError::TooLarge(format!(

@@ -27,7 +27,7 @@ use crate::scores::{ScoreTable, Scores};
 
 /// Distances beyond this many instructions are not looked for: the seed's likelihood
 /// table gives nothing beyond an offset difference of 8.
-pub const MAX_DISTANCE: u8 = 8;
+pub(crate) const MAX_DISTANCE: u8 = 8;
 
 /// Control-flow distances between sampled instructions, and where the region starts.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -82,7 +82,7 @@ impl ControlFlow {
 
     /// Adds the calls (call instruction → return site) and return instructions, for
     /// [`repair_nesting`]; only sampled ones are kept.
-    pub fn with_calls(mut self, calls: &HashMap<u64, u64>, returns: &HashSet<u64>) -> ControlFlow {
+    pub(crate) fn with_calls(mut self, calls: &HashMap<u64, u64>, returns: &HashSet<u64>) -> ControlFlow {
         let sampled: HashSet<u64> = self.known.iter().copied().collect();
         self.calls = calls.iter().filter(|(c, _)| sampled.contains(c)).map(|(&c, &s)| (c, s)).collect();
         self.returns = returns.iter().copied().filter(|r| sampled.contains(r)).collect();
@@ -133,7 +133,7 @@ impl ControlFlow {
 /// followed by another instruction than the return site of the call they return from
 /// (simulated with a stack from the start of the trace; returns past the start are not
 /// judged). Each entry: (k, the expected return site).
-pub fn nesting_breaks(trace: &[Info], flow: &ControlFlow) -> Vec<(usize, u64)> {
+pub(crate) fn nesting_breaks(trace: &[Info], flow: &ControlFlow) -> Vec<(usize, u64)> {
     let mut stack: Vec<u64> = Vec::new();
     let mut out = Vec::new();
     for (k, i) in trace.iter().enumerate() {
@@ -158,7 +158,7 @@ pub fn nesting_breaks(trace: &[Info], flow: &ControlFlow) -> Vec<(usize, u64)> {
 /// (after another return of the same function) there — a rotation of
 /// `trace[k+1..=m]` — when that does not lower the likelihood of the trace's neighbours
 /// and leaves fewer nesting breaks. Returns how many repairs were made.
-pub fn repair_nesting(trace: &mut [Info], flow: &ControlFlow, scores: &Scores) -> usize {
+pub(crate) fn repair_nesting(trace: &mut [Info], flow: &ControlFlow, scores: &Scores) -> usize {
     let mut repairs = 0;
     let mut breaks = nesting_breaks(trace, flow).len();
     // Each repair removes at least one break: at most `breaks` rounds.

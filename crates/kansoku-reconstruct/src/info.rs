@@ -20,12 +20,12 @@ pub enum Granularity {
 }
 
 impl std::str::FromStr for Granularity {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = crate::error::UnknownChoice;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
             "function" => Ok(Granularity::Function),
             "block" => Ok(Granularity::Block),
-            _ => Err(format!("unknown instruction information '{s}' (use function or block)")),
+            _ => Err(crate::error::UnknownChoice { what: "instruction information", name: s.to_string(), choices: "function or block" }),
         }
     }
 }
@@ -35,7 +35,9 @@ impl std::str::FromStr for Granularity {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Weighting {
+    /// Every P retired instructions: each instruction equally likely to be sampled.
     Count,
+    /// Every T ns of CPU time: instructions sampled in proportion to their time.
     Time,
 }
 
@@ -43,19 +45,25 @@ pub enum Weighting {
 /// from [`Names`]; `block`/`block_offset` are −1 when the block is unknown.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Info {
+    /// The function's id in [`Names`].
     pub function: u32,
+    /// Byte offset from the function's start.
     pub offset: i32,
+    /// Basic-block number in the function (address order), −1 when unknown.
     pub block: i32,
+    /// Byte offset from the block's start, −1 when unknown.
     pub block_offset: i32,
     /// The runtime address that was sampled (kept to write and compare traces).
     pub addr: u64,
 }
 
 impl Info {
+    /// An instruction known by function and offset only.
     pub fn new(function: u32, offset: i32, addr: u64) -> Info {
         Info { function, offset, block: -1, block_offset: -1, addr }
     }
 
+    /// The same instruction with its block and offset in the block.
     pub fn with_block(mut self, block: i32, block_offset: i32) -> Info {
         self.block = block;
         self.block_offset = block_offset;
@@ -82,10 +90,12 @@ pub struct Names {
 }
 
 impl Names {
+    /// No names yet.
     pub fn new() -> Names {
         Names::default()
     }
 
+    /// The id of `name`, given a new one the first time.
     pub fn intern(&mut self, name: &str) -> u32 {
         if let Some(&id) = self.index.get(name) {
             return id;
@@ -96,10 +106,12 @@ impl Names {
         id
     }
 
+    /// The id of `name`, if it was interned.
     pub fn get(&self, name: &str) -> Option<u32> {
         self.index.get(name).copied()
     }
 
+    /// The name of `id` (`?` for an id never given).
     pub fn name(&self, id: u32) -> &str {
         self.names.get(id as usize).map(String::as_str).unwrap_or("?")
     }
@@ -119,13 +131,32 @@ impl Names {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Observation {
     /// A sampled instruction with the time and, when known, the running instruction count.
-    Sample { info: Info, time_ns: u64, instructions: Option<u64> },
+    Sample {
+        /// The instruction sampled.
+        info: Info,
+        /// Nanoseconds since the recording's start.
+        time_ns: u64,
+        /// Retired instructions of the thread so far, when counted.
+        instructions: Option<u64>,
+    },
     /// An entry of the marker function.
-    Marker { time_ns: u64, instructions: Option<u64> },
+    Marker {
+        /// Nanoseconds since the recording's start.
+        time_ns: u64,
+        /// Retired instructions of the thread so far, when counted.
+        instructions: Option<u64>,
+    },
     /// Complete iterations that no sample fell in, standing for the marker hits between
     /// two kept ones ([`Compactor`]): `iterations` of them, each `length` instructions
     /// long (when both hits carried counts), `duration_ns` in all.
-    Quiet { iterations: u64, length: Option<u64>, duration_ns: u64 },
+    Quiet {
+        /// How many iterations.
+        iterations: u64,
+        /// Each one's length in instructions, when known.
+        length: Option<u64>,
+        /// Their total duration in ns.
+        duration_ns: u64,
+    },
 }
 
 /// Observations as they are read, with the marker hits that no sample separates
@@ -155,6 +186,7 @@ type Hit = (u64, Option<u64>);
 type Ended = (Option<u64>, u64);
 
 impl Compactor {
+    /// Takes the next observation in recording order.
     pub fn push(&mut self, o: Observation) {
         match o {
             Observation::Marker { time_ns, instructions } => {
@@ -209,6 +241,7 @@ impl Compactor {
         }
     }
 
+    /// The observations kept, quiet runs in place of the hits they stand for.
     pub fn finish(mut self) -> Vec<Observation> {
         self.flush();
         self.out
@@ -223,7 +256,9 @@ impl Compactor {
 /// iteration, which then counts as one without a sample.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Durations {
+    /// Iterations no sample fell in.
     pub unsampled: DurationHistogram,
+    /// Iterations holding a sample.
     pub sampled: DurationHistogram,
 }
 
@@ -240,16 +275,22 @@ pub struct DurationHistogram {
 /// the longest, in ns.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct DurationSummary {
+    /// Iterations counted.
     pub iterations: u64,
+    /// 10th percentile, ns.
     pub p10_ns: u64,
+    /// Median, ns.
     pub p50_ns: u64,
+    /// 90th percentile, ns.
     pub p90_ns: u64,
+    /// The longest, ns (exact, not a bucket).
     pub max_ns: u64,
 }
 
 const STEPS_PER_OCTAVE: f64 = 16.0;
 
 impl DurationHistogram {
+    /// Counts one iteration of `ns` nanoseconds.
     pub fn add(&mut self, ns: u64) {
         let i = ((ns.max(1) as f64).log2() * STEPS_PER_OCTAVE) as usize;
         if self.buckets.len() <= i {

@@ -13,15 +13,21 @@ use crate::{ControlFlow, Names, Observation, Warning, Weighting};
 
 /// A sampled recording, symbolised into observations.
 pub struct Loaded {
+    /// The recording's header.
     pub header: Header,
+    /// The function names the observations' ids refer to.
     pub names: Names,
+    /// Samples, marker hits and quiet runs, in recording order.
     pub observations: Vec<Observation>,
+    /// Whether the samples count instructions or time.
     pub weighting: Weighting,
+    /// The sampling period in instructions, when the recording names one.
     pub period: Option<u64>,
     /// The recorded modules (for control-flow scores).
     pub modules: Vec<Module>,
     /// The marker function the recording was cut at, when the header names it.
     pub marker: Option<String>,
+    /// What loading found wrong (damage, unsymbolised samples, probe code dropped).
     pub warnings: Vec<Warning>,
     /// How long the iterations lasted, with and without a sample.
     pub durations: crate::info::Durations,
@@ -118,7 +124,7 @@ pub fn load_samples(path: &Path) -> Result<Loaded, FileError> {
 
 /// The function and block (`function:BB`, `function:?`) of every sample of the program's
 /// code between the first and the last marker hit (all samples when there are no markers).
-pub fn sample_groups(path: &Path) -> Result<(Vec<String>, Vec<String>), FileError> {
+pub(crate) fn sample_groups(path: &Path) -> Result<(Vec<String>, Vec<String>), FileError> {
     let loaded = load_samples(path)?;
     let marker_at: Vec<usize> =
         loaded.observations.iter().enumerate().filter(|(_, o)| matches!(o, Observation::Marker { .. })).map(|(i, _)| i).collect();
@@ -146,7 +152,7 @@ pub fn sample_groups(path: &Path) -> Result<(Vec<String>, Vec<String>), FileErro
 /// The successor relation of the modules holding `sampled` addresses (decoded by
 /// `kansoku_binary::static_successors`), as the reconstruction scores it; what could not
 /// be decoded is added to `warnings`.
-pub fn control_flow(modules: &[Module], sampled: &HashSet<u64>, marker: Option<&str>, warnings: &mut Vec<String>) -> ControlFlow {
+pub(crate) fn control_flow(modules: &[Module], sampled: &HashSet<u64>, marker: Option<&str>, warnings: &mut Vec<String>) -> ControlFlow {
     let relation = kansoku_binary::static_successors(modules, sampled, marker);
     warnings.extend(relation.warnings.iter().map(|w| format!("--likelihood cfg: {w}")));
     ControlFlow::new(&relation.successors, sampled.iter().copied(), relation.entry).with_calls(&relation.calls, &relation.returns)

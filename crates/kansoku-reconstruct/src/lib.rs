@@ -24,11 +24,12 @@
 //! judged against, [`trace_file`] writes and reads the reconstructed trace, and [`report`]
 //! makes one reconstruction of a file as `kansoku reconstruct` does (the solver and scores
 //! chosen, the classes rebuilt, the warnings); the CLI parses options and prints.
+#![deny(missing_docs)]
 
 pub mod ambiguity;
 pub mod chain;
 pub mod classes;
-pub mod error;
+mod error;
 pub mod exact;
 pub mod flow;
 pub mod info;
@@ -44,13 +45,13 @@ pub mod split;
 pub mod trace_file;
 pub mod truth;
 
-pub use error::{FileError, ReconstructError};
+pub use error::{FileError, ReconstructError, SplitSpecError, UnknownChoice};
 pub use flow::ControlFlow;
 pub use info::{Granularity, Info, Names, Observation, Weighting};
 pub use input::{load_samples, Loaded};
 pub use report::{reconstruct_file, Choices, ClassTrace, Likelihood, Report, Request};
 pub use metrics::{compare, compare_order, compare_shares, Comparison, OrderComparison, ShareComparison, ShareRow};
-pub use scores::Scores;
+pub use scores::{Scores, ScoresFileError};
 pub use split::{Budget, PartialSequence, Split, SplitReport, Splitting};
 
 use serde::Serialize;
@@ -59,19 +60,22 @@ use serde::Serialize;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Solver {
+    /// The seed's greedy merging of the most similar sequences ([`patent`]).
     Patent,
+    /// The order of most likelihood, searched with a bound ([`exact`]).
     Exact,
+    /// Each sample placed at its instruction position in the iteration ([`phase`]).
     Phase,
 }
 
 impl std::str::FromStr for Solver {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = error::UnknownChoice;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
             "patent" => Ok(Solver::Patent),
             "exact" => Ok(Solver::Exact),
             "phase" => Ok(Solver::Phase),
-            _ => Err(format!("unknown solver '{s}' (use patent, exact or phase)")),
+            _ => Err(error::UnknownChoice { what: "solver", name: s.to_string(), choices: "patent, exact or phase" }),
         }
     }
 }
@@ -79,8 +83,11 @@ impl std::str::FromStr for Solver {
 /// Everything a reconstruction is asked to do.
 #[derive(Clone, Debug)]
 pub struct Options {
+    /// How the samples are cut into iterations.
     pub split: Split,
+    /// Which solver orders the partial sequences.
     pub solver: Solver,
+    /// The similarity and likelihood tables.
     pub scores: Scores,
     /// Sampling period in instructions, when the recording was made by instruction count.
     pub period: Option<u64>,
@@ -119,20 +126,29 @@ pub const ITERATION_CAP: usize = 100_000;
 /// A reconstructed trace and how it was made.
 #[derive(Clone, Debug, Serialize)]
 pub struct Reconstruction {
+    /// The reconstructed iteration, one instruction each.
     #[serde(skip)]
     pub trace: Vec<Info>,
+    /// Instructions in `trace`.
     pub length: usize,
+    /// The solver asked for.
     pub requested: Solver,
+    /// The solver that made the trace.
     pub solver: Solver,
     /// Why the requested solver was replaced, if it was.
     pub fallback: Option<String>,
+    /// What splitting found.
     pub split: SplitReport,
+    /// Distinct partial sequences the solver ordered.
     pub sequences_used: usize,
+    /// Samples in them.
     pub samples_used: usize,
     /// Distinct non-empty partial sequences (identical ones merged), how the ones used were
     /// chosen, and how many iterations they stand for (the sum of their weights).
     pub distinct_sequences: usize,
+    /// How the sequences used were chosen.
     pub budget: Budget,
+    /// Iterations the sequences used stand for (the sum of their weights).
     pub iterations_used: usize,
     /// Beyond [`QUADRATIC_LIMIT`] sequences (exact: [`exact::HEURISTIC_LIMIT`]): the
     /// candidate-neighbour ordering used instead of the pairwise solvers.
@@ -146,13 +162,17 @@ pub struct Reconstruction {
     pub likelihood: Option<i64>,
     /// Patent: the `--top-k` whose result was kept, and the linkage used.
     pub top_k: Option<usize>,
+    /// Patent: the linkage used.
     pub linkage: Option<patent::Linkage>,
     /// `exact`: whether proven optimal, the upper bound and the relative gap.
     pub optimal: Option<bool>,
+    /// `exact`: the best likelihood any order could reach.
     pub upper_bound: Option<i64>,
+    /// `exact`: (upper bound − likelihood) / |upper bound|.
     pub optimality_gap: Option<f64>,
     /// `phase`: positions covered of the iteration, and disagreeing samples.
     pub covered_positions: Option<u64>,
+    /// `phase`: positions where samples disagree about the instruction.
     pub conflicts: Option<u64>,
     /// `--likelihood cfg`: returns moved to their right return site (see
     /// [`flow::repair_nesting`]).
@@ -161,17 +181,22 @@ pub struct Reconstruction {
     /// at least as well and gives a different trace ([`ambiguity`]), and a warning when
     /// the order is not fixed by the samples (see [`order_warning`]).
     pub single_sample_sequences: Option<usize>,
+    /// Another order scoring at least as well, with a different trace.
     pub alternative: Option<ambiguity::Alternative>,
     /// Whether the search for an alternative ran (at most [`ambiguity::LIMIT`] sequences).
     pub alternative_checked: Option<bool>,
+    /// Why the order is not fixed by the samples, when it is not.
     pub order_warning: Option<String>,
     /// Iterations that differ in length: every class (most iterations first), the one
     /// this trace rebuilds, and the warning that the others are not in it.
     pub classes: Option<Vec<classes::IterationClass>>,
+    /// The class rebuilt: its iteration length in instructions.
     pub class: Option<u64>,
+    /// That the other classes are not in the trace.
     pub class_warning: Option<String>,
     /// `phase`: positions of the iteration no sample fell on (the trace lacks them).
     pub missing_warning: Option<String>,
+    /// Wall-clock seconds the reconstruction took.
     pub seconds: f64,
 }
 
@@ -182,12 +207,14 @@ pub struct Warning {
     /// A stable name: `coverage`, `positions_missing`, `iterations_differ`,
     /// `solver_replaced`, `order_not_fixed`, `interrupted`, or one the caller adds.
     pub kind: String,
+    /// What is wrong, in a sentence.
     pub message: String,
     /// What would fix it (a command-line change, or another recording).
     pub fix: String,
 }
 
 impl Warning {
+    /// A warning of `kind` (see [`Warning::kind`]).
     pub fn new(kind: &str, message: impl Into<String>, fix: impl Into<String>) -> Warning {
         Warning { kind: kind.to_string(), message: message.into(), fix: fix.into() }
     }
@@ -563,7 +590,7 @@ pub const TOP_K_SWEEP: [usize; 5] = [1, 2, 4, 8, 16];
 /// 3 M calls of seed000's func_M (1,076 distinct sequences), 62 s against 10 s. The grid's
 /// first four programs have at most 489 sequences and keep the sweep; crcmix (1,024) and
 /// bsearch (736) at period 997 run k = 1 (both cells warn with a witness).
-pub const SWEEP_LIMIT: usize = 512;
+pub(crate) const SWEEP_LIMIT: usize = 512;
 
 struct PatentRun {
     result: patent::PatentResult,

@@ -27,13 +27,13 @@ use crate::scores::{pack, Packed, Scores};
 
 /// R(u, v): likelihood of `v` following `u` in every row.
 #[inline]
-pub fn row_pair(scores: &Scores, u: &[Info], v: &[Info]) -> i64 {
+pub(crate) fn row_pair(scores: &Scores, u: &[Info], v: &[Info]) -> i64 {
     u.iter().zip(v).map(|(a, b)| scores.likelihood(a, b)).sum()
 }
 
 /// W(u, v): likelihood of row k ending with `u[k]` and row k+1 starting with `v[k+1]`.
 #[inline]
-pub fn wrap_pair(scores: &Scores, u: &[Info], v: &[Info]) -> i64 {
+pub(crate) fn wrap_pair(scores: &Scores, u: &[Info], v: &[Info]) -> i64 {
     if v.is_empty() {
         return 0;
     }
@@ -81,14 +81,18 @@ pub fn order_likelihood(scores: &Scores, sequences: &[&[Info]]) -> i64 {
 /// Which group each member of a merged order came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum From {
+    /// The first group.
     A,
+    /// The second group.
     B,
 }
 
 /// The best merge: the choice per position and its likelihood.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Merge {
+    /// For each position of the merged order, the group its member came from.
     pub choices: Vec<From>,
+    /// The merged order's total likelihood.
     pub likelihood: i64,
 }
 

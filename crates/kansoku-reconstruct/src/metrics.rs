@@ -13,17 +13,26 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
+/// A reconstructed trace scored against the exact iteration, instruction by instruction.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Comparison {
+    /// Instructions in the exact iteration.
     pub true_length: usize,
+    /// Instructions in the reconstruction.
     pub reconstructed_length: usize,
+    /// Share of positions holding the exact instruction (of the true length).
     pub position_accuracy: f64,
+    /// Longest common subsequence, in instructions.
     pub lcs: usize,
+    /// `lcs / true_length`: 1 when every instruction is there in order.
     pub lcs_ratio: f64,
+    /// Levenshtein distance, when the two lengths' product is at most 4·10^8.
     pub edit_distance: Option<usize>,
+    /// `reconstructed_length / true_length`.
     pub length_ratio: f64,
 }
 
+/// Scores a reconstruction (instruction keys) against the exact iteration's keys.
 pub fn compare(reconstructed: &[u64], exact: &[u64]) -> Comparison {
     let n = exact.len();
     let same = reconstructed.iter().zip(exact).filter(|(a, b)| a == b).count();
@@ -41,7 +50,7 @@ pub fn compare(reconstructed: &[u64], exact: &[u64]) -> Comparison {
 }
 
 /// Longest common subsequence, bit-parallel (Hyyrö 2004): O(|a|·|b|/64).
-pub fn lcs_length(a: &[u64], b: &[u64]) -> usize {
+pub(crate) fn lcs_length(a: &[u64], b: &[u64]) -> usize {
     if a.is_empty() || b.is_empty() {
         return 0;
     }
@@ -119,7 +128,7 @@ pub struct OrderComparison {
 }
 
 /// `sequence` with every run of one value reduced to one entry.
-pub fn collapse_runs(sequence: &[u64]) -> Vec<u64> {
+pub(crate) fn collapse_runs(sequence: &[u64]) -> Vec<u64> {
     let mut out: Vec<u64> = Vec::with_capacity(sequence.len());
     for &x in sequence {
         if out.last() != Some(&x) {
@@ -153,6 +162,7 @@ pub fn compare_order(trace: &[u64], exact: &[u64]) -> OrderComparison {
 /// exact iteration's instructions.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ShareRow {
+    /// The function (or `function:BB` block).
     pub name: String,
     /// Share of the trace's entries: the time the trace claims was spent here.
     pub trace_share: f64,
@@ -166,6 +176,7 @@ pub struct ShareRow {
 /// Shares by function or block, largest sample share first.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ShareComparison {
+    /// One row per function or block, largest sample share first.
     pub rows: Vec<ShareRow>,
     /// Total variation distance between trace and sample shares, ½·Σ|trace − sample|:
     /// the share of time the trace puts in the wrong place (0 = every share right, 1 =

@@ -89,12 +89,12 @@ pub enum Linkage {
 }
 
 impl std::str::FromStr for Linkage {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = crate::error::UnknownChoice;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
             "head" => Ok(Linkage::Head),
             "member" => Ok(Linkage::Member),
-            _ => Err(format!("unknown linkage {s:?}: expected head or member")),
+            _ => Err(crate::error::UnknownChoice { what: "linkage", name: s.to_string(), choices: "head or member" }),
         }
     }
 }
@@ -166,9 +166,13 @@ fn prefer(a: Partner, b: Partner) -> Partner {
 /// The outcome: the order of the original sequences and the merged trace.
 #[derive(Clone, Debug)]
 pub struct PatentResult {
+    /// The partial sequences' indices in the order found.
     pub order: Vec<usize>,
+    /// The merged trace.
     pub trace: Vec<Info>,
+    /// The trace's total likelihood.
     pub likelihood: i64,
+    /// Merges made (one fewer than the groups there were, when all merged).
     pub merges: usize,
     /// Groups whose best partner was merged away and had to look again.
     pub rescans: usize,
@@ -225,7 +229,7 @@ pub fn solve_patent(scores: &Scores, sequences: &[Vec<Info>], top_k: usize, link
 /// [`solve_patent`], polling `stop` before every merge: when it says so (Ctrl-C), the
 /// groups merged so far are joined in the order of their first original sequence, and the
 /// result's `stopped` says so.
-pub fn solve_patent_until(
+pub(crate) fn solve_patent_until(
     scores: &Scores,
     sequences: &[Vec<Info>],
     top_k: usize,
@@ -304,7 +308,7 @@ pub fn solve_patent_until(
 }
 
 /// Most pairs tried when several are equally the most similar (`--likelihood cfg`).
-pub const TIES: usize = 4;
+pub(crate) const TIES: usize = 4;
 
 /// Candidate pairs: the groups with the best partners, best first: the `top_k` best, and
 /// beyond them pairs exactly as similar as the best (up to `ties` in all). The seed

@@ -11,21 +11,25 @@ use crate::split::Splitting;
 
 /// Largest share of samples that may disagree with their position's majority before the
 /// region is called not reproducible.
-pub const MAX_CONFLICTS: f64 = 0.01;
+pub(crate) const MAX_CONFLICTS: f64 = 0.01;
 
+/// The phase solver's trace and how much of the iteration the samples covered.
 #[derive(Clone, Debug)]
 pub struct PhaseResult {
+    /// The instructions of the covered positions, in position order.
     pub trace: Vec<Info>,
     /// Positions 0..T; covered = positions that received a sample.
     pub iteration_length: u64,
+    /// Positions that received a sample.
     pub covered: u64,
     /// Samples that disagreed with the majority at their position.
     pub conflicts: u64,
+    /// Samples placed.
     pub samples: u64,
 }
 
 /// Places every sample of every complete iteration at its position.
-pub fn solve_phase(splitting: &Splitting) -> Result<PhaseResult, ReconstructError> {
+pub(crate) fn solve_phase(splitting: &Splitting) -> Result<PhaseResult, ReconstructError> {
     let t = splitting.iteration_length.ok_or_else(|| {
         ReconstructError::PhaseNotApplicable("the recording has no instruction counts at marker hits (time sampling, or --split is not marker)".into())
     })?;

@@ -20,17 +20,19 @@ use crate::{reconstruct, Comparison, Granularity, Observation, Options, Reconstr
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Likelihood {
+    /// The seed's tables over function, offset and block differences.
     Seed,
+    /// Distances in the program's control-flow graph, where it can be read.
     Cfg,
 }
 
 impl std::str::FromStr for Likelihood {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = crate::error::UnknownChoice;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
             "seed" => Ok(Likelihood::Seed),
             "cfg" => Ok(Likelihood::Cfg),
-            _ => Err(format!("unknown likelihood '{s}' (use seed or cfg)")),
+            _ => Err(crate::error::UnknownChoice { what: "likelihood", name: s.to_string(), choices: "seed or cfg" }),
         }
     }
 }
@@ -38,18 +40,27 @@ impl std::str::FromStr for Likelihood {
 /// What to reconstruct, and how; `None` leaves the choice to the recording.
 #[derive(Clone, Debug)]
 pub struct Request {
+    /// The sampled recording (`.ksk` or perf.data).
     pub recording: PathBuf,
+    /// What an instruction is known by (function and offset, or blocks too).
     pub by: Granularity,
+    /// How the samples are cut into iterations.
     pub split: Split,
+    /// The solver; `None`: the best the recording allows.
     pub solver: Option<Solver>,
     /// Score tables (TOML, or JSON by extension) overriding the defaults.
     pub scores: Option<PathBuf>,
+    /// Where pair scores come from; `None`: control flow when the program can be read.
     pub likelihood: Option<Likelihood>,
+    /// The patent solver's `--top-k` (see [`crate::Options::top_k`]).
     pub top_k: Option<usize>,
+    /// The patent solver's linkage.
     pub linkage: Linkage,
+    /// Most distinct partial sequences to use (see [`crate::Options::sequences`]).
     pub sequences: Option<usize>,
     /// Sampling period in instructions, when the recording does not say.
     pub period: Option<u64>,
+    /// The iteration class to rebuild, by length (see [`crate::Options::class`]).
     pub class: Option<u64>,
     /// The exact trace to score the result against.
     pub exact: Option<PathBuf>,
@@ -84,14 +95,20 @@ impl Request {
 /// The reconstruction and, with an exact trace, its scores.
 #[derive(Serialize)]
 pub struct Report {
+    /// The recording read.
     pub recording: PathBuf,
+    /// The trace file written, if one was.
     pub output: Option<PathBuf>,
+    /// What an instruction was known by.
     pub by: Granularity,
+    /// Whether the samples count instructions or time.
     pub weighting: Weighting,
     /// The solver and scores used, and why (chosen by default, or asked for).
     pub choices: Choices,
+    /// The trace and how it was made.
     #[serde(flatten)]
     pub reconstruction: Reconstruction,
+    /// With an exact trace: how close the trace is to its iteration.
     pub comparison: Option<Comparison>,
     /// With an exact trace: the exact iteration compared with (the first of the trace's class).
     pub compared_iteration: Option<usize>,
@@ -110,7 +127,9 @@ pub struct Report {
 /// interrupt, so their durations cannot class them (see [`crate::info::Durations`]).
 #[derive(Serialize)]
 pub struct IterationDurations {
+    /// Iterations no sample fell in: the loop's own durations.
     pub without_sample: Option<crate::info::DurationSummary>,
+    /// Iterations holding a sample (stretched by it).
     pub with_sample: Option<crate::info::DurationSummary>,
 }
 
@@ -132,21 +151,32 @@ impl IterationDurations {
 /// Another class of iterations, rebuilt into its own file.
 #[derive(Serialize)]
 pub struct ClassTrace {
+    /// The class's iteration length, in instructions.
     pub length: u64,
+    /// Iterations of that length recorded.
     pub iterations: usize,
+    /// Their share of all complete iterations (0–1).
     pub share: f64,
+    /// Samples in them.
     pub samples: usize,
+    /// The solver that rebuilt it.
     pub solver: Solver,
+    /// Instructions in the rebuilt trace.
     pub trace_length: usize,
+    /// Phase solver: positions of the iteration a sample covered.
     pub covered_positions: Option<u64>,
+    /// The trace file written for it.
     pub output: PathBuf,
+    /// With an exact trace: how close it is to an iteration of its class.
     pub comparison: Option<Comparison>,
+    /// Which exact iteration it was compared with.
     pub compared_iteration: Option<usize>,
+    /// What the user must know about this class's trace.
     pub warnings: Vec<Warning>,
 }
 
 /// Said of every time-sampled recording.
-pub const TIME_WEIGHTED: &str = "time sampling (cpu-clock): the trace is execution-time-weighted, not one entry per executed instruction: an instruction appears about as often as time was spent on it, identical partial sequences are merged, and the order is that of the samples; read it as where the time goes and in what order, not as the iteration's exact instructions (an exact trace's lcs_ratio judges it poorly by design); with a PMU, `kansoku record --period N` samples instructions";
+pub(crate) const TIME_WEIGHTED: &str = "time sampling (cpu-clock): the trace is execution-time-weighted, not one entry per executed instruction: an instruction appears about as often as time was spent on it, identical partial sequences are merged, and the order is that of the samples; read it as where the time goes and in what order, not as the iteration's exact instructions (an exact trace's lcs_ratio judges it poorly by design); with a PMU, `kansoku record --period N` samples instructions";
 
 /// Most other classes rebuilt into files of their own.
 const MAX_CLASS_TRACES: usize = 32;
@@ -155,9 +185,13 @@ const MAX_CLASS_TRACES: usize = 32;
 /// control-flow scores when the program can be read).
 #[derive(Serialize, Clone, Debug)]
 pub struct Choices {
+    /// The solver used.
     pub solver: Solver,
+    /// Why (asked for, or what the recording allowed).
     pub solver_reason: String,
+    /// The pair scores used.
     pub likelihood: Likelihood,
+    /// Why.
     pub likelihood_reason: String,
 }
 

@@ -77,11 +77,15 @@ pub struct Sampler {
     count: u64,
     next_overflow: u64,
     pending: std::collections::VecDeque<u64>,
+    /// Samples taken so far.
     pub samples: u64,
+    /// Marker hits passed on so far.
     pub markers: u64,
 }
 
 impl Sampler {
+    /// A sampler every `period` instructions, each sample reported `skid` instructions
+    /// late at most (drawn from `seed`); refuses period 0 and a skid not below the period.
     pub fn new(period: u64, skid: u64, seed: u64) -> Result<Sampler, ReconstructError> {
         if period == 0 {
             return Err(ReconstructError::ZeroPeriod);

@@ -47,6 +47,7 @@ pub struct DiffScores {
 }
 
 impl DiffScores {
+    /// A table of the `named` (difference, score) pairs, `default` for every other.
     pub fn new(named: &[(i32, i64)], default: i64) -> DiffScores {
         let named: BTreeMap<i32, i64> = named.iter().copied().collect();
         let dense = (-DENSE..=DENSE).map(|d| named.get(&d).copied().unwrap_or(default)).collect();
@@ -54,12 +55,13 @@ impl DiffScores {
     }
 
     /// Same scores for d and −d.
-    pub fn symmetric(named: &[(i32, i64)], default: i64) -> DiffScores {
+    pub(crate) fn symmetric(named: &[(i32, i64)], default: i64) -> DiffScores {
         let mut all: Vec<(i32, i64)> = named.to_vec();
         all.extend(named.iter().map(|&(d, s)| (-d, s)));
         DiffScores::new(&all, default)
     }
 
+    /// The score of difference `d`.
     #[inline(always)]
     pub fn get(&self, d: i32) -> i64 {
         if (-DENSE..=DENSE).contains(&d) {
@@ -69,11 +71,13 @@ impl DiffScores {
         }
     }
 
+    /// The differences the table names, with their scores.
     pub fn named(&self) -> &BTreeMap<i32, i64> {
         &self.named
     }
 
-    pub fn default_score(&self) -> i64 {
+    /// The score of every difference not named.
+    pub(crate) fn default_score(&self) -> i64 {
         self.default
     }
 }
@@ -81,7 +85,9 @@ impl DiffScores {
 /// One score table (similarity or likelihood).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ScoreTable {
+    /// Added when the two instructions are in the same function.
     pub function_match: i64,
+    /// The score when they are in different functions (nothing else is compared).
     pub function_mismatch: i64,
     /// `--by function`: by offset difference.
     pub offset: DiffScores,
@@ -96,9 +102,13 @@ pub struct ScoreTable {
 /// Both tables, the instruction information they compare, and the weighting.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Scores {
+    /// What instructions are compared by (offsets, or blocks).
     pub by: Granularity,
+    /// The recording's sampling, which chose the default tables.
     pub weighting: Weighting,
+    /// How alike two instructions at the same index of two sequences are.
     pub similarity: ScoreTable,
+    /// How likely one instruction directly follows another.
     pub likelihood: ScoreTable,
     /// `--likelihood cfg`: control-flow distances replace offset differences for the
     /// instructions the flow knows (both tables). `None`: the seed's scores.
@@ -141,16 +151,16 @@ impl Scores {
         let text = kansoku_core::input::read_text(path, kansoku_core::input::MAX_TEXT_BYTES)
             .map_err(|e| ReconstructError::Scores { path: path.to_path_buf(), what: e.to_string() })?;
         let json = path.extension().is_some_and(|e| e == "json");
-        Self::parse(&text, json, by, weighting).map_err(|what| ReconstructError::Scores { path: path.to_path_buf(), what })
+        Self::parse(&text, json, by, weighting).map_err(|e| ReconstructError::Scores { path: path.to_path_buf(), what: e.to_string() })
     }
 
     /// Defaults overridden by the text of a score file (JSON when `json`, else TOML); the
     /// error says what is wrong and where.
-    pub fn parse(text: &str, json: bool, by: Granularity, weighting: Weighting) -> Result<Scores, String> {
+    pub fn parse(text: &str, json: bool, by: Granularity, weighting: Weighting) -> Result<Scores, ScoresFileError> {
         let file: ScoresFile = if json {
-            serde_json::from_str(text).map_err(|e| e.to_string())?
+            serde_json::from_str(text).map_err(|e| ScoresFileError::Syntax(e.to_string()))?
         } else {
-            toml::from_str(text).map_err(|e| e.to_string())?
+            toml::from_str(text).map_err(|e| ScoresFileError::Syntax(e.to_string()))?
         };
         let mut scores = Scores::defaults(by, weighting);
         if let Some(t) = file.similarity {
@@ -169,7 +179,8 @@ impl Scores {
         self
     }
 
-    pub fn has_flow(&self) -> bool {
+    /// Whether control-flow distances are in use (`--likelihood cfg`).
+    pub(crate) fn has_flow(&self) -> bool {
         self.flow.is_some()
     }
 
@@ -287,42 +298,81 @@ fn score(t: &ScoreTable, by: Granularity, a: &Info, b: &Info, absolute: bool) ->
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ScoresFile {
+    /// Overrides of the similarity table.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub similarity: Option<TableFile>,
+    /// Overrides of the likelihood table.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub likelihood: Option<TableFile>,
 }
 
+/// The file form of one [`ScoreTable`]: a field left out keeps the default's value; a
+/// difference table's keys are the differences as text (`"-3"`).
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TableFile {
+    /// [`ScoreTable::function_match`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub function_match: Option<i64>,
+    /// [`ScoreTable::function_mismatch`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub function_mismatch: Option<i64>,
+    /// [`ScoreTable::offset`]'s named differences (replacing all of them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub offset: Option<BTreeMap<String, i64>>,
+    /// [`ScoreTable::offset`]'s default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub offset_default: Option<i64>,
+    /// [`ScoreTable::block_match`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub block_match: Option<i64>,
+    /// [`ScoreTable::block_diff`]'s named differences.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub block_diff: Option<BTreeMap<String, i64>>,
+    /// [`ScoreTable::block_diff`]'s default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub block_diff_default: Option<i64>,
+    /// [`ScoreTable::block_offset`]'s named differences.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub block_offset: Option<BTreeMap<String, i64>>,
+    /// [`ScoreTable::block_offset`]'s default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub block_offset_default: Option<i64>,
 }
 
-fn parse_diffs(map: &Option<BTreeMap<String, i64>>, default: Option<i64>, old: &DiffScores, field: &str) -> Result<DiffScores, String> {
+/// What is wrong with a score file's text ([`Scores::parse`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ScoresFileError {
+    /// The JSON or TOML does not parse into the file's fields (the parser's message, with
+    /// line and column).
+    #[error("{0}")]
+    Syntax(String),
+    /// A key of a difference table (`offset`, `block_diff`, `block_offset`) is not an integer.
+    #[error("{field}: key '{key}' is not an integer difference")]
+    Key {
+        /// The table.
+        field: &'static str,
+        /// The key as written.
+        key: String,
+    },
+    /// A score beyond ±[`MAX_SCORE`].
+    #[error("score {name} = {value} is outside -{MAX_SCORE}..={MAX_SCORE}")]
+    Range {
+        /// The score (`function_match`, `offset.3`, `block_diff_default`).
+        name: String,
+        /// Its value.
+        value: i64,
+    },
+}
+
+fn parse_diffs(map: &Option<BTreeMap<String, i64>>, default: Option<i64>, old: &DiffScores, field: &'static str) -> Result<DiffScores, ScoresFileError> {
     let default = default.unwrap_or(old.default_score());
     let named: Vec<(i32, i64)> = match map {
         Some(m) => m
             .iter()
             .map(|(k, v)| {
-                k.trim().parse::<i32>().map(|d| (d, *v)).map_err(|_| format!("{field}: key '{k}' is not an integer difference"))
+                k.trim().parse::<i32>().map(|d| (d, *v)).map_err(|_| ScoresFileError::Key { field, key: k.clone() })
             })
             .collect::<Result<_, _>>()?,
         None => old.named().iter().map(|(k, v)| (*k, *v)).collect(),
@@ -331,7 +381,7 @@ fn parse_diffs(map: &Option<BTreeMap<String, i64>>, default: Option<i64>, old: &
 }
 
 impl TableFile {
-    fn apply(&self, t: &mut ScoreTable) -> Result<(), String> {
+    fn apply(&self, t: &mut ScoreTable) -> Result<(), ScoresFileError> {
         if let Some(v) = self.function_match {
             t.function_match = v;
         }
@@ -354,7 +404,7 @@ impl TableFile {
 pub const MAX_SCORE: i64 = 1 << 30;
 
 impl ScoreTable {
-    fn check_range(&self) -> Result<(), String> {
+    fn check_range(&self) -> Result<(), ScoresFileError> {
         let named = [("function_match", self.function_match), ("function_mismatch", self.function_mismatch), ("block_match", self.block_match)];
         let diffs = [("offset", &self.offset), ("block_diff", &self.block_diff), ("block_offset", &self.block_offset)];
         let all = named.into_iter().map(|(n, v)| (n.to_string(), v)).chain(diffs.into_iter().flat_map(|(n, d)| {
@@ -362,7 +412,7 @@ impl ScoreTable {
         }));
         for (name, v) in all {
             if v.unsigned_abs() > MAX_SCORE as u64 {
-                return Err(format!("score {name} = {v} is outside -{MAX_SCORE}..={MAX_SCORE}"));
+                return Err(ScoresFileError::Range { name, value: v });
             }
         }
         Ok(())

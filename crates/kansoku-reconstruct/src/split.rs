@@ -13,31 +13,35 @@ pub enum Split {
     /// the last one (an iteration that may not have completed) are left out.
     Marker,
     /// Every T/P samples, T = instructions per iteration, P = the sampling period.
-    Count { instructions: u64 },
+    Count {
+        /// T: instructions per iteration.
+        instructions: u64,
+    },
     /// A new sequence at every sample in this function whose previous sample was not.
     Function(String),
 }
 
 impl std::str::FromStr for Split {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = crate::error::SplitSpecError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        use crate::error::SplitSpecError;
         if s == "marker" {
             return Ok(Split::Marker);
         }
         if let Some(t) = s.strip_prefix("count:") {
-            let n: u64 = t.parse().map_err(|_| format!("--split count:T: '{t}' is not a number of instructions"))?;
+            let n: u64 = t.parse().map_err(|_| SplitSpecError::NotANumber(t.to_string()))?;
             if n == 0 {
-                return Err("--split count:T: T (instructions per iteration) must be at least 1".into());
+                return Err(SplitSpecError::ZeroCount);
             }
             return Ok(Split::Count { instructions: n });
         }
         if let Some(f) = s.strip_prefix("function:") {
             if f.is_empty() {
-                return Err("--split function:NAME needs a function name".into());
+                return Err(SplitSpecError::NoFunction);
             }
             return Ok(Split::Function(f.to_string()));
         }
-        Err(format!("unknown split '{s}' (use marker, count:T or function:NAME)"))
+        Err(SplitSpecError::Unknown(s.to_string()))
     }
 }
 
@@ -46,6 +50,7 @@ impl std::str::FromStr for Split {
 pub struct PartialSequence {
     /// Index of the iteration (0 = first complete iteration seen).
     pub iteration: usize,
+    /// The iteration's samples, in recording order.
     pub samples: Vec<Info>,
     /// Per sample: instructions since the iteration's marker, when both counts are known.
     pub positions: Vec<Option<u64>>,
@@ -61,7 +66,9 @@ pub struct PartialSequence {
 pub struct QuietRun {
     /// The first of them (its index among all iterations) and how many.
     pub first_iteration: usize,
+    /// How many iterations.
     pub iterations: usize,
+    /// Each one's length in instructions, when known.
     pub length: Option<u64>,
 }
 
@@ -78,11 +85,14 @@ pub struct Splitting {
     pub distinct_lengths: usize,
     /// Samples not assigned to any sequence (before the first cut, after the last marker).
     pub dropped: usize,
+    /// Samples read.
     pub samples: usize,
+    /// Marker hits read.
     pub markers: usize,
 }
 
 impl Splitting {
+    /// Sequences holding at least one sample.
     pub fn non_empty(&self) -> usize {
         self.sequences.iter().filter(|s| !s.samples.is_empty()).count()
     }
@@ -259,7 +269,9 @@ pub fn select(splitting: &Splitting, budget: Option<u64>, limit: Option<usize>) 
 /// A distinct partial sequence and how many iterations gave exactly these samples.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Distinct {
+    /// The samples (those of its first occurrence).
     pub sequence: PartialSequence,
+    /// Iterations that gave exactly these samples.
     pub weight: usize,
 }
 
@@ -354,12 +366,19 @@ pub fn choose(distinct: &[Distinct], samples: Option<u64>, limit: Option<usize>,
 /// What the cut found, for reports.
 #[derive(Clone, Debug, Serialize)]
 pub struct SplitReport {
+    /// Samples read.
     pub samples: usize,
+    /// Marker hits read.
     pub markers: usize,
+    /// Complete iterations, with or without samples.
     pub iterations: usize,
+    /// Iterations holding a sample.
     pub non_empty: usize,
+    /// Samples outside every iteration.
     pub dropped: usize,
+    /// Instructions per iteration, when known.
     pub iteration_length: Option<u64>,
+    /// Distinct iteration lengths seen (1 when reproducible).
     pub distinct_lengths: usize,
 }
 

@@ -31,23 +31,29 @@ fn weighting_name(w: Weighting) -> &'static str {
 /// (`function:BB`, `function:?` when unknown), the span where another order scores as well
 /// (if the reconstruction found one), how it was sampled and from what.
 pub struct TraceFile {
+    /// Each instruction's `function:offset`, in trace order.
     pub keys: Vec<String>,
+    /// Each instruction's block (`function:BB`, `function:?`).
     pub blocks: Vec<String>,
+    /// First and last trace positions of the span another order scores as well on
+    /// (`# uncertain FIRST LAST: why`).
     pub uncertain: Option<(usize, usize)>,
+    /// How the recording it came from was sampled, when the file says.
     pub weighting: Option<Weighting>,
+    /// The recording it was rebuilt from, when the file says.
     pub recording: Option<PathBuf>,
     /// The class it rebuilds (instructions between marker hits), when the file names one.
     pub class: Option<u64>,
 }
 
 /// The instruction lines of a reconstruction: `0xADDRESS function:offset function:block:offset`.
-pub fn trace_lines(rec: &Reconstruction, names: &Names) -> Vec<String> {
+pub(crate) fn trace_lines(rec: &Reconstruction, names: &Names) -> Vec<String> {
     rec.trace.iter().map(|i| format!("0x{:x} {} {}", i.addr, i.display(names, Granularity::Function), i.display(names, Granularity::Block))).collect()
 }
 
 /// The text of a trace file holding `rec` (its `lines` from [`trace_lines`]), rebuilt by
 /// `by` from the recording at `recording`, sampled as `weighting`.
-pub fn trace_text(rec: &Reconstruction, lines: &[String], by: Granularity, weighting: Weighting, recording: &Path) -> String {
+pub(crate) fn trace_text(rec: &Reconstruction, lines: &[String], by: Granularity, weighting: Weighting, recording: &Path) -> String {
     let mut text = format!("# kansoku reconstructed trace: {} instructions, solver {:?}, by {:?}\n", rec.trace.len(), rec.solver, by).to_lowercase();
     // Read back by `kansoku compare`: how to judge the trace, and where its samples are.
     text.push_str(&format!("{WEIGHTING} {}\n{RECORDING} {}\n", weighting_name(weighting), recording.display()));

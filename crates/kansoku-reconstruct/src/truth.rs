@@ -17,12 +17,15 @@ use crate::{compare, compare_order, compare_shares, Comparison, OrderComparison,
 /// the scores of what it claims (order of distinct instructions, time shares).
 #[derive(Serialize)]
 pub struct CompareReport {
+    /// The trace scored against the exact iteration.
     #[serde(flatten)]
     pub comparison: Comparison,
     /// The exact iteration compared with, and the class (instructions between marker
     /// hits) the trace names, whose first exact iteration is the default.
     pub iteration: usize,
+    /// The class the trace names, if it names one.
     pub class: Option<u64>,
+    /// For a time-weighted trace: what it claims, judged.
     pub weighted: Option<WeightedComparison>,
     /// The exact trace ran on Valgrind's CPU: what of its iteration may differ on the real one.
     pub engine_note: Option<EngineNote>,
@@ -33,7 +36,9 @@ pub struct CompareReport {
 /// trace of the real CPU, which the samples come from, may run other instructions.
 #[derive(Serialize)]
 pub struct EngineNote {
+    /// The engine that traced it (`valgrind`).
     pub engine: String,
+    /// Instructions of the exact iteration.
     pub instructions: usize,
     /// Instructions of the iteration outside the traced program, per library.
     pub in_libraries: Vec<(String, usize)>,
@@ -79,11 +84,15 @@ pub fn engine_note(exact: &Path, iteration: usize) -> Result<Option<EngineNote>,
 /// [`crate::metrics`] and docs/rooms/seed000-reconstruct.md).
 #[derive(Serialize)]
 pub struct WeightedComparison {
+    /// The sampled recording the shares are taken from.
     pub samples: PathBuf,
     /// Samples between the first and the last marker hit (the iterations the trace stands for).
     pub samples_counted: usize,
+    /// The order of distinct instructions against the exact iteration's.
     pub order: OrderComparison,
+    /// Time shares by function.
     pub functions: ShareComparison,
+    /// Time shares by block.
     pub blocks: ShareComparison,
 }
 
@@ -137,7 +146,7 @@ fn open_exact(path: &Path) -> Result<RecordingReader, FileError> {
 }
 
 /// [`exact_iteration`] with each instruction's location reduced by `key`.
-pub fn exact_iteration_by<T>(path: &Path, iteration: usize, mut key: impl FnMut(Location) -> T) -> Result<Vec<T>, FileError> {
+pub(crate) fn exact_iteration_by<T>(path: &Path, iteration: usize, mut key: impl FnMut(Location) -> T) -> Result<Vec<T>, FileError> {
     let invalid = |what: String| FileError::Invalid { path: path.to_path_buf(), what };
     let mut reader = open_exact(path)?;
     let Some(end_marker) = iteration.checked_add(2) else {

@@ -108,7 +108,7 @@ fn bad_input_gives_clear_errors() {
     let e = reconstruct(&obs, &names, &options(Solver::Patent, Split::Count { instructions: 50 }, Some(0)), &mut |_, _| {}).unwrap_err();
     assert!(e.to_string().contains("period must be at least 1"), "{e}");
     assert!(Sampler::new(0, 0, 1).is_err());
-    assert!("count:0".parse::<Split>().unwrap_err().contains("at least 1"));
+    assert!("count:0".parse::<Split>().unwrap_err().to_string().contains("at least 1"));
     assert!("bogus".parse::<Split>().is_err());
     let e = reconstruct(&obs, &names, &options(Solver::Patent, Split::Function("nope".into()), Some(7)), &mut |_, _| {}).unwrap_err();
     assert!(e.to_string().contains("no sample lies in function nope"), "{e}");
