@@ -296,10 +296,10 @@ impl Program {
         // one reference more: the warm-up's accesses, dropped below
         let mut sims: Vec<CacheSim> = caches.iter().map(|c| CacheSim::new(*c, self.nrefs + 1, self.addr_lo, self.addr_hi)).collect();
         // Caches that differ only in associativity: one recency stack for all of them.
-        let mut stack = Stacks::new(caches);
+        let mut stack = Stacks::new(caches, self.nrefs + 1);
         self.warm_up(
             |r, a| match stack.as_mut() {
-                Some(st) => st.access(r, a, &mut sims),
+                Some(st) => st.access(r, a),
                 None => sims.iter_mut().for_each(|s| s.access(r, a)),
             },
             self.nrefs,
@@ -316,9 +316,10 @@ impl Program {
             self.run(&mut Reporting { sink: &mut sims[0], n: 0, next: PROGRESS_MASK + 1, progress: &mut progress });
         } else if let Some(stack) = stack.as_mut() {
             self.for_each_access(|r, a| {
-                stack.access(r, a, &mut sims);
+                stack.access(r, a);
                 tick(&mut n, &mut progress);
             });
+            stack.add_to(&mut sims);
         } else {
             self.for_each_access(|r, a| {
                 for s in sims.iter_mut() {
@@ -731,53 +732,66 @@ fn push_front(slot: &mut [i64], line: i64) -> i64 {
 /// associativity, simulated as one (LRU is a stack algorithm, Mattson et al. 1970): an
 /// `A`-way set holds the `A` most recent lines of that set, so one recency stack per set,
 /// as deep as the largest associativity, says for every cache whether an access hits — it
-/// does where the line's depth in its stack is below that cache's associativity. Each
-/// cache's own tags are not kept up to date (only its counts); the interpolation of gemm
-/// on four such caches spent 95 % of its time looking every access up in each (perf).
+/// does where the line's depth in its stack is below that cache's associativity. So an
+/// access is one lookup and one counter (per reference, the hits at each depth), and each
+/// cache's counts are sums of those counters at the end; the caches' own tags are not
+/// kept. The interpolation of gemm on four such caches spent 95 % of its time looking
+/// every access up in each (perf).
 struct Stacks {
     stack: CacheSim,
     /// Each cache's associativity, in the order of the caches.
     assocs: Vec<usize>,
+    /// Per reference, `depths + 2` counters: the hits at each depth of the stack, then the
+    /// first misses of a line and the other misses; each cache's counts are sums of these.
+    hist: Vec<u64>,
 }
 
 impl Stacks {
     /// `None` unless there are several caches, all of one line size and number of sets.
-    fn new(caches: &[CacheConfig]) -> Option<Stacks> {
+    fn new(caches: &[CacheConfig], nrefs: usize) -> Option<Stacks> {
         let first = caches.first()?;
         if caches.len() < 2 || caches.iter().any(|c| (c.line, c.sets) != (first.line, first.sets)) {
             return None;
         }
         let assoc = caches.iter().map(|c| c.assoc).max().expect("several");
         let stack = CacheSim::new(CacheConfig { assoc, ..*first }, 0, 0, 0);
-        Some(Stacks { stack, assocs: caches.iter().map(|c| c.assoc as usize).collect() })
+        Some(Stacks { stack, assocs: caches.iter().map(|c| c.assoc as usize).collect(), hist: vec![0; nrefs * (assoc as usize + 2)] })
     }
 
-    /// One access of reference `r`, counted in each of `sims` (the caches given to `new`).
+    /// One access of reference `r`.
     #[inline(always)]
-    fn access(&mut self, r: usize, addr: i64, sims: &mut [CacheSim]) {
+    fn access(&mut self, r: usize, addr: i64) {
         let st = &mut self.stack;
         let line = st.line_of(addr);
         let set = st.set_of(line);
         let a = st.assoc;
         let slot = &mut st.tags[set * a..set * a + a];
-        let depth = slot.iter().position(|&t| t == line);
-        let first = match depth {
+        let at = match slot.iter().position(|&t| t == line) {
             Some(i) => {
                 move_to_front(slot, i);
-                false
+                i
             }
             None => {
                 push_front(slot, line);
-                st.seen.insert(line)
+                if st.seen.insert(line) {
+                    a
+                } else {
+                    a + 1
+                }
             }
         };
+        self.hist[r * (a + 2) + at] += 1;
+    }
+
+    /// Adds the counts so far to each of `sims` (the caches given to `new`, in order).
+    fn add_to(&self, sims: &mut [CacheSim]) {
+        let a = self.stack.assoc;
         for (sim, &ways) in sims.iter_mut().zip(&self.assocs) {
-            let s = &mut sim.stats[r];
-            s.accesses += 1;
-            match depth {
-                Some(i) if i < ways => s.hits += 1,
-                _ if first => s.compulsory += 1,
-                _ => s.other += 1,
+            for (s, row) in sim.stats.iter_mut().zip(self.hist.chunks(a + 2)) {
+                s.accesses += row.iter().sum::<u64>();
+                s.hits += row[..ways].iter().sum::<u64>();
+                s.compulsory += row[a];
+                s.other += row[ways..a].iter().sum::<u64>() + row[a + 1];
             }
         }
     }
