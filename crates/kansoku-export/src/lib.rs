@@ -23,6 +23,7 @@
 mod callgrind;
 mod collapsed;
 mod firefox;
+mod firefox_recording;
 mod perfetto;
 mod pprof;
 mod timelines;
@@ -30,6 +31,7 @@ mod timelines;
 pub use callgrind::write_callgrind;
 pub use collapsed::write_collapsed;
 pub use firefox::{FirefoxProfile, FirefoxSummary, SampledRun};
+pub use firefox_recording::write_firefox_recording;
 pub use perfetto::{write_perfetto, ArgValue, PerfettoWriter, Args, CounterLane, Mark, SideLane, Span, ThreadLane, Timeline};
 pub use pprof::{pprof_profile, write_pprof};
 pub use timelines::{events_timeline, sampling_timeline, wave_timeline, CallsPerfetto, EventRun};
@@ -103,6 +105,18 @@ pub enum ExportError {
         format: &'static str,
         /// What the writer said.
         source: std::io::Error,
+    },
+    /// The recording to export could not be opened or read (the reader's error names the
+    /// file and the byte).
+    #[error(transparent)]
+    Recording(#[from] kansoku_core::RecordingError),
+    /// The recording holds something other than samples (an exact trace, events).
+    #[error("{}: holds {kind}, not samples; the firefox export shows sampled recordings (`kansoku record`, `kansoku sample`, perf.data)", path.display())]
+    NotSamples {
+        /// The recording.
+        path: std::path::PathBuf,
+        /// What it holds.
+        kind: String,
     },
     /// The profile has nothing to write (no instructions in scope, no event on a timeline).
     #[error("the {0} export would be empty: the analysis found nothing in scope to show")]

@@ -150,7 +150,7 @@ pub fn run(args: Args) -> Result<()> {
     let o = record(&program, &args.command[1..], clock, args.marker.as_deref(), by_agent, &args.output)?;
     crate::output::exit_as(o.exit);
     for ((format, path), file) in args.export.iter().zip(export_files) {
-        let (_, warnings) = crate::exports::write_firefox(&args.output, file).with_context(|| format!("writing {}", path.display()))?;
+        let (_, warnings) = kansoku_export::write_firefox_recording(&args.output, file).with_context(|| format!("writing {}", path.display()))?;
         warnings.iter().for_each(|w| eprintln!("kansoku: warning: {w}"));
         eprintln!("kansoku: {}", crate::exports::written(*format, path));
     }

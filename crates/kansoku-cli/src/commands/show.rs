@@ -149,7 +149,7 @@ fn show_head(args: &Args, limit: u64) -> Result<()> {
 fn export(args: &Args) -> Result<()> {
     let files = crate::exports::create_exports(&args.export, &[kansoku_export::Format::Firefox], "kansoku show")?;
     for ((format, path), file) in args.export.iter().zip(files) {
-        let (summary, warnings) = crate::exports::write_firefox(&args.recording, file).with_context(|| format!("writing {}", path.display()))?;
+        let (summary, warnings) = kansoku_export::write_firefox_recording(&args.recording, file).with_context(|| format!("writing {}", path.display()))?;
         for w in warnings {
             eprintln!("kansoku: warning: {w}");
         }
