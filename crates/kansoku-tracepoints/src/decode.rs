@@ -18,12 +18,12 @@ pub enum TimestampMode {
 }
 
 impl std::str::FromStr for TimestampMode {
-    type Err = crate::error::UnknownChoice;
+    type Err = TpError;
     fn from_str(s: &str) -> std::result::Result<Self, Self::Err> {
         match s {
             "offsets" => Ok(TimestampMode::Offsets),
             "subindex" => Ok(TimestampMode::Subindex),
-            _ => Err(crate::error::UnknownChoice { what: "timestamp mode", name: s.to_string(), choices: "offsets or subindex" }),
+            _ => Err(TpError::UnknownName("timestamp mode", s.to_string(), "offsets or subindex")),
         }
     }
 }

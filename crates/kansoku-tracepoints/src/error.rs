@@ -78,6 +78,10 @@ pub enum TpError {
     /// File or stream I/O.
     #[error("I/O error: {0}")]
     Io(#[from] std::io::Error),
+    /// A clock or timestamp mode named by none of its names ([`std::str::FromStr`] of
+    /// [`crate::Clock`] and [`crate::TimestampMode`]): the name and the ones accepted.
+    #[error("unknown {0} `{1}` ({2})")]
+    UnknownName(&'static str, String, &'static str),
 }
 
 impl From<wasmparser::BinaryReaderError> for TpError {
@@ -88,16 +92,3 @@ impl From<wasmparser::BinaryReaderError> for TpError {
 
 /// Result alias of the crate.
 pub type Result<T, E = TpError> = std::result::Result<T, E>;
-
-/// A name given for an option of the crate's that is none of its choices (a clock, a
-/// timestamp mode): what [`std::str::FromStr`] of those types returns.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown {what} `{name}` ({choices})")]
-pub struct UnknownChoice {
-    /// What was being named (`clock`, `timestamp mode`).
-    pub what: &'static str,
-    /// The name given.
-    pub name: String,
-    /// The names accepted, in words.
-    pub choices: &'static str,
-}

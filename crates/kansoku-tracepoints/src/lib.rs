@@ -31,7 +31,7 @@ pub mod xlat;
 pub use check::{check, CheckReport};
 pub use decl::{DeclTable, TraceDecl};
 pub use decode::{decode, Decoded, Event, TimestampMode};
-pub use error::{Result, TpError, UnknownChoice};
+pub use error::{Result, TpError};
 pub use optimize::{optimize, OptimizeOptions, OptimizeReport, Optimized};
 pub use runtime::{run_module, run_to_vec, RunOptions, RunOutcome, DEFAULT_TIME_LIMIT};
 pub use tracefile::{read_trace, Clock, Record, TraceData};

@@ -36,12 +36,12 @@ impl Clock {
 }
 
 impl std::str::FromStr for Clock {
-    type Err = crate::error::UnknownChoice;
+    type Err = TpError;
     fn from_str(s: &str) -> std::result::Result<Self, Self::Err> {
         match s {
             "instructions" | "instr" | "fuel" => Ok(Clock::Instructions),
             "ns" => Ok(Clock::Ns),
-            _ => Err(crate::error::UnknownChoice { what: "clock", name: s.to_string(), choices: "instructions or ns" }),
+            _ => Err(TpError::UnknownName("clock", s.to_string(), "instructions or ns")),
         }
     }
 }
