@@ -19,8 +19,11 @@ use crate::timeline::{CallCollector, CallSink, CallTimeline};
 /// How an analysis cuts and what it keeps.
 #[derive(Clone, Debug)]
 pub struct AnalysisOptions {
+    /// Where a path is cut at calls and returns (split, through, or one path per frame).
     pub calls: CallMode,
+    /// Which branches count as back edges and cut the path (by address, or the CFG's loops).
     pub back_edges: BackEdgeMode,
+    /// Which blocks paths keep: the main program's only, or every block of the process.
     pub scope: Scope,
     /// The main program's path as modules name it; by default the first module seen.
     pub program: Option<String>,
@@ -59,10 +62,15 @@ impl BlockKind {
 /// Counters about the input itself.
 #[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct InputStats {
+    /// Lines of Lackey output read (0 for other sources).
     pub lines: u64,
+    /// Superblock entries read (Lackey `SB` lines or the tool stream's entries).
     pub superblocks: u64,
+    /// Single instructions read from the exact tracer (`Instruction` events).
     pub instructions: u64,
+    /// `Block` events read from a `.ksk` recording.
     pub block_events: u64,
+    /// Paths of the modules mapped into the process, in the order they were seen.
     pub modules: Vec<String>,
     /// Lines of Lackey output that were not superblock entries nor Valgrind messages.
     pub garbled_lines: u64,
@@ -74,7 +82,9 @@ pub struct InputStats {
     pub signal: Option<i32>,
     /// Address of the faulting instruction, when Valgrind reported it.
     pub fault_address: Option<u64>,
+    /// How the observed program ended (exit code or signal), when the input says.
     pub exit: Option<ExitStatus>,
+    /// Distinct thread ids whose events were read.
     pub threads: u64,
     /// Bytes of kansoku's Valgrind tool stream read (0 for other sources).
     pub stream_bytes: u64,
@@ -100,6 +110,7 @@ pub struct BlockRecorder {
 }
 
 impl BlockRecorder {
+    /// Creates the `.ksk` at `path` and writes its header: the observed `program` with its `args`, and `source` (where the blocks came from) as a parameter.
     pub fn create(path: &std::path::Path, program: &str, args: Vec<String>, source: &str) -> Result<Self, RecordingError> {
         let header = Header::new(RecordingKind::Blocks, program, args).with_parameter("blocks", "basic").with_parameter("source", source);
         Ok(BlockRecorder { writer: RecordingWriter::create(path, &header)?, error: None })
@@ -114,6 +125,7 @@ impl BlockRecorder {
         }
     }
 
+    /// Ends the recording; returns the events written, or the first write error met.
     pub fn finish(self) -> Result<u64, RecordingError> {
         if let Some(e) = self.error {
             return Err(e);
@@ -124,9 +136,13 @@ impl BlockRecorder {
 
 /// The analysis of one run.
 pub struct PathAnalysis {
+    /// The decoded and interned code of the observed process.
     pub code: CodeMap,
+    /// The path profiler fed with the basic-block entries.
     pub profiler: PathProfiler,
+    /// Counters about the input read so far.
     pub stats: InputStats,
+    /// What the `Block` events fed are (superblocks to split, or basic blocks).
     pub block_kind: BlockKind,
     recorder: Option<BlockRecorder>,
     tid: u32,
@@ -184,6 +200,7 @@ fn repeated(tracker: &mut Option<CallTracker>, code: &CodeMap, repeats: Option<R
 }
 
 impl PathAnalysis {
+    /// An empty analysis that cuts and keeps as `options` say.
     pub fn new(options: &AnalysisOptions) -> Self {
         let mut profiler = PathProfiler::new(options.calls, options.back_edges);
         if options.track_edges {

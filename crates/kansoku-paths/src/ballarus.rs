@@ -36,6 +36,7 @@ pub struct DagInput {
 }
 
 impl DagInput {
+    /// The DAG of `cfg` with the edges that cut paths in `mode` marked as back edges.
     pub fn from_cfg(cfg: &FunctionCfg, mode: BackEdgeMode) -> Self {
         let n = cfg.blocks.len();
         let mut successors = Vec::with_capacity(n);
@@ -80,10 +81,12 @@ pub struct BallLarus {
 }
 
 impl BallLarus {
+    /// Numbers the acyclic paths of `cfg`, back edges cut as `mode` says.
     pub fn new(cfg: &FunctionCfg, mode: BackEdgeMode) -> Self {
         Self::from_input(&DagInput::from_cfg(cfg, mode))
     }
 
+    /// Numbers the acyclic paths of an already built DAG (tests give small hand-made ones).
     #[allow(clippy::needless_range_loop)] // block numbers index several parallel vectors
     pub fn from_input(input: &DagInput) -> Self {
         let n = input.successors.len();

@@ -20,6 +20,7 @@ pub type BlockId = u32;
 pub struct BlockInfo {
     /// Runtime address of the block's first instruction.
     pub addr: u64,
+    /// Index of the module holding the block (the symbolizer's), `None` outside every module.
     pub module: Option<usize>,
     /// Link-time address inside the module's file.
     pub link: Option<u64>,
@@ -53,16 +54,22 @@ pub struct BlockInfo {
 /// `.plt` code as its caller's (`--skip-plt=yes`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SectionKind {
+    /// The module's `.text`: Valgrind knows the object.
     Text,
+    /// The module's `.plt`: Callgrind charges it to the caller.
     Plt,
+    /// Any other section, or code outside every module (Callgrind's object `???`).
     Other,
 }
 
 /// A function whose blocks were seen.
 #[derive(Clone, Debug)]
 pub struct FunctionInfo {
+    /// The function's demangled name.
     pub name: String,
+    /// Index of its module in the symbolizer.
     pub module: usize,
+    /// Its decoded CFG (shared by every block of the function).
     pub cfg: Arc<FunctionCfg>,
     /// Runtime address of the function's entry.
     pub base: u64,
@@ -73,6 +80,7 @@ pub struct FunctionInfo {
 pub struct InsnInfo {
     /// Length in bytes; 0 when the bytes are unknown (no file, undecodable).
     pub len: u8,
+    /// How the instruction transfers control, if it does.
     pub kind: InstructionKind,
     /// A `rep`-prefixed string instruction: repeats itself (a new Lackey superblock and a
     /// new single-step per element) without being a branch.
@@ -113,6 +121,7 @@ pub struct Run {
 /// references to the run (the run is fetched only for a superblock left in the middle).
 #[derive(Clone, Copy, Debug)]
 pub struct SuperblockPlan {
+    /// Runtime address of the superblock's entry.
     pub entry: u64,
     /// The block starting at the entry, interned on first use (`NO_BLOCK` until then: an
     /// entry that only continues a block never becomes one).
@@ -121,10 +130,13 @@ pub struct SuperblockPlan {
     pub entry_leader: bool,
     /// `leaders[from..to]` of [`CodeMap::plan_leaders`]: leaders crossed after the entry.
     leaders: (u32, u32),
+    /// The last instruction of the run.
     pub last: InsnInfo,
     /// Address of the last instruction.
     pub last_addr: u64,
+    /// Address after the last instruction.
     pub end: u64,
+    /// The run stopped at the VEX instruction limit, not at a transfer or `rep`.
     pub limit_cut: bool,
 }
 
@@ -135,11 +147,15 @@ const NO_ADDR: u64 = u64::MAX;
 /// Facts the path profiler asks about blocks; [`CodeMap`] answers them from real code,
 /// tests answer them from small tables.
 pub trait BlockFacts {
+    /// Runtime address of block `b`'s first instruction.
     fn addr(&self, b: BlockId) -> u64;
+    /// The function block `b` lies in ([`CodeMap::functions`] index), if known.
     fn function(&self, b: BlockId) -> Option<u32>;
+    /// CFG block number of `b` inside its function, if known.
     fn cfg_block(&self, b: BlockId) -> Option<u32>;
     /// Is `from -> to` a loop back edge of the CFG (target dominates source)?
     fn is_loop_back_edge(&self, from: BlockId, to: BlockId) -> bool;
+    /// Is `b` kept in paths (the [`Scope`] filter)?
     fn in_scope(&self, b: BlockId) -> bool;
     /// Does the block end in a system call (a "call" that no `ret` ends)?
     fn ends_in_syscall(&self, _b: BlockId) -> bool {
@@ -159,8 +175,10 @@ pub enum Scope {
 
 /// Decodes and interns the code of one observed process.
 pub struct CodeMap {
+    /// Module map and symbols of the process (runtime address to file, function and line).
     pub symbolizer: Symbolizer,
     program_path: Option<String>,
+    /// Which blocks paths keep.
     pub scope: Scope,
     blocks: Vec<BlockInfo>,
     by_addr: FxHashMap<u64, BlockId>,
@@ -196,6 +214,7 @@ impl CodeMap {
         }
     }
 
+    /// Adds a mapped module; the first one added is the main program unless it was named.
     pub fn add_module(&mut self, module: Module) {
         if self.program_path.is_none() {
             // A recording's first module is the program itself.
@@ -204,18 +223,22 @@ impl CodeMap {
         self.symbolizer.add_module(module);
     }
 
+    /// The main program's path, once known.
     pub fn program_path(&self) -> Option<&str> {
         self.program_path.as_deref()
     }
 
+    /// Every interned block, indexed by [`BlockId`].
     pub fn blocks(&self) -> &[BlockInfo] {
         &self.blocks
     }
 
+    /// Block `b`'s facts.
     pub fn block(&self, b: BlockId) -> &BlockInfo {
         &self.blocks[b as usize]
     }
 
+    /// Every function whose blocks were seen (what [`BlockInfo::function`] indexes).
     pub fn functions(&self) -> &[FunctionInfo] {
         &self.functions
     }
@@ -470,6 +493,7 @@ impl CodeMap {
         id
     }
 
+    /// Superblock plan `id` (as [`CodeMap::plan_id`] numbers them).
     #[inline]
     pub fn plan(&self, id: u32) -> SuperblockPlan {
         self.plans[id as usize]

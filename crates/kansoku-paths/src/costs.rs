@@ -189,6 +189,7 @@ impl TimelineOut {
 }
 
 impl CallTracker {
+    /// A tracker with no thread, no call and no cost yet.
     pub fn new() -> Self {
         Self::default()
     }
@@ -360,6 +361,7 @@ pub struct InstructionCost {
     pub address: u64,
     /// Source file (as DWARF names it) and line, when the module has line information.
     pub file: Option<String>,
+    /// Source line (1-based), when the module has line information.
     pub line: Option<u32>,
     /// How often the instruction ran (callgrind's `Ir`).
     pub executions: u64,
@@ -368,6 +370,7 @@ pub struct InstructionCost {
 /// One function (or stretch of code outside known functions) of the run.
 #[derive(Clone, Debug, Serialize)]
 pub struct FunctionCost {
+    /// Function name (demangled), or `module+0xoffset` / `0xaddress` for code outside known functions.
     pub name: String,
     /// Path of the module holding it, when known.
     pub module: Option<String>,
@@ -386,13 +389,19 @@ pub struct CallCost {
     pub caller: usize,
     /// Link-time address of the calling (or jumping) instruction.
     pub site: u64,
+    /// Source file of the call site, as DWARF names it.
     pub site_file: Option<String>,
+    /// Source line of the call site.
     pub site_line: Option<u32>,
+    /// Index into [`CostProfile::functions`] of the function called.
     pub callee: usize,
     /// Address of the callee's entry (link-time) and its source line.
     pub callee_entry: u64,
+    /// Source line of the callee's entry.
     pub callee_line: Option<u32>,
+    /// How many times the site called the callee.
     pub calls: u64,
+    /// In-scope instructions those calls executed, callee and everything below it included.
     pub inclusive: u64,
     /// Entered by a jump (tail call, PLT stub) rather than a call instruction.
     pub by_jump: bool,
@@ -403,6 +412,7 @@ pub struct CallCost {
 pub struct StackCost {
     /// Indexes into [`CostProfile::functions`], outermost first.
     pub frames: Vec<usize>,
+    /// In-scope instructions executed with exactly this stack.
     pub instructions: u64,
 }
 
@@ -410,7 +420,9 @@ pub struct StackCost {
 /// exports write.
 #[derive(Clone, Debug, Serialize)]
 pub struct CostProfile {
+    /// The main program's path, when known.
     pub program: Option<String>,
+    /// Every function with a cost or on a call stack ([`CallCost`] and [`StackCost`] index it).
     pub functions: Vec<FunctionCost>,
     /// Empty when no call tracker ran.
     pub calls: Vec<CallCost>,

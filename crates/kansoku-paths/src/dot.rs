@@ -10,10 +10,17 @@ use crate::code::BlockId;
 /// Colours of the hottest paths, hottest first.
 const PATH_COLOURS: &[&str] = &["#d62728", "#ff7f0e", "#2ca02c", "#9467bd"];
 
+/// Why a function's CFG picture cannot be drawn.
 #[derive(Debug, thiserror::Error)]
 pub enum CfgError {
+    /// The program has the function but it did not run in the observed part (`hint` lists similar names that ran).
     #[error("function '{name}' did not run in the observed part of the program{hint}")]
-    NotExecuted { name: String, hint: String },
+    NotExecuted {
+        /// The function asked for.
+        name: String,
+        /// ` (similar functions that ran: …)`, or empty.
+        hint: String,
+    },
     /// The program (as it was read) has no function of that name.
     #[error(transparent)]
     NoSuchFunction(#[from] kansoku_binary::BinaryError),

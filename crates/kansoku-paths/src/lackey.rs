@@ -16,11 +16,17 @@
 /// One line of Lackey's output, classified.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum LackeyLine<'a> {
+    /// `SB ADDR`: a superblock entered at runtime address `ADDR`.
     Superblock(u64),
     /// `Reading syms from PATH`.
     ObjectPath(&'a str),
     /// `svma X, avma Y` following an object path.
-    ObjectAddresses { svma: u64, avma: u64 },
+    ObjectAddresses {
+        /// Link-time address of the object's `.text` (as in its file).
+        svma: u64,
+        /// Runtime address it was mapped at.
+        avma: u64,
+    },
     /// `Process terminating with default action of signal N`.
     FatalSignal(i32),
     /// `at 0xADDR: ...` (first frame of a report).

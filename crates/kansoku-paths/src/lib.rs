@@ -25,6 +25,7 @@
 //!
 //! Analyses take data and return data: [`PathAnalysis`] is fed events or Lackey lines and
 //! returns a [`PathReport`] and DOT text. Spawning Valgrind lives in `kansoku-probe`.
+#![deny(missing_docs)]
 
 pub mod analysis;
 pub mod ballarus;

@@ -74,6 +74,7 @@ impl Repeats {
 }
 
 impl SuperblockSplitter {
+    /// A splitter for superblocks of at most `max_insns` instructions (Valgrind's VEX limit, [`VEX_MAX_INSNS`]).
     pub fn new(max_insns: usize) -> Self {
         SuperblockSplitter { pending: None, prev: Prev::Start, max_insns, unexpected_cuts: 0, repeats: Repeats::default() }
     }
@@ -202,6 +203,7 @@ pub struct InstructionReducer {
 }
 
 impl InstructionReducer {
+    /// Feeds the next executed instruction at `addr`; calls `out` with each basic block entered and the kind of the instruction that left the previous one.
     #[inline]
     pub fn push(&mut self, addr: u64, code: &mut CodeMap, out: &mut impl FnMut(&mut CodeMap, BlockId, InstructionKind)) {
         let info = code.insn(addr);
@@ -252,6 +254,7 @@ pub struct BasicBlockStream {
 }
 
 impl BasicBlockStream {
+    /// Feeds the next block entry at `addr`; calls `out` with it and the previous block's terminator.
     #[inline]
     pub fn push(&mut self, addr: u64, code: &mut CodeMap, out: &mut impl FnMut(&mut CodeMap, BlockId, InstructionKind)) {
         let b = code.block_at(addr);

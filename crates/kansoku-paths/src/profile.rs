@@ -129,18 +129,22 @@ impl PathTable {
         self.count_node(node)
     }
 
+    /// Number of distinct paths.
     pub fn len(&self) -> usize {
         self.paths.len()
     }
 
+    /// No path counted yet.
     pub fn is_empty(&self) -> bool {
         self.paths.is_empty()
     }
 
+    /// The blocks of path `id`, in execution order.
     pub fn path(&self, id: u32) -> &[BlockId] {
         &self.paths[id as usize]
     }
 
+    /// How many times path `id` ran.
     pub fn count_of(&self, id: u32) -> u64 {
         self.counts[id as usize]
     }
@@ -170,8 +174,11 @@ const MAX_FRAMES: usize = 1 << 16;
 
 /// The path profiler: feed it basic-block entries, read the path table.
 pub struct PathProfiler {
+    /// Where paths are cut at calls and returns.
     pub calls: CallMode,
+    /// Which branches cut paths as back edges.
     pub back_edges: BackEdgeMode,
+    /// The distinct paths counted so far.
     pub paths: PathTable,
     state: ThreadState,
     tid: u32,
@@ -180,6 +187,7 @@ pub struct PathProfiler {
     pub block_counts: Vec<u64>,
     /// Block entries seen, and those kept in paths.
     pub blocks_seen: u64,
+    /// Block entries kept in paths (in [`crate::Scope`]).
     pub blocks_in_scope: u64,
     /// Transitions between consecutive blocks, when asked for (pictures).
     pub edges: Option<FxHashMap<(BlockId, BlockId), u64>>,
@@ -189,6 +197,7 @@ pub struct PathProfiler {
 }
 
 impl PathProfiler {
+    /// An empty profiler cutting paths as `calls` and `back_edges` say.
     pub fn new(calls: CallMode, back_edges: BackEdgeMode) -> Self {
         PathProfiler {
             calls,
@@ -215,6 +224,7 @@ impl PathProfiler {
         self.state.clone()
     }
 
+    /// Makes `state` (from [`Self::cursor`]) the current thread's paths in progress.
     pub fn set_cursor(&mut self, state: ThreadState) {
         self.state = state;
     }

@@ -46,6 +46,7 @@ pub struct Replayed {
     pub superblocks: u64,
     /// Paths that could not be replayed because a node on them was lost.
     pub lost_paths: u64,
+    /// Superblocks that ended where neither a transfer nor the VEX limit explains (as [`crate::InputStats::unexpected_superblock_cuts`]).
     pub unexpected_cuts: u64,
 }
 

@@ -45,10 +45,13 @@ impl BlockRef {
 /// One distinct path.
 #[derive(Clone, Debug, Serialize)]
 pub struct PathRow {
+    /// Position among the listed paths, 1 for the most frequent.
     pub rank: usize,
+    /// How many times the path ran.
     pub count: u64,
     /// `function: BB0 BB1 BB3`, functions separated by ` | `.
     pub text: String,
+    /// The path's blocks, in execution order.
     pub blocks: Vec<BlockRef>,
     /// Instructions executed along the path once.
     pub instructions: u64,
@@ -70,10 +73,15 @@ pub struct PathRow {
 /// Per-function coverage.
 #[derive(Clone, Debug, Serialize)]
 pub struct FunctionRow {
+    /// Function name.
     pub function: String,
+    /// Path of the module holding it.
     pub module: String,
+    /// Basic blocks of its CFG.
     pub blocks: usize,
+    /// Of those, blocks that ran at least once.
     pub blocks_executed: usize,
+    /// Entries into its blocks, all blocks together.
     pub block_executions: u64,
     /// Instructions executed in the function's blocks (callgrind's `Ir` of the function).
     pub instructions: u64,
@@ -98,12 +106,20 @@ pub enum Keep {
     /// The `overall` most frequent, and the `per_function` most frequent of each function
     /// (the function a path starts in): the report of the paths that matter, its size
     /// bounded by the functions run, not by the paths.
-    Heaviest { overall: usize, per_function: usize },
+    Heaviest {
+        /// Paths listed from the top of the whole run.
+        overall: usize,
+        /// Paths listed from the top of each function.
+        per_function: usize,
+    },
 }
 
+/// Totals of the whole run, over every distinct path whether listed or not.
 #[derive(Clone, Debug, Serialize)]
 pub struct Summary {
+    /// Distinct paths counted.
     pub distinct_paths: usize,
+    /// Executions of all paths together.
     pub paths_executed: u64,
     /// Block entries kept in paths (in scope).
     pub blocks_executed: u64,
@@ -111,7 +127,9 @@ pub struct Summary {
     pub blocks_seen: u64,
     /// Instructions executed along the paths (in scope): the denominator of `share`.
     pub instructions_executed: u64,
+    /// Distinct blocks of the main program that ran.
     pub distinct_blocks: usize,
+    /// Functions of the main program with a block that ran (the rows of [`PathReport::functions`]).
     pub functions_covered: usize,
     /// Block ids held by the path table (its memory, in 4-byte units).
     pub stored_blocks: usize,
@@ -120,21 +138,32 @@ pub struct Summary {
     /// Distinct paths not listed (see [`Keep`]), their executions and the instructions
     /// those executions ran.
     pub paths_left_out: usize,
+    /// Executions of the paths not listed.
     pub executions_left_out: u64,
+    /// Instructions those executions ran.
     pub instructions_left_out: u64,
 }
 
 /// Everything `kansoku paths` reports.
 #[derive(Clone, Debug, Serialize)]
 pub struct PathReport {
+    /// How paths were cut at calls.
     pub calls: CallMode,
+    /// Which branches cut paths as back edges.
     pub back_edges: BackEdgeMode,
+    /// Which blocks paths kept.
     pub scope: Scope,
+    /// The main program's path, when known.
     pub program: Option<String>,
+    /// Totals of the run.
     pub summary: Summary,
+    /// Counters about the input.
     pub input: InputStats,
+    /// The listed paths, most frequent first (see [`Keep`]).
     pub paths: Vec<PathRow>,
+    /// Coverage of each function of the main program that ran.
     pub functions: Vec<FunctionRow>,
+    /// What the reader should know about the figures (missing symbols, damaged input, a crash).
     pub warnings: Vec<String>,
 }
 
@@ -204,12 +233,12 @@ impl PathAnalysis {
         BlockRef { function, block: info.cfg_block, offset: info.offset, address: format!("0x{:x}", info.link.unwrap_or(info.addr)), line, source, link_address: info.link.unwrap_or(info.addr) }
     }
 
-    /// Text form of a path: blocks grouped by function.
     /// Instructions executed along a path once.
     fn path_instructions(&self, path: &[BlockId]) -> u64 {
         path.iter().map(|&b| u64::from(self.code.block(b).instructions)).sum()
     }
 
+    /// Text form of a path: `function: BB0 BB1 BB3`, functions separated by ` | `.
     pub fn path_text(blocks: &[BlockRef]) -> String {
         let mut out = String::new();
         let mut current: Option<&str> = None;

@@ -49,6 +49,7 @@ impl<T: CallSink> CallSink for Arc<Mutex<T>> {
 /// nest: each lies within the frames that were open below it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct CallSpan {
+    /// Thread that made the call.
     pub tid: u32,
     /// Index into [`CallTimeline::functions`].
     pub function: usize,
@@ -63,6 +64,7 @@ pub struct CallSpan {
 /// from a trace without time stamps.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct CallTimeline {
+    /// The main program's path, when known.
     pub program: Option<String>,
     /// Function names (or stretches outside known functions), as [`crate::CostProfile`] names them.
     pub functions: Vec<String>,
