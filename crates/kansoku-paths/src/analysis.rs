@@ -401,7 +401,7 @@ impl PathAnalysis {
             Item::Shape { .. } | Item::Exit { .. } | Item::Signal { .. } | Item::Access { .. } => {}
             Item::PathNode { id, parent, addr, count } => {
                 if let Err(what) = self.tool_trie.node(id, parent, addr, count) {
-                    self.damage(None, what);
+                    self.damage(None, what.to_string());
                 }
             }
             Item::OpenPath { tid, node } => self.tool_trie.open(tid, node),

@@ -23,6 +23,34 @@ const MAX_NODES: u32 = 1 << 22;
 /// damage, and the walk's stack stays within this many frames.
 const MAX_DEPTH: usize = 1 << 16;
 
+/// What is wrong with a path node record of the tool's trie (the node is left out).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TrieNodeError {
+    /// The node's id is not above the last one's.
+    #[error("path node {id} comes after node {last}: ids must grow")]
+    IdsMustGrow {
+        /// The record's node id.
+        id: u32,
+        /// The id of the node before it.
+        last: u32,
+    },
+    /// The node's id is beyond what the tool writes in one trie.
+    #[error("path node {id}: the tool writes at most {MAX_NODES} nodes a trie")]
+    TooManyNodes {
+        /// The record's node id.
+        id: u32,
+    },
+    /// The node's parent does not come before it.
+    #[error("path node {id} names node {parent} as its parent: parents come first")]
+    ParentAfterChild {
+        /// The record's node id.
+        id: u32,
+        /// The parent it names.
+        parent: u32,
+    },
+}
+
 #[derive(Clone, Copy)]
 struct Node {
     parent: u32,
@@ -52,19 +80,19 @@ pub struct Replayed {
 
 impl ToolTrie {
     /// A node record; an error says what is wrong with it (the node is then left out).
-    pub fn node(&mut self, id: u32, parent: u32, addr: u64, count: u64) -> Result<(), String> {
+    pub fn node(&mut self, id: u32, parent: u32, addr: u64, count: u64) -> Result<(), TrieNodeError> {
         if self.nodes.is_empty() {
             self.nodes.push(Node { parent: 0, addr: 0, count: 0, missing: false });
         }
         let next = self.nodes.len() as u32;
         if id < next {
-            return Err(format!("path node {id} comes after node {}: ids must grow", next - 1));
+            return Err(TrieNodeError::IdsMustGrow { id, last: next - 1 });
         }
         if id >= MAX_NODES {
-            return Err(format!("path node {id}: the tool writes at most {MAX_NODES} nodes a trie"));
+            return Err(TrieNodeError::TooManyNodes { id });
         }
         if parent >= id {
-            return Err(format!("path node {id} names node {parent} as its parent: parents come first"));
+            return Err(TrieNodeError::ParentAfterChild { id, parent });
         }
         // nodes skipped by a damaged frame
         self.nodes.resize(id as usize, Node { parent: 0, addr: 0, count: 0, missing: true });
@@ -227,11 +255,11 @@ mod tests {
     #[test]
     fn nodes_out_of_order_are_refused_and_lost_nodes_counted() {
         let mut t = ToolTrie::default();
-        assert!(t.node(0, 0, 1, 1).unwrap_err().contains("ids must grow"), "node 0 is the empty path");
+        assert!(t.node(0, 0, 1, 1).unwrap_err().to_string().contains("ids must grow"), "node 0 is the empty path");
         t.node(1, 0, 0x1000, 0).unwrap();
-        assert!(t.node(1, 0, 0x1000, 0).unwrap_err().contains("ids must grow"));
-        assert!(t.node(3, 3, 0x1000, 0).unwrap_err().contains("parents come first"));
-        assert!(t.node(MAX_NODES, 1, 0x1000, 0).unwrap_err().contains("at most"));
+        assert!(t.node(1, 0, 0x1000, 0).unwrap_err().to_string().contains("ids must grow"));
+        assert!(t.node(3, 3, 0x1000, 0).unwrap_err().to_string().contains("parents come first"));
+        assert!(t.node(MAX_NODES, 1, 0x1000, 0).unwrap_err().to_string().contains("at most"));
         // node 2 lost: node 3 hangs under it
         t.node(3, 2, 0x2000, 5).unwrap();
         t.open(9, 3);
