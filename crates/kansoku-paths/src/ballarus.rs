@@ -37,7 +37,7 @@ pub struct DagInput {
 
 impl DagInput {
     /// The DAG of `cfg` with the edges that cut paths in `mode` marked as back edges.
-    pub fn from_cfg(cfg: &FunctionCfg, mode: BackEdgeMode) -> Self {
+    pub(crate) fn from_cfg(cfg: &FunctionCfg, mode: BackEdgeMode) -> Self {
         let n = cfg.blocks.len();
         let mut successors = Vec::with_capacity(n);
         let mut back = Vec::with_capacity(n);

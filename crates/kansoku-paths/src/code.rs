@@ -386,7 +386,7 @@ impl CodeMap {
     }
 
     /// Runtime addresses of block `b`'s instructions, in order.
-    pub fn block_instructions(&mut self, b: BlockId) -> Vec<u64> {
+    pub(crate) fn block_instructions(&mut self, b: BlockId) -> Vec<u64> {
         let info = self.block(b);
         let (mut a, n) = (info.addr, info.instructions);
         let mut out = Vec::with_capacity(n as usize);
@@ -451,7 +451,7 @@ impl CodeMap {
 
 impl CodeMap {
     /// The plan of the superblock entry at `addr` (runs of at most `max` instructions).
-    pub fn plan_id(&mut self, addr: u64, max: usize) -> u32 {
+    pub(crate) fn plan_id(&mut self, addr: u64, max: usize) -> u32 {
         if let Some(&id) = self.plan_index.get(&addr) {
             return id;
         }
@@ -477,7 +477,7 @@ impl CodeMap {
 
     /// The plan of the superblock entered at `addr` right after plan `from`.
     #[inline]
-    pub fn next_plan(&mut self, from: u32, addr: u64, max: usize) -> u32 {
+    pub(crate) fn next_plan(&mut self, from: u32, addr: u64, max: usize) -> u32 {
         let seen = &mut self.plan_next[from as usize];
         if seen[0].0 == addr {
             return seen[0].1;
@@ -493,7 +493,7 @@ impl CodeMap {
         id
     }
 
-    /// Superblock plan `id` (as [`CodeMap::plan_id`] numbers them).
+    /// Superblock plan `id` (as `plan_id` numbers them).
     #[inline]
     pub fn plan(&self, id: u32) -> SuperblockPlan {
         self.plans[id as usize]
@@ -501,7 +501,7 @@ impl CodeMap {
 
     /// The block starting at plan `id`'s entry.
     #[inline]
-    pub fn plan_entry_block(&mut self, id: u32) -> BlockId {
+    pub(crate) fn plan_entry_block(&mut self, id: u32) -> BlockId {
         let b = self.plans[id as usize].entry_block;
         if b != NO_BLOCK {
             return b;
@@ -514,7 +514,7 @@ impl CodeMap {
     /// The `i`th leader the plan's run crosses after its entry: (index of the instruction
     /// in the run, block).
     #[inline]
-    pub fn plan_leader(&self, p: &SuperblockPlan, i: u32) -> Option<(u32, BlockId)> {
+    pub(crate) fn plan_leader(&self, p: &SuperblockPlan, i: u32) -> Option<(u32, BlockId)> {
         let at = p.leaders.0 + i;
         (at < p.leaders.1).then(|| self.plan_leaders[at as usize])
     }

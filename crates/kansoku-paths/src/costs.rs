@@ -206,7 +206,7 @@ impl CallTracker {
     }
 
     /// Following blocks belong to thread `tid`.
-    pub fn switch_thread(&mut self, tid: u32) {
+    pub(crate) fn switch_thread(&mut self, tid: u32) {
         if tid == self.tid {
             return;
         }
@@ -326,7 +326,7 @@ impl CallTracker {
 
     /// Tell `sink` of every call as its frame is pushed and popped, and of marker hits
     /// ([`PathAnalysis::stream_call_timeline`]).
-    pub fn stream_timeline(&mut self, sink: Box<dyn CallSink>) {
+    pub(crate) fn stream_timeline(&mut self, sink: Box<dyn CallSink>) {
         self.timeline = Some(TimelineOut { sink, names: FxHashMap::default(), threads: Default::default() });
     }
 

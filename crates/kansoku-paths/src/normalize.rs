@@ -22,7 +22,7 @@ use kansoku_binary::InstructionKind;
 use crate::code::{BlockId, CodeMap, InsnInfo, SuperblockPlan};
 
 /// VEX's default `--vex-guest-max-insns`: a superblock holds at most this many instructions.
-pub const VEX_MAX_INSNS: usize = 50;
+pub(crate) const VEX_MAX_INSNS: usize = 50;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Prev {
@@ -74,7 +74,7 @@ impl Repeats {
 }
 
 impl SuperblockSplitter {
-    /// A splitter for superblocks of at most `max_insns` instructions (Valgrind's VEX limit, [`VEX_MAX_INSNS`]).
+    /// A splitter for superblocks of at most `max_insns` instructions (Valgrind's VEX limit, `VEX_MAX_INSNS`).
     pub fn new(max_insns: usize) -> Self {
         SuperblockSplitter { pending: None, prev: Prev::Start, max_insns, unexpected_cuts: 0, repeats: Repeats::default() }
     }
@@ -101,7 +101,7 @@ impl SuperblockSplitter {
     }
 
     /// Forgets the superblock in progress without emitting it (e.g. garbled input).
-    pub fn reset(&mut self, code: &mut CodeMap, out: &mut impl FnMut(&mut CodeMap, BlockId, InstructionKind)) {
+    pub(crate) fn reset(&mut self, code: &mut CodeMap, out: &mut impl FnMut(&mut CodeMap, BlockId, InstructionKind)) {
         self.finish(None, code, out);
     }
 
@@ -109,7 +109,7 @@ impl SuperblockSplitter {
     /// [`SuperblockSplitter::push`] and [`SuperblockSplitter::finish`] (at most one
     /// instruction's, since a repetition is a superblock of its own).
     #[inline]
-    pub fn take_repeats(&mut self) -> Option<Repeats> {
+    pub(crate) fn take_repeats(&mut self) -> Option<Repeats> {
         self.repeats.take()
     }
 
@@ -241,7 +241,7 @@ impl InstructionReducer {
 
     /// The `rep` repetitions met since the last call (see [`SuperblockSplitter::take_repeats`]).
     #[inline]
-    pub fn take_repeats(&mut self) -> Option<Repeats> {
+    pub(crate) fn take_repeats(&mut self) -> Option<Repeats> {
         self.repeats.take()
     }
 }

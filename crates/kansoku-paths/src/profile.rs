@@ -65,7 +65,7 @@ struct PathNode {
 
 impl PathTable {
     /// The empty path.
-    pub const EMPTY: TrieNode = 0;
+    pub(crate) const EMPTY: TrieNode = 0;
 
     fn root(&mut self) {
         if self.nodes.is_empty() {
@@ -102,7 +102,7 @@ impl PathTable {
 
     /// Counts `times` executions of the path ending at `node` (not the empty path).
     #[inline]
-    pub fn count_node_by(&mut self, node: TrieNode, times: u64) -> u32 {
+    pub(crate) fn count_node_by(&mut self, node: TrieNode, times: u64) -> u32 {
         let id = self.nodes[node as usize].path;
         if id != NO_PATH {
             let c = &mut self.counts[id as usize];
@@ -145,7 +145,7 @@ impl PathTable {
     }
 
     /// How many times path `id` ran.
-    pub fn count_of(&self, id: u32) -> u64 {
+    pub(crate) fn count_of(&self, id: u32) -> u64 {
         self.counts[id as usize]
     }
 
@@ -163,7 +163,7 @@ impl PathTable {
 /// One thread's paths in progress: nodes of the [`PathTable`] trie. Cloned as a cursor when
 /// a trie of superblock paths is replayed ([`crate::replay`]).
 #[derive(Default, Clone)]
-pub struct ThreadState {
+pub(crate) struct ThreadState {
     path: TrieNode,
     frames: Vec<TrieNode>,
     prev: Option<BlockId>,
@@ -215,17 +215,17 @@ impl PathProfiler {
     }
 
     /// The following blocks stand for `weight` executions each (see [`crate::replay`]).
-    pub fn set_weight(&mut self, weight: u64) {
+    pub(crate) fn set_weight(&mut self, weight: u64) {
         self.weight = weight;
     }
 
     /// The current thread's paths in progress (to come back to them with [`Self::set_cursor`]).
-    pub fn cursor(&self) -> ThreadState {
+    pub(crate) fn cursor(&self) -> ThreadState {
         self.state.clone()
     }
 
     /// Makes `state` (from [`Self::cursor`]) the current thread's paths in progress.
-    pub fn set_cursor(&mut self, state: ThreadState) {
+    pub(crate) fn set_cursor(&mut self, state: ThreadState) {
         self.state = state;
     }
 
@@ -243,7 +243,7 @@ impl PathProfiler {
     }
 
     /// Following blocks belong to thread `tid` (each thread has its own paths in progress).
-    pub fn switch_thread(&mut self, tid: u32) {
+    pub(crate) fn switch_thread(&mut self, tid: u32) {
         if tid == self.tid {
             return;
         }
@@ -314,7 +314,7 @@ impl PathProfiler {
 
     /// Cuts every path in progress (the current thread's, or all at the end of the stream):
     /// the seed writes the paths in progress at exit too.
-    pub fn cut_thread(&mut self) {
+    pub(crate) fn cut_thread(&mut self) {
         let w = self.weight;
         let st = &mut self.state;
         Self::cut(&mut self.paths, &mut st.path, w);

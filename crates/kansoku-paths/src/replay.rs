@@ -124,7 +124,7 @@ impl ToolTrie {
 
     /// Takes the open path of thread `tid` out of the trie, as addresses: the end of the
     /// run may have to cut its last superblock at a faulting instruction.
-    pub fn take_open(&mut self, tid: u32) -> Option<Vec<u64>> {
+    pub(crate) fn take_open(&mut self, tid: u32) -> Option<Vec<u64>> {
         let i = self.open.iter().rposition(|&(t, _)| t == tid)?;
         let (_, node) = self.open.remove(i);
         Some(self.addresses(node)).filter(|a| !a.is_empty())
@@ -132,7 +132,7 @@ impl ToolTrie {
 
     /// Replays the trie into `profiler` (every open path but those taken counted once) and
     /// empties it for the next one.
-    pub fn replay(&mut self, code: &mut CodeMap, profiler: &mut PathProfiler) -> Replayed {
+    pub(crate) fn replay(&mut self, code: &mut CodeMap, profiler: &mut PathProfiler) -> Replayed {
         let mut done = Replayed::default();
         if self.nodes.is_empty() {
             self.open.clear();

@@ -239,7 +239,7 @@ impl PathAnalysis {
     }
 
     /// Text form of a path: `function: BB0 BB1 BB3`, functions separated by ` | `.
-    pub fn path_text(blocks: &[BlockRef]) -> String {
+    pub(crate) fn path_text(blocks: &[BlockRef]) -> String {
         let mut out = String::new();
         let mut current: Option<&str> = None;
         for b in blocks {
