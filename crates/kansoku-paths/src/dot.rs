@@ -12,6 +12,7 @@ const PATH_COLOURS: &[&str] = &["#d62728", "#ff7f0e", "#2ca02c", "#9467bd"];
 
 /// Why a function's CFG picture cannot be drawn.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum CfgError {
     /// The program has the function but it did not run in the observed part (`hint` lists similar names that ran).
     #[error("function '{name}' did not run in the observed part of the program{hint}")]

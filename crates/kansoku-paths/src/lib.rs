@@ -20,7 +20,7 @@
 //! The block stream comes from kansoku's own Valgrind tool (a binary stream of superblock
 //! entries: [`sbstream`]), from Valgrind's Lackey (`SB` lines: [`lackey`]), from the exact
 //! tracer's instructions, or from a `.ksk` recording. Lackey superblocks are not basic
-//! blocks; [`normalize`] splits every source into basic-block entries with our own decoder
+//! blocks; the `normalize` module splits every source into basic-block entries with our own decoder
 //! ([`CodeMap`]), so all sources give the same paths.
 //!
 //! Analyses take data and return data: [`PathAnalysis`] is fed events or Lackey lines and
@@ -31,11 +31,11 @@ pub mod analysis;
 pub mod ballarus;
 pub mod code;
 pub mod costs;
-pub mod dot;
+mod dot;
 pub mod lackey;
-pub mod normalize;
+mod normalize;
 pub mod profile;
-pub mod replay;
+mod replay;
 pub mod report;
 pub mod timeline;
 
