@@ -131,7 +131,7 @@ fn a_compressed_perf_data_is_read_whole() {
     let d = dir.path();
     let seed = kansoku_examples::build("seed000", d).unwrap();
     let data = d.join("z.data");
-    let Ok(rec) = Command::new("perf").args(["record", "-q", "-z", "-e", "cpu-clock:u", "-c", "20000", "-o", &s(&data), "--", &s(&seed), "100000"]).output() else {
+    let Ok(rec) = Command::new("perf").args(["record", "-q", "-z", "-e", "cpu-clock:u", "-c", "20000", "-o", &s(&data), "--", &s(&seed), "1000000"]).output() else {
         return skip(Missing::Installed { package: "linux-perf" }, "perf is not installed");
     };
     if !rec.status.success() {
