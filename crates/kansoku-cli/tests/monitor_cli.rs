@@ -253,7 +253,10 @@ fn monitor_samples_every_thread_and_child() {
     );
     assert!(first["warnings"].to_string().contains("--follow off"), "{}", first["warnings"]);
 
-    let forked = samples("workload", &["cpu", "0.4", "2"], &[]);
+    // Workers of 1.5 s: a process's functions are named from its memory map, read while it
+    // lives; with 0.4 s a loaded machine (a full test run) delayed kansoku's read past the
+    // worker's end, and its samples had no names (`name_of`: the process ended first).
+    let forked = samples("workload", &["cpu", "1.5", "2"], &[]);
     let names: Vec<&str> = forked["summary"]["functions"].as_array().unwrap().iter().map(|f| f["name"].as_str().unwrap()).collect();
     assert!(names.iter().any(|f| f.ends_with("(workload)")), "children's functions: {names:?}");
 }
