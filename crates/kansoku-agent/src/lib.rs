@@ -15,6 +15,8 @@
 //! patches whatever of the plan its new image contains (the same libraries, or the same
 //! program again): exec is followed. A forked child gets rings of its own.
 
+#![deny(missing_docs)]
+
 use std::cell::UnsafeCell;
 use std::ffi::{CStr, CString};
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};

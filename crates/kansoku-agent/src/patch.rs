@@ -16,8 +16,13 @@ const TRAMPOLINE_BYTES: usize = 128;
 
 /// The instructions at a function's entry that a `jmp rel32` overwrites.
 pub struct Prologue {
+    /// The function's entry, where the jump is written (a runtime address).
     pub address: u64,
+    /// The whole instructions the jump overwrites, moved to the trampoline (none for an
+    /// XRay sled or an empty function, which are overwritten without moving anything).
     pub instructions: Vec<Instruction>,
+    /// Bytes from `address` the patch replaces (at least 5: the jump, then `int3`s); a
+    /// trampoline's moved instructions jump back to `address + len`.
     pub len: usize,
 }
 
