@@ -44,35 +44,98 @@ use std::path::PathBuf;
 /// Why observing a process failed. Messages name the program or process and the fix.
 #[derive(Debug, thiserror::Error)]
 pub enum ProbeError {
+    /// The program (or valgrind, or a block source file) could not be started, read or waited for.
     #[error("cannot run {program}: {reason}")]
-    Spawn { program: PathBuf, reason: String },
+    Spawn {
+        /// The program or file that was to be run or read.
+        program: PathBuf,
+        /// What went wrong, in words (the OS error or kansoku's own complaint).
+        reason: String,
+    },
+    /// A ptrace request was refused by the kernel.
     #[error("ptrace {operation} on process {pid} failed: {errno}{hint}")]
-    Ptrace { operation: &'static str, pid: i32, errno: nix::errno::Errno, hint: &'static str },
+    Ptrace {
+        /// The ptrace request that failed, e.g. `"GETREGS"` or `"SINGLESTEP"`.
+        operation: &'static str,
+        /// Process or thread id the request was made on.
+        pid: i32,
+        /// The kernel's error.
+        errno: nix::errno::Errno,
+        /// How to allow ptrace when the error is EPERM (with a leading space), else empty.
+        hint: &'static str,
+    },
+    /// `waitpid` on an observed process failed.
     #[error("waiting for process {pid} failed: {errno}")]
-    Wait { pid: i32, errno: nix::errno::Errno },
+    Wait {
+        /// Process or thread id that was waited for.
+        pid: i32,
+        /// The kernel's error.
+        errno: nix::errno::Errno,
+    },
+    /// A file under `/proc/PID/` could not be read.
     #[error("cannot read /proc/{pid}/{file}: {cause}")]
-    Proc { pid: i32, file: &'static str, cause: std::io::Error },
+    Proc {
+        /// Process whose `/proc` directory was read.
+        pid: i32,
+        /// File name inside `/proc/PID/`, e.g. `"maps"`.
+        file: &'static str,
+        /// The I/O error.
+        cause: std::io::Error,
+    },
+    /// A marker or measurement point (or the entry point) has no address in the running process.
     #[error("marker function '{marker}' of {program} is not mapped into the process (is it in a shared library that is loaded later?)")]
-    MarkerNotMapped { marker: String, program: PathBuf },
+    MarkerNotMapped {
+        /// The marker's or point's name as the user wrote it (or "the entry point").
+        marker: String,
+        /// The observed program.
+        program: PathBuf,
+    },
+    /// A perf_event session failed.
     #[error(transparent)]
     Perf(#[from] perf::PerfError),
+    /// A measurement-point specification is wrong.
     #[error(transparent)]
     Spec(#[from] events::SpecError),
+    /// A `--marker` specification (`F`, `F@LIB`, `F@plt`) cannot be resolved.
     #[error("--marker '{spec}': {reason}")]
-    Marker { spec: String, reason: String },
+    Marker {
+        /// The specification as given.
+        spec: String,
+        /// Why it cannot be resolved.
+        reason: String,
+    },
+    /// The process to attach to or watch is gone.
     #[error("process {pid} does not exist (or has already exited)")]
-    NoSuchProcess { pid: i32 },
+    NoSuchProcess {
+        /// The process id asked for.
+        pid: i32,
+    },
+    /// The observed program's binary (ELF, symbols, debug info) could not be read.
     #[error(transparent)]
     Binary(#[from] kansoku_binary::BinaryError),
+    /// Writing or reading a `.ksk` recording failed.
     #[error(transparent)]
     Recording(#[from] kansoku_core::RecordingError),
     /// A file given as a block source holds something else.
     #[error("{path}: {why}")]
-    NotBlocks { path: PathBuf, why: String },
+    NotBlocks {
+        /// The file given.
+        path: PathBuf,
+        /// What it holds instead, or why it is not a block source.
+        why: String,
+    },
+    /// kansoku's in-process probe agent failed (loading, its channel, or what it sent).
     #[error("kansoku's probe agent: {reason}")]
-    Agent { reason: String },
+    Agent {
+        /// What went wrong.
+        reason: String,
+    },
+    /// The stream from kansoku's Valgrind tool is damaged or not what an exact trace expects.
     #[error("kansoku's Valgrind tool stream: {what}")]
-    ToolStream { what: String },
+    ToolStream {
+        /// What is wrong, with the byte offset when known.
+        what: String,
+    },
 }
 
 /// The hint shown when ptrace is refused: which setting forbids it and how to allow it.
