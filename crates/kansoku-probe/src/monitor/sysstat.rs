@@ -71,11 +71,17 @@ pub fn read_devices(devices: &[String]) -> Result<Vec<DeviceTimes>, ProbeError> 
 /// cutime, cstime.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ProcStat {
+    /// Scheduler state letter: `R` running, `S` sleeping, `D` disk wait, `T` stopped, `Z` zombie...
     pub state: char,
+    /// Parent process id (used to find the target's children).
     pub ppid: i32,
+    /// CPU time in user mode, in clock ticks (`sysconf(_SC_CLK_TCK)`, usually 1/100 s).
     pub utime: u64,
+    /// CPU time in kernel mode, in clock ticks.
     pub stime: u64,
+    /// User-mode clock ticks of waited-for children (negative values read as 0).
     pub cutime: u64,
+    /// Kernel-mode clock ticks of waited-for children (negative values read as 0).
     pub cstime: u64,
 }
 
@@ -200,6 +206,7 @@ pub struct Monitor {
     pub function_sampling_problem: Option<String>,
     /// Why threads or children started later are not sampled, if they are not.
     pub follow_problem: Option<String>,
+    /// Samples the kernel dropped because a perf ring buffer was full, summed over every session.
     pub lost_samples: u64,
     /// Samples of processes that ended before their memory map could be read: counted,
     /// not named.
@@ -382,7 +389,12 @@ pub enum RunEnd {
     /// The program kansoku started ended so.
     ProgramEnded(kansoku_core::ExitStatus),
     /// The observed process (not a child of kansoku's) is gone, this many seconds in.
-    TargetGone { pid: i32, after_s: f64 },
+    TargetGone {
+        /// The process that was observed.
+        pid: i32,
+        /// Seconds from the start of observing until it was found gone.
+        after_s: f64,
+    },
     /// Ctrl-C or SIGTERM; the program kansoku started got the request and ended so.
     Interrupted(Option<kansoku_core::ExitStatus>),
     /// The requested duration elapsed.

@@ -41,17 +41,32 @@ use crate::{interrupt, ProbeError};
 #[derive(Clone, Debug)]
 pub enum WaveMode {
     /// cpu-clock samples every `period_ns` of the program's CPU time.
-    Sampled { period_ns: u64 },
+    Sampled {
+        /// Sampling period in nanoseconds of the program's CPU time.
+        period_ns: u64,
+    },
     /// Hardware instruction-count samples every `period` instructions (needs a PMU).
-    SampledInstructions { period: u64 },
+    SampledInstructions {
+        /// Sampling period in retired instructions.
+        period: u64,
+    },
     /// Every instruction from the first entry of `marker` (default `main`), at most `max_instructions`.
-    Exact { marker: Option<String>, max_instructions: u64 },
+    Exact {
+        /// Function whose first entry starts the trace (`F`, `F@LIB`, `F@plt`); `None` means `main`.
+        marker: Option<String>,
+        /// Most instructions traced; the trace stops there.
+        max_instructions: u64,
+    },
 }
 
+/// What `record_wave` runs and how it observes it.
 #[derive(Clone, Debug)]
 pub struct WaveOptions {
+    /// The program to run (a name without `/` is looked up in `PATH`).
     pub program: PathBuf,
+    /// Its arguments, without the program name.
     pub args: Vec<String>,
+    /// Sampled or exact, and with which period or limit.
     pub mode: WaveMode,
     /// The engine of exact mode.
     pub engine: crate::Engine,
