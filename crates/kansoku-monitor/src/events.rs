@@ -33,25 +33,33 @@ pub enum PointRole {
 /// One armed measurement point.
 #[derive(Clone, Debug, Serialize)]
 pub struct Point {
+    /// The point's name as reports show it (for a routine: `name:entry` / `name:exit`).
     pub name: String,
     /// Runtime address (for a uretprobe: the function's entry, where it was planted).
     pub address: u64,
+    /// What a hit of this point means: a routine's entry or exit, or a single point.
     pub role: PointRole,
 }
 
 /// One hit of point `point` on thread `tid` at `time_ns` (any monotonic clock).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct Hit {
+    /// Index of the point hit in the point list given to the analysis.
     pub point: u32,
+    /// Thread (kernel thread id) that hit it; calls are paired per thread.
     pub tid: u32,
+    /// When it was hit, ns on the recording's monotonic clock.
     pub time_ns: u64,
 }
 
 /// Per point figures.
 #[derive(Clone, Debug, Serialize)]
 pub struct PointStats {
+    /// The point's name, as in [`Point::name`].
     pub name: String,
+    /// Runtime address the point was planted at, as in [`Point::address`].
     pub address: u64,
+    /// Times the point was hit in the run.
     pub hits: u64,
     /// Hits per second of the measured time.
     pub per_second: f64,
@@ -61,6 +69,7 @@ pub struct PointStats {
 /// the overhead correction (if any).
 #[derive(Clone, Debug, Serialize)]
 pub struct RoutineStats {
+    /// The routine's name.
     pub name: String,
     /// Completed activations (entry and exit both seen).
     pub calls: u64,
@@ -75,10 +84,15 @@ pub struct RoutineStats {
     pub clamped_at_zero: u64,
     /// Calls per second of the measured time.
     pub per_second: f64,
+    /// Mean inclusive time per completed call, ns, after the overhead correction.
     pub mean_ns: f64,
+    /// Shortest call, ns, after the overhead correction.
     pub min_ns: f64,
+    /// Median call (50th percentile), ns, after the overhead correction.
     pub p50_ns: f64,
+    /// 99th-percentile call, ns, after the overhead correction.
     pub p99_ns: f64,
+    /// Longest call, ns, after the overhead correction.
     pub max_ns: f64,
     /// Mean before the overhead correction.
     pub raw_mean_ns: f64,
@@ -103,12 +117,17 @@ pub struct RoutineStats {
 /// Everything the event method reports.
 #[derive(Clone, Debug, Serialize)]
 pub struct EventReport {
+    /// Length of the measured run, ns: the time rates (`per_second`) are taken over.
     pub measured_ns: u64,
+    /// Hits counted in the run, every one given (also those of a point number outside the list).
     pub hits: u64,
+    /// Per-hit probe overhead subtracted from call times, ns (`None`: none subtracted).
     pub overhead_ns: Option<f64>,
     /// The step of the clock the hits were stamped with, ns (0: exact).
     pub clock_resolution_ns: f64,
+    /// Figures of each point, in the order of the point list.
     pub points: Vec<PointStats>,
+    /// Figures of each routine, in the order of the routine list.
     pub routines: Vec<RoutineStats>,
 }
 
@@ -177,8 +196,11 @@ impl<T> OpenCalls<T> {
 /// back in), as the kernel reported it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct OffCpu {
+    /// Thread (kernel thread id) that was switched out.
     pub tid: u32,
+    /// When it was switched out, ns on the hits' clock.
     pub from_ns: u64,
+    /// When it was switched back in, ns on the hits' clock.
     pub to_ns: u64,
     /// Switched out while still runnable (preempted), rather than asleep.
     pub preempted: bool,
@@ -332,6 +354,7 @@ pub struct Distribution {
 const MEMO: usize = 64;
 
 impl Distribution {
+    /// Adds one call time, ns (negative and NaN count as 0).
     pub fn add(&mut self, v: f64) {
         // -0.0 and NaN as 0: times are not negative
         let v = if v > 0.0 { v } else { 0.0 };
@@ -372,18 +395,22 @@ impl Distribution {
         &mut self.buckets[k].1
     }
 
+    /// Number of call times added.
     pub fn count(&self) -> u64 {
         self.count
     }
 
+    /// Mean of the call times added, ns (0 when none).
     pub fn mean(&self) -> f64 {
         if self.count > 0 { self.sum / self.count as f64 } else { 0.0 }
     }
 
+    /// Shortest call time added, ns (0 when none).
     pub fn min(&self) -> f64 {
         self.min
     }
 
+    /// Longest call time added, ns (0 when none).
     pub fn max(&self) -> f64 {
         self.max
     }
@@ -477,6 +504,8 @@ impl Analysis {
         self.hits
     }
 
+    /// Counts one hit and pairs it with the thread's open activations (entry opens one, exit
+    /// closes the innermost open one of its routine). Hits of one thread come in time order.
     pub fn hit(&mut self, h: Hit) {
         self.hits += 1;
         let Some(role) = self.roles.get(h.point as usize) else { return };
@@ -608,8 +637,11 @@ pub fn analyse(points: &[Point], routines: &[String], hits: &[Hit], overhead_ns:
 pub struct Call {
     /// The routine's index in the routine list.
     pub routine: usize,
+    /// Thread (kernel thread id) the call ran on.
     pub tid: u32,
+    /// Time of its entry hit, ns on the hits' clock.
     pub entry_ns: u64,
+    /// Time of its exit hit, ns on the hits' clock.
     pub exit_ns: u64,
 }
 
@@ -780,13 +812,20 @@ pub fn calibration_differences(hits: &[Hit], first: u32, second: u32) -> Vec<f64
 /// through a VM, moves in 10 ns steps: a median of 20 or 30 ns is ±10 ns on every call).
 #[derive(Clone, Copy, Debug, Serialize)]
 pub struct Calibration {
+    /// Number of calibration differences the figures are taken from.
     pub samples: usize,
+    /// The per-hit overhead to subtract, ns: mean of the middle 80 % of the differences.
     pub overhead_ns: f64,
+    /// Median difference, ns.
     pub median_ns: f64,
+    /// Mean of every difference, ns.
     pub mean_ns: f64,
+    /// 99th-percentile difference, ns.
     pub p99_ns: f64,
 }
 
+/// The per-hit overhead learnt from `differences`, each the time in ns between hits of two
+/// points on consecutive instructions (what one hit costs); `None` when there are none.
 pub fn calibrate(differences: &[f64]) -> Option<Calibration> {
     if differences.is_empty() {
         return None;

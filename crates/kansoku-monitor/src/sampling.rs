@@ -21,17 +21,26 @@ use serde::Serialize;
 /// Cumulative CPU time of all CPUs, in clock ticks (the `cpu` line of `/proc/stat`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct CpuTimes {
+    /// Ticks in user mode (niced processes not included).
     pub user: u64,
+    /// Ticks in user mode of niced (lowered-priority) processes.
     pub nice: u64,
+    /// Ticks in kernel mode, interrupts not included.
     pub system: u64,
+    /// Ticks idle with no I/O outstanding.
     pub idle: u64,
+    /// Ticks idle while some I/O was outstanding.
     pub iowait: u64,
+    /// Ticks servicing hardware interrupts.
     pub irq: u64,
+    /// Ticks servicing softirqs.
     pub softirq: u64,
+    /// Ticks stolen by the hypervisor for other guests.
     pub steal: u64,
 }
 
 impl CpuTimes {
+    /// All ticks of every state: the CPU capacity the percentages are taken of.
     pub fn total(&self) -> u64 {
         self.user + self.nice + self.system + self.idle + self.iowait + self.irq + self.softirq + self.steal
     }
@@ -60,11 +69,13 @@ impl CpuTimes {
 /// Cumulative counters of one block device (`/proc/diskstats`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct DeviceTimes {
+    /// Device name as in `/proc/diskstats` (e.g. `sda`, `nvme0n1`).
     pub name: String,
     /// Milliseconds during which the device had I/O in flight (field 10, `io_ticks`).
     pub busy_ms: u64,
     /// Completed reads + writes (+ discards + flushes).
     pub ios: u64,
+    /// Sectors (512 bytes each) read + written.
     pub sectors: u64,
 }
 
@@ -72,7 +83,9 @@ pub struct DeviceTimes {
 /// threads with their scheduler state at the instant of observation.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct TargetTimes {
+    /// Process id of the target.
     pub pid: i32,
+    /// The target's own CPU ticks, user + system (`utime + stime`).
     pub target_ticks: u64,
     /// Live descendants' ticks plus the reaped children's (`cutime + cstime`).
     pub children_ticks: u64,
@@ -85,7 +98,9 @@ pub struct TargetTimes {
 pub struct Observation {
     /// Monotonic time since the measurement started, ns.
     pub time_ns: u64,
+    /// Cumulative CPU time of all CPUs at this instant.
     pub cpu: CpuTimes,
+    /// Cumulative counters of each block device at this instant.
     pub devices: Vec<DeviceTimes>,
     /// `None` once the target has gone (or when only the system is observed).
     pub target: Option<TargetTimes>,
@@ -96,13 +111,21 @@ pub struct Observation {
 /// The seed's eight items, as percentages of the measured time.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
 pub struct EightItems {
+    /// ① CPU busy (user + kernel state), percent of all CPU capacity.
     pub cpu_active: f64,
+    /// ② CPU busy while no device was: Σ(a − a·b), percent.
     pub cpu_only: f64,
+    /// ③ CPU busy and a device busy together: Σa·b, percent.
     pub cpu_io_overlap: f64,
+    /// ④ A device busy while the CPU was not: Σ(b − a·b), percent.
     pub io_only: f64,
+    /// ⑤ The busiest counted device's busy time, percent of the measured time.
     pub io_busy: f64,
+    /// ⑥ CPU not busy (idle + iowait + steal), percent of all CPU capacity.
     pub cpu_wait: f64,
+    /// ⑦ CPU in user state (user + nice), percent of all CPU capacity.
     pub user_state: f64,
+    /// ⑧ CPU in kernel state (system + irq + softirq), percent of all CPU capacity.
     pub kernel_state: f64,
 }
 
@@ -125,7 +148,9 @@ impl EightItems {
 /// A name and its share in percent (of all CPU capacity, or of the target's samples).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Share {
+    /// The program or function the share is of.
     pub name: String,
+    /// Its share, percent (of all CPU capacity for a program, of the target's samples for a function).
     pub percent: f64,
     /// Samples or ticks behind the figure.
     pub count: u64,
@@ -134,12 +159,15 @@ pub struct Share {
 /// Seed table 3/4 for one device.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct DeviceShare {
+    /// Device name as in `/proc/diskstats`.
     pub name: String,
     /// Percent of the measured time the device was busy.
     pub busy_percent: f64,
     /// This device's share of all completed I/O requests, percent (seed table 4).
     pub io_share_percent: f64,
+    /// Completed I/O requests during the measurement.
     pub ios: u64,
+    /// Sectors (512 bytes each) transferred during the measurement.
     pub sectors: u64,
 }
 
@@ -148,17 +176,25 @@ pub struct DeviceShare {
 pub struct IntervalFigures {
     /// End of the interval, seconds since the start.
     pub t_s: f64,
+    /// CPU busy (user + kernel state) in the interval, percent of all CPU capacity.
     pub cpu_active: f64,
+    /// CPU in user state (user + nice) in the interval, percent of all CPU capacity.
     pub user_state: f64,
+    /// CPU in kernel state (system + irq + softirq) in the interval, percent of all CPU capacity.
     pub kernel_state: f64,
+    /// CPU idle with I/O outstanding in the interval, percent of all CPU capacity.
     pub iowait: f64,
+    /// The busiest counted device's busy time in the interval, percent.
     pub io_busy: f64,
     /// The interval's share of the seed's items that need CPU and I/O together (as the
     /// summary's, from the CPU busy fraction a and the I/O busy fraction b): CPU only
     /// a − ab, overlap ab, I-O only b − ab; and CPU wait (idle, iowait, steal).
     pub cpu_only: f64,
+    /// CPU/I-O overlap (ab) in the interval, percent.
     pub cpu_io_overlap: f64,
+    /// I-O only (b − ab) in the interval, percent.
     pub io_only: f64,
+    /// CPU wait (idle + iowait + steal) in the interval, percent of all CPU capacity.
     pub cpu_wait: f64,
     /// Per device busy percent, in the order of [`Summary::devices`].
     pub devices: Vec<f64>,
@@ -167,28 +203,37 @@ pub struct IntervalFigures {
 /// Everything the sampling method reports.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Summary {
+    /// Number of observations given (figures need at least two).
     pub observations: usize,
+    /// Time from the first observation to the last, seconds.
     pub measured_s: f64,
+    /// The seed's eight items over the whole measurement.
     pub eight: EightItems,
     /// Idle and iowait separately (vmstat's `id` and `wa`) and steal (`st`), percent.
     pub idle: f64,
+    /// CPU idle with I/O outstanding (vmstat's `wa`), percent of all CPU capacity.
     pub iowait: f64,
+    /// CPU time stolen by the hypervisor (vmstat's `st`), percent of all CPU capacity.
     pub steal: f64,
     /// CPU share per program: target, its children, the rest of the system (percent of
     /// all CPU capacity, so they add up to CPU active).
     pub programs: Vec<Share>,
     /// The target's functions, percent of the target's samples.
     pub functions: Vec<Share>,
+    /// Function samples of the target in all, the base of [`Summary::functions`]' percentages.
     pub function_samples: u64,
+    /// Busy share and I/O counts per device (seed tables 3 and 4).
     pub devices: Vec<DeviceShare>,
     /// How often each thread state was seen, summed over threads and observations.
     pub thread_states: BTreeMap<char, u64>,
+    /// Figures of each interval between consecutive observations, in time order.
     pub series: Vec<IntervalFigures>,
 }
 
 /// Which devices count as "I/O" for the eight items: `None` = all given.
 #[derive(Clone, Debug, Default)]
 pub struct SummaryOptions {
+    /// Names of the devices to count (as in `/proc/diskstats`); `None`: every device observed.
     pub devices: Option<Vec<String>>,
 }
 
