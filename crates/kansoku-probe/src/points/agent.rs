@@ -113,6 +113,8 @@ impl TimeBase {
         }
     }
 
+    /// Converts one of the agent's time stamps to CLOCK_MONOTONIC ns (TSC ticks through the
+    /// rate measured over the run; monotonic stamps are returned as they are).
     pub fn ns(&self, stamp: u64) -> u64 {
         if !self.tsc {
             return stamp;
@@ -379,7 +381,9 @@ pub struct AgentSession {
 /// (device major, minor, inode), which perf's mmap records carry.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AgentLibrary {
+    /// Canonical path of the library file (symbolic links resolved).
     pub path: PathBuf,
+    /// The file's identity: device major, device minor, inode.
     pub file: (u32, u32, u64),
 }
 
@@ -428,6 +432,8 @@ impl AgentSession {
         self.shared.drain(out, over, last)
     }
 
+    /// The control block at the start of the memory shared with the agent: clock, rings
+    /// claimed, agents loaded, hits lost, and how each point was planted.
     pub fn control(&self) -> &Control {
         self.shared.control()
     }

@@ -33,8 +33,9 @@ pub struct MarkerSite {
     pub module: PathBuf,
     /// Whether `module` is a shared library rather than the program.
     pub in_library: bool,
-    /// Link-time address of the entry in `module`, and the function's size in bytes.
+    /// Link-time address of the entry in `module`.
     pub vaddr: u64,
+    /// The function's size in bytes.
     pub size: u64,
 }
 

@@ -20,6 +20,8 @@ pub struct ModuleReader {
 }
 
 impl ModuleReader {
+    /// The executable file mappings of process `pid` as modules, each with its file's build
+    /// id (read once per file path and remembered).
     pub fn code_modules(&mut self, pid: i32) -> Result<Vec<Module>, ProbeError> {
         let maps = read_maps(pid)?;
         Ok(code_modules(&maps, |path| {

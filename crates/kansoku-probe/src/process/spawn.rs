@@ -62,11 +62,14 @@ fn c_argv(program: &Path, args: &[String]) -> Result<(CString, Vec<CString>), Pr
 /// observers (perf events with `enable_on_exec`) can be attached to it first. Dropping
 /// the gate unopened ends the child without running the program.
 pub struct ExecGate {
+    /// The forked child's process id (the program's, once it execs).
     pub pid: Pid,
     write: std::os::fd::OwnedFd,
 }
 
 impl ExecGate {
+    /// Forks the child that will exec `program` with `args` (kansoku's environment) when
+    /// the gate is opened.
     pub fn spawn(program: &Path, args: &[String]) -> Result<ExecGate, ProbeError> {
         Self::spawn_with_env(program, args, &[])
     }
@@ -152,15 +155,20 @@ pub enum Progress {
     Count(u64),
     /// The program is stopped by this signal (it stopped itself, or a job-control stop):
     /// nothing happens until it gets a SIGCONT. Said once per stop.
-    Stopped { signal: i32 },
+    Stopped {
+        /// The stopping signal's number (SIGSTOP, SIGTSTP, ...).
+        signal: i32,
+    },
 }
 
 /// What [`poll_child`] saw.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ChildState {
+    /// Neither stopped nor ended: it is running or sleeping.
     Running,
     /// Stopped by this signal (SIGSTOP, SIGTSTP, ...): it runs on after a SIGCONT.
     Stopped(i32),
+    /// It exited or was killed (and is now reaped), with this status.
     Ended(kansoku_core::ExitStatus),
 }
 

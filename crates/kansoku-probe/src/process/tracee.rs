@@ -24,7 +24,10 @@ use crate::{ProbeError, PTRACE_HINT};
 pub enum RunTo {
     /// Thread `tid` is stopped at the address, the original byte back; other threads may
     /// still run until the next wait.
-    Reached { tid: Pid },
+    Reached {
+        /// The thread that hit the address.
+        tid: Pid,
+    },
     /// The program ended first (perhaps by the Ctrl-C or SIGTERM passed on to it).
     Ended(ExitStatus),
 }
