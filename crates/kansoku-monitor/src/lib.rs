@@ -25,6 +25,8 @@
 //! * [`pictures`] — the seed's pictures as SVG text: Kiviat graph, busy series, waveform,
 //!   autocorrelation.
 
+#![deny(missing_docs)]
+
 pub mod events;
 pub mod sampling;
 pub mod sampling_report;

@@ -29,6 +29,7 @@ pub struct WavePoint {
     pub time_ns: u64,
     /// Instructions retired before this point, when known (exact mode; hardware counter).
     pub instructions: Option<u64>,
+    /// Address of the instruction executing at this point (the code signal).
     pub code: u64,
     /// Effective addresses of the memory operands of the instruction at `code`.
     pub data: Vec<u64>,
@@ -37,20 +38,30 @@ pub struct WavePoint {
 /// What an address range is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub enum RegionKind {
+    /// A function's code, from the program's or a library's symbols.
     Function,
+    /// A section of the program's file (`.data`, `.bss`, ...) mapped in memory.
     Section,
+    /// The process's heap (`[heap]`).
     Heap,
+    /// The stack (the `[stack]` mapping).
     Stack,
+    /// A mapping of another file: a shared library's code or data.
     Library,
+    /// Anything else, such as an anonymous mapping.
     Other,
 }
 
 /// A labelled address range `[low, high)`.
 #[derive(Clone, Debug, Serialize)]
 pub struct Region {
+    /// Name shown for the range: function, `file section`, `heap`, `stack`, ...
     pub label: String,
+    /// First address of the range.
     pub low: u64,
+    /// One past the last address of the range.
     pub high: u64,
+    /// What kind of memory the range is.
     pub kind: RegionKind,
 }
 
@@ -99,7 +110,9 @@ fn sawtooth_period(r: &[f64], n: usize, k: usize, candidate: &Period) -> Option<
 /// Autocorrelation, spectrum and period of one signal.
 #[derive(Clone, Debug, Serialize)]
 pub struct SignalAnalysis {
+    /// Number of points in the signal.
     pub length: usize,
+    /// The dominant period, when the data support one.
     pub period: Option<Period>,
     /// Why no period is reported when the autocorrelation had a candidate: the data do not
     /// support it (see [`analyse_signal`]).
@@ -260,6 +273,7 @@ fn support(p: &Period, n: usize, power: &[f64], peak_bin: Option<usize>) -> Resu
 /// A function (or region) and how it recurs at a period.
 #[derive(Clone, Debug, Serialize)]
 pub struct Recurrence {
+    /// The function or region, as named in the `names` given (unlabelled points have none).
     pub label: String,
     /// Share of all points, percent.
     pub share: f64,

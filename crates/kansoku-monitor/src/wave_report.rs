@@ -17,27 +17,40 @@ use crate::wave::{analyse_signals, repeating_functions, Recurrence, Region, Regi
 /// A recorded waveform: what `kansoku_probe::wave::record_wave` returns.
 #[derive(Clone, Debug)]
 pub struct WaveOutcome {
+    /// The program that was run and recorded.
     pub program: PathBuf,
+    /// The points of the waveform, in time order.
     pub points: Vec<WavePoint>,
     /// Function name per point (symbolised code address), `None` when unknown.
     pub functions: Vec<Option<String>>,
+    /// Modules (program and libraries) loaded, to symbolise code addresses.
     pub modules: Vec<Module>,
+    /// The process's memory map, to label data addresses (heap, stack, sections, libraries).
     pub maps: Vec<Mapping>,
+    /// How the program ended; `None` when it did not end under kansoku (e.g. detached).
     pub exit: Option<ExitStatus>,
+    /// The recording was stopped by an interrupt (Ctrl-C) before the program ended.
     pub interrupted: bool,
+    /// Samples the kernel dropped (perf ring buffer full); 0 when every one was kept.
     pub lost: u64,
     /// Points whose instruction could not be read or decoded (no data addresses for them).
     pub undecoded: u64,
+    /// How the points were taken, in words (sampling clock or single-step), for the report.
     pub clock: String,
 }
 
 /// The dominant period of one signal in every unit that is known.
 #[derive(Serialize)]
 pub struct PeriodReport {
+    /// The period in points of the series, refined to a fraction of a point.
     pub samples: f64,
+    /// The period in seconds (CPU seconds with cpu-clock sampling, else from the mean time between points), when known.
     pub seconds: Option<f64>,
+    /// The period in instructions retired, when instruction counts were recorded.
     pub instructions: Option<f64>,
+    /// Autocorrelation at the period's lag (1 = perfectly periodic).
     pub autocorrelation: f64,
+    /// Strongest non-DC frequency of the power spectrum, as a period in points.
     pub spectrum_peak_samples: Option<f64>,
 }
 
@@ -45,22 +58,33 @@ pub struct PeriodReport {
 /// at the code period, the labelled regions.
 #[derive(Serialize)]
 pub struct WaveReport {
+    /// The program's path, as text.
     pub program: String,
+    /// How the points were taken, as in [`WaveOutcome::clock`].
     pub clock: String,
+    /// Number of points recorded.
     pub points: usize,
+    /// Points that carry at least one data address.
     pub points_with_data: usize,
+    /// Points whose instruction could not be read or decoded.
     pub undecoded: u64,
+    /// Samples the kernel dropped, as in [`WaveOutcome::lost`].
     pub lost: u64,
+    /// The recording was stopped by an interrupt before the program ended.
     pub interrupted: bool,
     /// Mean time between points, ns (sampled modes).
     pub mean_interval_ns: Option<f64>,
+    /// Dominant period of the code-address signal, when supported by the data.
     pub code_period: Option<PeriodReport>,
+    /// Dominant period of the data-address signal, when supported by the data.
     pub data_period: Option<PeriodReport>,
     /// Why the code signal has no period, when a candidate was not supported by the data.
     pub code_no_period: Option<String>,
+    /// Why the data signal has no period, when a candidate was not supported by the data.
     pub data_no_period: Option<String>,
     /// Functions by share, and how often each recurs one code period later.
     pub functions: Vec<Recurrence>,
+    /// The labelled regions (functions and data regions), by low address.
     pub regions: Vec<Region>,
 }
 
