@@ -50,7 +50,10 @@ pub const UPROBES_PER_SESSION: usize = 500;
 pub enum Mechanism {
     /// kansoku's in-process agent (LD_PRELOAD, patched entries, shared-memory rings).
     Agent,
+    /// The kernel's uprobes and uretprobes through perf_event, hits read from its ring buffers.
     Uprobe,
+    /// ptrace breakpoints (int3) at a function's entry and at each of its return instructions: no kernel
+    /// support needed beyond ptrace, but a stop of the program per hit.
     Trap,
 }
 
@@ -67,10 +70,17 @@ impl std::fmt::Display for Mechanism {
 /// What to measure.
 #[derive(Clone, Debug)]
 pub struct EventOptions {
+    /// The program to run (a name without `/` is looked up in `PATH`; a `#!` script is
+    /// probed in the ELF program that runs it).
     pub program: PathBuf,
+    /// Its arguments, without the program name.
     pub args: Vec<String>,
+    /// Probe specs as the user wrote them: `FUNC`, `FUNC@LIB`, `FUNC:entry`, `FUNC:exit`,
+    /// `FUNC+OFFSET`, or a link-time address (`0x...` or decimal).
     pub probes: Vec<String>,
+    /// How the points are planted.
     pub mechanism: Mechanism,
+    /// Where the calibration pair goes, if anywhere.
     pub calibrate: Calibrate,
     /// Keep every hit in [`EventOutcome::hits`] (at most [`crate::agent::MAX_HITS`]), for a
     /// timeline. The agent's hits are otherwise analysed as they are read and not kept
@@ -81,6 +91,7 @@ pub struct EventOptions {
 /// Where the seed's calibration pair (two points on consecutive instructions) goes.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum Calibrate {
+    /// No calibration pair.
     #[default]
     Off,
     /// Next to the first probe's entry point.
@@ -94,9 +105,12 @@ pub enum Calibrate {
 /// A point to plant, at a link-time address of the program.
 #[derive(Clone, Debug)]
 pub struct PlannedPoint {
+    /// The point as analyses and reports know it (name, role; its address is `vaddr` until
+    /// it is planted).
     pub point: Point,
     /// The shared library the point is in (`FUNC@LIB`); `None`: the program itself.
     pub module: Option<PathBuf>,
+    /// Link-time address of the point in `module` (or in the program).
     pub vaddr: u64,
     /// The function's size in bytes (0 for a point that is not a function's entry).
     pub size: u64,
@@ -107,8 +121,12 @@ pub struct PlannedPoint {
 /// The points resolved from specs, before anything runs.
 #[derive(Clone, Debug)]
 pub struct Plan {
+    /// The ELF program the points are in.
     pub program: PathBuf,
+    /// Every point to plant; a routine's entry and exit points refer to `routines` by index.
     pub points: Vec<PlannedPoint>,
+    /// Names of the routines measured (entry and exit pairs), as reports show them;
+    /// several names at one address are one routine, `a = b`.
     pub routines: Vec<String>,
     /// Indices of the two calibration points (consecutive instructions), if any.
     pub calibration: Option<(u32, u32)>,
@@ -117,7 +135,9 @@ pub struct Plan {
 /// What a run produced.
 #[derive(Clone, Debug)]
 pub struct EventOutcome {
+    /// The points that were planted.
     pub plan: Plan,
+    /// How they were planted.
     pub mechanism: Mechanism,
     /// The hits, sorted by time (uprobe, trap); the agent's, when kept, in the order they
     /// were analysed (each thread's in the order they happened).
@@ -127,7 +147,9 @@ pub struct EventOutcome {
     pub analysed: Option<(Option<Calibration>, EventReport)>,
     /// Exec (or first trap) to exit, ns.
     pub measured_ns: u64,
+    /// How the program ended.
     pub exit: ExitStatus,
+    /// The user stopped the run (Ctrl-C or SIGTERM) before the program ended by itself.
     pub interrupted: bool,
     /// Hits the kernel dropped (uprobe ring buffers full) or the agent could not write.
     pub lost: u64,
@@ -148,9 +170,23 @@ pub struct EventOutcome {
 #[derive(Debug, thiserror::Error)]
 pub enum SpecError {
     #[error("probe '{spec}': {program} has no function named '{name}' (list them with `kansoku inspect {program}`)")]
-    NoSuchFunction { spec: String, name: String, program: String },
+    /// The program (or library) has no function of that name.
+    NoSuchFunction {
+        /// The probe spec as given.
+        spec: String,
+        /// The function name looked for.
+        name: String,
+        /// The program or library looked in, as a path.
+        program: String,
+    },
     #[error("probe '{spec}': {reason}")]
-    Bad { spec: String, reason: String },
+    /// The spec is malformed or names something that cannot be probed with this mechanism.
+    Bad {
+        /// The probe spec as given.
+        spec: String,
+        /// What is wrong with it.
+        reason: String,
+    },
 }
 
 fn parse_number(s: &str) -> Option<u64> {
