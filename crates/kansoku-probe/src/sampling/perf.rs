@@ -17,9 +17,15 @@ use perf_event_open_sys::bindings::{self as sys, perf_event_attr};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SamplingClock {
     /// Every `period` retired user-space instructions (hardware `instructions` counter).
-    Instructions { period: u64 },
+    Instructions {
+        /// Instructions between two samples.
+        period: u64,
+    },
     /// Every `period_ns` nanoseconds of the task's CPU time (software `cpu-clock`).
-    CpuClock { period_ns: u64 },
+    CpuClock {
+        /// Nanoseconds of CPU time between two samples.
+        period_ns: u64,
+    },
 }
 
 impl std::fmt::Display for SamplingClock {
@@ -34,14 +40,28 @@ impl std::fmt::Display for SamplingClock {
 /// Why a perf event could not be opened, with the setting that decides it.
 #[derive(Debug, thiserror::Error)]
 pub enum PerfError {
+    /// `perf_event_open` refused an event.
     #[error("perf_event_open for {what} failed: {errno}{hint}")]
-    Open { what: String, errno: nix::errno::Errno, hint: String },
+    Open {
+        /// The event, e.g. `instructions:u` or a uprobe's file and offset.
+        what: String,
+        /// The kernel's error.
+        errno: nix::errno::Errno,
+        /// The setting that decides it (`kernel.perf_event_paranoid`, a missing PMU) and how
+        /// to change it, with a leading space; empty when nothing is known.
+        hint: String,
+    },
+    /// `PERF_EVENT_IOC_SET_OUTPUT` (a member's records into the leader's ring buffer) failed;
+    /// the kernel's error.
     #[error("redirecting a perf event into the group's ring buffer failed: {0}")]
     Redirect(nix::errno::Errno),
+    /// `mmap` of the ring buffer failed; the kernel's error.
     #[error("mapping the perf ring buffer failed: {0}")]
     Mmap(nix::errno::Errno),
+    /// Uprobes cannot be opened: this kernel has no uprobe event source.
     #[error("the kernel has no uprobe PMU (/sys/bus/event_source/devices/uprobe): build it with CONFIG_UPROBE_EVENTS")]
     NoUprobePmu,
+    /// A uprobe's file path (given here) cannot be passed to the kernel.
     #[error("path {0} contains a NUL byte")]
     BadPath(String),
 }
@@ -116,7 +136,9 @@ fn open(attr: &mut perf_event_attr, pid: i32, cpu: i32, group: i32, what: &str) 
 /// A uprobe to plant: a file and an offset in it (not a virtual address).
 #[derive(Clone, Debug)]
 pub struct UprobeSpec {
+    /// The ELF file (program or shared library) that holds the instruction to probe.
     pub path: std::path::PathBuf,
+    /// Offset in that file of the instruction to probe (not a link-time address).
     pub file_offset: u64,
     /// A uretprobe: fires when the function returns.
     pub is_return: bool,
@@ -134,9 +156,13 @@ pub enum SampleSource {
 /// One sample record.
 #[derive(Clone, Debug)]
 pub struct PerfSample {
+    /// Which event of the session took it.
     pub source: SampleSource,
+    /// Runtime address of the user-space instruction the task was at.
     pub ip: u64,
+    /// Process id of the task.
     pub pid: u32,
+    /// Thread id of the task.
     pub tid: u32,
     /// Kernel time stamp (CLOCK_MONOTONIC, ns).
     pub time_ns: u64,
@@ -150,11 +176,17 @@ pub struct PerfSample {
 /// An executable file mapped into the task.
 #[derive(Clone, Debug)]
 pub struct PerfMmap {
+    /// Process id of the process that mapped it.
     pub pid: u32,
+    /// Runtime address where the mapping starts.
     pub start: u64,
+    /// Length of the mapping in bytes.
     pub len: u64,
+    /// Offset in the file that `start` maps.
     pub file_offset: u64,
+    /// The mapping's protection includes execute (`PROT_EXEC`).
     pub executable: bool,
+    /// The file's path as the kernel names it (may be `[vdso]` or similar for special mappings).
     pub path: String,
     /// The mapped file as (device major, minor, inode), which names it whatever its path
     /// (None where the kernel sent a build id instead).
@@ -164,27 +196,50 @@ pub struct PerfMmap {
 /// A record from the ring buffer.
 #[derive(Clone, Debug)]
 pub enum PerfRecord {
+    /// A sample of the clock or a uprobe hit.
     Sample(PerfSample),
+    /// The task mapped an executable file.
     Mmap(PerfMmap),
     /// A thread left (`out`) or got back its CPU; `preempted`: it left still runnable.
-    Switch { tid: u32, time_ns: u64, out: bool, preempted: bool },
+    Switch {
+        /// The thread that switched.
+        tid: u32,
+        /// Kernel time stamp of the switch (CLOCK_MONOTONIC, ns).
+        time_ns: u64,
+        /// It left the CPU (else it got the CPU back).
+        out: bool,
+        /// It left the CPU while still runnable (preempted), not to wait.
+        preempted: bool,
+    },
     /// The kernel dropped this many records because the buffer was full.
     Lost(u64),
 }
 
 /// perf's x86-64 register numbers (`arch/x86/include/uapi/asm/perf_regs.h`).
 pub mod regs {
+    /// perf's number of RAX, its bit in a register mask.
     pub const AX: u32 = 0;
+    /// perf's number of RBX, its bit in a register mask.
     pub const BX: u32 = 1;
+    /// perf's number of RCX, its bit in a register mask.
     pub const CX: u32 = 2;
+    /// perf's number of RDX, its bit in a register mask.
     pub const DX: u32 = 3;
+    /// perf's number of RSI, its bit in a register mask.
     pub const SI: u32 = 4;
+    /// perf's number of RDI, its bit in a register mask.
     pub const DI: u32 = 5;
+    /// perf's number of RBP (frame pointer), its bit in a register mask.
     pub const BP: u32 = 6;
+    /// perf's number of RSP (stack pointer), its bit in a register mask.
     pub const SP: u32 = 7;
+    /// perf's number of RIP (instruction pointer), its bit in a register mask.
     pub const IP: u32 = 8;
+    /// perf's number of RFLAGS, its bit in a register mask.
     pub const FLAGS: u32 = 9;
+    /// perf's number of R8, its bit in a register mask (R9 to R14 are 17 to 22).
     pub const R8: u32 = 16;
+    /// perf's number of R15, its bit in a register mask.
     pub const R15: u32 = 23;
 }
 
@@ -203,7 +258,9 @@ pub fn register(values: &[u64], mask: u64, reg: u32) -> Option<u64> {
 /// How to open a [`Session`].
 #[derive(Clone, Debug)]
 pub struct SessionOptions {
+    /// The group leader: what it counts and how often it samples.
     pub clock: SamplingClock,
+    /// Uprobes to add to the group; their samples are [`SampleSource::Uprobe`] by index here.
     pub uprobes: Vec<UprobeSpec>,
     /// Bit mask of user registers to sample (0 = none), e.g. [`X86_REGS_ALL`].
     pub user_regs: u64,
@@ -248,6 +305,8 @@ pub struct Session {
     sample_type: u64,
     user_regs: u64,
     ring: Ring,
+    /// Records the kernel dropped so far because the ring buffer was full (summed from
+    /// [`PerfRecord::Lost`]).
     pub lost: u64,
 }
 
