@@ -71,8 +71,11 @@ pub fn recording_header(program: &std::path::Path, args: &[String], clock: Sampl
 /// What to record.
 #[derive(Clone, Debug)]
 pub struct SampleRecordingOptions {
+    /// The program to run (a name without `/` is looked up in `PATH`).
     pub program: PathBuf,
+    /// Its arguments, without the program name.
     pub args: Vec<String>,
+    /// What the sampling event counts and its period.
     pub clock: SamplingClock,
     /// Record entries of this function of the main program as marker hits.
     pub marker: Option<String>,
@@ -85,8 +88,11 @@ pub struct SampleRecordingOptions {
 /// What came out of a recording.
 #[derive(Clone, Debug)]
 pub struct SampleRecordingOutcome {
+    /// The program that ran, its path resolved.
     pub program: PathBuf,
+    /// Samples written to the recording (those in probe code not counted).
     pub samples: u64,
+    /// Marker hits written to the recording.
     pub markers: u64,
     /// Records the kernel dropped because kansoku did not drain the buffer fast enough.
     pub lost: u64,
@@ -94,7 +100,9 @@ pub struct SampleRecordingOutcome {
     /// `[uprobes]` slot; with the agent, the dynamic linker's `__tls_get_addr` it calls),
     /// dropped.
     pub in_probe: u64,
+    /// How the program ended.
     pub exit: ExitStatus,
+    /// Wall time from the program's exec to the end of the recording.
     pub elapsed: Duration,
 }
 
@@ -105,7 +113,10 @@ pub enum RecordProgress {
     Samples(u64),
     /// The program is stopped by this signal (it stopped itself, or a job-control stop):
     /// nothing happens until it gets a SIGCONT.
-    Stopped { signal: i32 },
+    Stopped {
+        /// The stopping signal's number (SIGSTOP, SIGTSTP, ...).
+        signal: i32,
+    },
 }
 
 /// Runs the program to its end, sampling it, and streams modules, samples and marker hits

@@ -43,6 +43,7 @@ pub enum Engine {
 }
 
 impl Engine {
+    /// The engine's name as `--engine` and a recording's `engine` header parameter spell it.
     pub fn name(self) -> &'static str {
         match self {
             Engine::Ptrace => "ptrace",
@@ -66,7 +67,9 @@ pub struct ExactTraceOptions {
     /// What runs the program (the library's default is ptrace; the command line picks
     /// [`Engine::best`]).
     pub engine: Engine,
+    /// The program to run (a name without `/` is looked up in `PATH`).
     pub program: PathBuf,
+    /// Its arguments, without the program name.
     pub args: Vec<String>,
     /// Start recording at the first entry of this function of the main program.
     pub marker: Option<String>,
@@ -96,15 +99,21 @@ pub enum StopReason {
 /// The result of a trace.
 #[derive(Clone, Debug)]
 pub struct TraceOutcome {
+    /// The program that ran, its path resolved.
     pub program: PathBuf,
+    /// Instructions recorded (inside the marker window, when there is one).
     pub instructions: u64,
+    /// Entries of the marker function seen.
     pub marker_hits: u64,
+    /// Threads seen while tracing (at least 1).
     pub threads: usize,
+    /// Why tracing ended.
     pub stop: StopReason,
     /// How the program ended (after detaching, how it ended on its own).
     pub exit: ExitStatus,
     /// Signals delivered while tracing (a crash shows here).
     pub signals: Vec<i32>,
+    /// Wall time spent tracing (what `instructions_per_second` divides by).
     pub elapsed: Duration,
 }
 

@@ -41,12 +41,15 @@ pub type Access = (u32, u64, bool);
 
 /// A translated superblock: its instructions' lengths, and whether the recording has them.
 pub struct Shape {
+    /// Length in bytes of each of the superblock's instructions, in order; the first starts
+    /// at the superblock's address.
     pub lengths: Box<[u8]>,
     written: Cell<bool>,
 }
 
 /// Where the transcribed trace goes.
 pub trait ExactSink {
+    /// A code module (an executable mapping of a file) the tool reported.
     fn module(&mut self, module: &Module) -> Result<(), ProbeError>;
     /// The following events belong to this thread.
     fn thread(&mut self, tid: u32) -> Result<(), ProbeError>;
@@ -55,6 +58,7 @@ pub trait ExactSink {
     fn block(&mut self, start: u64, shape: &Shape, from: usize, to: usize, accesses: &[Access]) -> Result<(), ProbeError>;
     /// The marker was entered, after `instructions` recorded instructions.
     fn marker(&mut self, time_ns: u64, instructions: u64) -> Result<(), ProbeError>;
+    /// Signal number `signal` was delivered to the current thread.
     fn signal(&mut self, signal: i32) -> Result<(), ProbeError>;
     /// The observation ended (`Detached`: before the program did).
     fn exit(&mut self, exit: ExitStatus) -> Result<(), ProbeError>;
@@ -141,11 +145,17 @@ pub struct Transcriber<'w, S: ExactSink> {
     marker: Option<u64>,
     iterations: Option<u64>,
     max_instructions: Option<u64>,
+    /// Instructions recorded (passed to the sink) so far.
     pub instructions: u64,
+    /// Entries of the marker function seen so far.
     pub marker_hits: u64,
+    /// Superblocks the stream said ran, recorded or not.
     pub blocks: u64,
+    /// Thread ids seen in the stream, in the order first seen.
     pub threads: Vec<u32>,
+    /// Signals delivered, in order.
     pub signals: Vec<i32>,
+    /// The code modules the tool reported, in order.
     pub modules: Vec<Module>,
     /// Set when recording ended before the program did.
     pub stop: Option<StopReason>,
