@@ -24,6 +24,8 @@
 //!   the monitor's loop and function sampler) and [`wave`] (the program waveform's sampled
 //!   or single-stepped code and data addresses).
 
+#![deny(missing_docs)]
+
 mod monitor;
 mod points;
 mod process;

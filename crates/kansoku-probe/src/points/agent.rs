@@ -103,7 +103,7 @@ impl TimeBase {
         TimeBase { tsc, start, ns_per_tick: end.1.saturating_sub(start.1) as f64 / ticks }
     }
 
-    /// The step the agent's time stamps move in, ns (see [`clock_step`]).
+    /// The step the agent's time stamps move in, ns (see `clock_step`).
     pub fn resolution_ns(&self) -> f64 {
         if self.tsc {
             // SAFETY: rdtsc exists on every x86-64 CPU and reads no memory.
@@ -461,7 +461,7 @@ impl AgentSession {
 }
 
 /// Runs the program with the agent; its hits are analysed as they are read
-/// ([`crate::online`]), and kept too with `keep_hits`.
+/// (the crate's `online` module), and kept too with `keep_hits`.
 pub fn run_agent(mut plan: Plan, args: &[String], keep_hits: bool, progress: &mut dyn FnMut(Progress)) -> Result<EventOutcome, ProbeError> {
     let mut session = AgentSession::new(&plan.program, &plan_text(&plan)?, false)?;
     let tsc = session.tsc;

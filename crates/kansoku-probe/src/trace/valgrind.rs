@@ -36,7 +36,9 @@ pub const MAX_INSNS: usize = 50;
 pub struct LackeyOptions {
     /// The valgrind launcher (`valgrind` along `$PATH` by default).
     pub valgrind: PathBuf,
+    /// The program to run under Lackey (a name without `/` is looked up in `PATH`).
     pub program: PathBuf,
+    /// Its arguments, without the program name.
     pub args: Vec<String>,
 }
 
@@ -60,6 +62,7 @@ pub fn lackey_arguments(fd: i32) -> Vec<String> {
 
 /// A running Lackey: read `output` to its end, then [`LackeyRun::wait`].
 pub struct LackeyRun {
+    /// The valgrind process (the program runs inside it).
     pub child: Child,
     /// The read end of the pipe carrying Lackey's log.
     pub output: File,
@@ -196,12 +199,15 @@ pub fn tool_arguments(out_fd: i32, log_fd: i32) -> Vec<String> {
 }
 
 /// A running Valgrind with kansoku's tool: read `output` (the binary stream, see
-/// `kansoku_paths::sbstream`) to its end, then [`ToolRun::wait`].
+/// `kansoku_core::sbstream`) to its end, then [`ToolRun::wait`].
 pub struct ToolRun {
+    /// The valgrind process (the program runs inside it).
     pub child: Child,
+    /// The read end of the pipe carrying the tool's binary stream.
     pub output: File,
     /// Valgrind's log, collected by a thread (a few lines; read so Valgrind never blocks).
     log: Option<std::thread::JoinHandle<Vec<u8>>>,
+    /// The program as resolved (the path the tool's module records will name).
     pub program: PathBuf,
     /// Set once Valgrind has been waited for (so a late SIGKILL hits no other process).
     ended: std::sync::Arc<std::sync::atomic::AtomicBool>,
