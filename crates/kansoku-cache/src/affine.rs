@@ -7,22 +7,28 @@ use std::fmt;
 /// `constant + Σ coeff·var`, with integer coefficients.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Affine {
+    /// The term without a variable.
     pub constant: i64,
+    /// Coefficient of each variable, by name; variables with coefficient 0 are left out.
     pub coeffs: BTreeMap<String, i64>,
 }
 
 impl Affine {
+    /// The expression `c`, using no variable.
     pub fn constant(c: i64) -> Self {
         Affine { constant: c, coeffs: BTreeMap::new() }
     }
+    /// The expression `1·name`.
     pub fn var(name: &str) -> Self {
         let mut coeffs = BTreeMap::new();
         coeffs.insert(name.to_string(), 1);
         Affine { constant: 0, coeffs }
     }
+    /// Whether the expression uses no variable (its value is `constant`).
     pub fn is_constant(&self) -> bool {
         self.coeffs.is_empty()
     }
+    /// The sum `self + other`; terms that cancel are dropped.
     pub fn add(&self, other: &Affine) -> Affine {
         let mut r = self.clone();
         r.constant += other.constant;
@@ -32,6 +38,7 @@ impl Affine {
         r.coeffs.retain(|_, c| *c != 0);
         r
     }
+    /// The product `k·self` (`k = 0` gives the constant 0).
     pub fn scale(&self, k: i64) -> Affine {
         if k == 0 {
             return Affine::constant(0);
@@ -41,6 +48,7 @@ impl Affine {
             coeffs: self.coeffs.iter().map(|(v, c)| (v.clone(), c * k)).collect(),
         }
     }
+    /// The difference `self - other`.
     pub fn sub(&self, other: &Affine) -> Affine {
         self.add(&other.scale(-1))
     }

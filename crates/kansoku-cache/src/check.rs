@@ -19,9 +19,11 @@ use crate::sim::{Inclusion, Program, RefStats};
 /// A reference whose formula counts differ from the simulator's at one parameter point.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Disagreement {
+    /// The reference as the formulas name it (a `--ref` selector such as `S3:right:1`).
     pub reference: String,
     /// The level (1: L1) when the formulas are a hierarchy's; `None`: one cache.
     pub level: Option<usize>,
+    /// The parameter values of the simulation that disagrees.
     pub at: ParamValues,
     /// Accesses, compulsory and conflict misses by the formulas.
     pub formulas: [i128; 3],
@@ -150,7 +152,9 @@ fn compare<'a>(k: &Kernel, p: &ParamValues, sim: &[RefStats], level: Option<usiz
 /// first is that reference's).
 #[derive(Debug, Default)]
 pub struct Checked {
+    /// References built again: the disagreement that caused it, and the construction that agreed.
     pub rebuilt: Vec<(Disagreement, Alternative)>,
+    /// Disagreements no construction mended (empty when every reference now agrees).
     pub unmended: Vec<Disagreement>,
 }
 

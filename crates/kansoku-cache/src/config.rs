@@ -16,12 +16,16 @@ use std::collections::BTreeMap;
 /// An A-way set-associative LRU cache with S sets of B-byte lines.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CacheConfig {
+    /// Associativity A: lines per set (1: direct mapped; at most 64).
     pub assoc: u32,
+    /// Line size B, in bytes (a power of two).
     pub line: u32,
+    /// Number of sets S (any positive integer).
     pub sets: u32,
 }
 
 impl CacheConfig {
+    /// Capacity in bytes, A·B·S.
     pub fn size_bytes(&self) -> u64 {
         self.assoc as u64 * self.line as u64 * self.sets as u64
     }
@@ -89,6 +93,8 @@ impl CacheConfig {
         Ok(c)
     }
 
+    /// Checks the configuration can be simulated (all at least 1, power-of-two line, at
+    /// most 64 ways); the error says which rule is broken.
     pub fn validate(&self) -> std::result::Result<(), String> {
         if self.assoc == 0 || self.sets == 0 || self.line == 0 {
             return Err("associativity, line size and sets must all be at least 1".into());
@@ -127,7 +133,12 @@ fn parse_bytes(v: &str) -> Option<u64> {
 pub enum LayoutSpec {
     /// Arrays one after the other in declaration order, from `start`, each start rounded
     /// up to a multiple of `align` bytes.
-    Consecutive { start: u64, align: u64 },
+    Consecutive {
+        /// Byte address of the first array.
+        start: u64,
+        /// Alignment of every array's start, in bytes.
+        align: u64,
+    },
     /// Explicit start addresses per array (every array must be named).
     Bases(BTreeMap<String, u64>),
 }
@@ -243,9 +254,13 @@ pub fn check_params(k: &Kernel, values: &ParamValues) -> Result<()> {
 /// size and element count per array (the seed's figure 3).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct DataInfo {
+    /// The array's name in the kernel.
     pub name: String,
+    /// Byte address of its first element.
     pub start: u64,
+    /// Size of one element, in bytes.
     pub elem_size: u64,
+    /// Number of elements (the product of its extents at these parameter values).
     pub elems: u64,
 }
 

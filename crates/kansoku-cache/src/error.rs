@@ -7,10 +7,24 @@ use thiserror::Error;
 pub enum CacheError {
     /// The kernel source is not in the supported C subset.
     #[error("{file}:{line}:{col}: {msg}")]
-    Kernel { file: String, line: u32, col: u32, msg: String },
+    Kernel {
+        /// The kernel file as the user named it.
+        file: String,
+        /// 1-based line of the offending token (0 when the file could not be read at all).
+        line: u32,
+        /// 1-based column, in bytes, of the offending token (0 when the file could not be read).
+        col: u32,
+        /// What is wrong there, for the user.
+        msg: String,
+    },
     /// A `--cache` description could not be understood.
     #[error("cache '{spec}': {msg}")]
-    CacheConfig { spec: String, msg: String },
+    CacheConfig {
+        /// The `--cache` text as given.
+        spec: String,
+        /// What is wrong with it.
+        msg: String,
+    },
     /// A `--base`/`--align` layout description is wrong or does not fit the kernel.
     #[error("layout: {0}")]
     Layout(String),
@@ -39,14 +53,25 @@ pub enum CacheError {
     /// formulas that disagree with the simulator): `cache model`'s `auto` falls back.
     /// `budget`: it ran out of time or of isl's operations, so a larger budget may get there.
     #[error("{msg}")]
-    SetsUnavailable { msg: String, budget: bool },
+    SetsUnavailable {
+        /// Why the set method cannot be used, for the user.
+        msg: String,
+        /// True when the cause is the budget (time or isl operations), so a larger budget may get there.
+        budget: bool,
+    },
     /// A command's input: options that do not go together, a file that cannot be read or
     /// written, a simulation refused before it starts.
     #[error("{0}")]
     Input(String),
     /// What was being done when `source` went wrong (the file, the stage).
     #[error("{what}")]
-    Context { what: String, #[source] source: Box<CacheError> },
+    Context {
+        /// The file or stage being worked on, shown as the error's message.
+        what: String,
+        /// The error that happened there.
+        #[source]
+        source: Box<CacheError>,
+    },
     /// Reading or writing formulas as JSON failed.
     #[error("formulas JSON: {0}")]
     Json(#[from] serde_json::Error),
@@ -83,4 +108,5 @@ impl CacheError {
     }
 }
 
+/// This crate's result: errors are [`CacheError`] unless said otherwise.
 pub type Result<T, E = CacheError> = std::result::Result<T, E>;

@@ -114,8 +114,12 @@ pub const BUNDLED_KERNELS: &[(&str, &str)] = &[
 /// The seed's worked example: kernel source, layout (`A=0,B=800,C=1600`), cache
 /// (`assoc=2,line=32,sets=4`) and the reference studied (`S3:right:1`, i.e. `A[k]`).
 pub mod seed_example {
+    /// The seed's kernel source (the `kernels/seed.k` text).
     pub const KERNEL: &str = include_str!("../kernels/seed.k");
+    /// Base addresses of its arrays, in bytes, in `--base` syntax.
     pub const BASES: &str = "A=0,B=800,C=1600";
+    /// The cache studied, in `--cache` syntax: 2-way, 32-byte lines, 4 sets (256 bytes).
     pub const CACHE: &str = "assoc=2,line=32,sets=4";
+    /// The reference studied, in `--ref` syntax: statement S3's first right-hand reference, `A[k]`.
     pub const REFERENCE: &str = "S3:right:1";
 }

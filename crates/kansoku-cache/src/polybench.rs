@@ -44,7 +44,9 @@ pub struct CInput {
 /// preset), in declaration order.
 #[derive(Clone, Debug)]
 pub struct Lowered {
+    /// The kernel lowered from the C file's loop nest, sizes without a value left as parameters.
     pub kernel: Kernel,
+    /// Each size that got a value (name, value in elements), in declaration order.
     pub sizes: Vec<(String, i64)>,
 }
 

@@ -14,13 +14,18 @@ use serde::{Deserialize, Serialize};
 /// Per-reference counts from the simulator.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RefStats {
+    /// Accesses the reference made (at a level below L1: that reached the level).
     pub accesses: u64,
+    /// Accesses whose line was in the cache.
     pub hits: u64,
+    /// Misses on the first touch of the line by any reference.
     pub compulsory: u64,
+    /// Misses on a line that had been in the cache and was evicted (conflict and capacity).
     pub other: u64,
 }
 
 impl RefStats {
+    /// All misses: compulsory plus other (`accesses - hits`).
     pub fn misses(&self) -> u64 {
         self.compulsory + self.other
     }
@@ -65,6 +70,7 @@ pub struct Program {
     nodes: Vec<PNode>,
     nrefs: usize,
     depth: usize,
+    /// Each array's start address, element size and count at these values, in declaration order.
     pub data: Vec<DataInfo>,
     addr_lo: i64,
     addr_hi: i64,
@@ -353,6 +359,7 @@ fn tick(n: &mut u64, progress: &mut impl FnMut(u64)) {
 /// each costing the simulator about the same. Counted by [`Program::work`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Work {
+    /// Accesses the simulation makes (every reference's, all statements).
     pub accesses: u64,
     /// Iterations of loops that contain other loops or guarded statements (the other
     /// loops' iterations are their accesses).
@@ -807,10 +814,13 @@ pub struct CacheSim {
     /// Per set, `assoc` tags from most to least recently used; `i64::MIN` is empty.
     tags: Vec<i64>,
     seen: Seen,
+    /// Counts so far, indexed by reference number (the kernel's `refs` order).
     pub stats: Vec<RefStats>,
 }
 
 impl CacheSim {
+    /// An empty cache of shape `c` counting for `nrefs` references; `addr_lo`..`addr_hi`
+    /// (the arrays' byte span) is accepted and no longer used.
     pub fn new(c: CacheConfig, nrefs: usize, addr_lo: i64, addr_hi: i64) -> CacheSim {
         let line = c.line as i64;
         // The span of the arrays no longer sizes anything (see `Seen`).
@@ -1141,6 +1151,8 @@ pub struct HierarchySim {
 }
 
 impl HierarchySim {
+    /// Empty caches, `levels[0]` being L1, counting for `nrefs` references under `inclusion`;
+    /// an error when no level is given or the levels' line sizes differ.
     pub fn new(levels: &[CacheConfig], nrefs: usize, inclusion: Inclusion) -> Result<HierarchySim> {
         let line = levels.first().ok_or_else(|| CacheError::Model("a hierarchy needs at least one level".into()))?.line;
         if let Some(c) = levels.iter().find(|c| c.line != line) {
@@ -1227,6 +1239,7 @@ fn _assert_send() {
 /// Per-reference breakdown in the seed's terms, from one exact simulation.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Breakdown {
+    /// Counts per reference, indexed by reference number.
     pub stats: Vec<RefStats>,
     /// `hit_source[r][s]`: accesses of `r` whose line was last accessed by reference `s`
     /// (the seed's second count split by hit source; hits and conflict misses).
