@@ -7,9 +7,13 @@ use crate::kernel::Kernel;
 use serde::Serialize;
 
 #[derive(Clone, Debug, Serialize)]
+/// One statement of the program table (seed figure 2).
 pub struct ProgramLine {
+    /// The statement's label (`S1`, ...).
     pub label: String,
+    /// The statement's source text.
     pub text: String,
+    /// Source line of the statement, counted from 1.
     pub line: u32,
     /// The enclosing ifs' conditions, as `g >= 0` in the kernel's loop variables.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -17,64 +21,103 @@ pub struct ProgramLine {
 }
 
 #[derive(Clone, Debug, Serialize)]
+/// One declared array of the data table (seed figure 3), as declared (sizes still symbolic).
 pub struct ArrayDecl {
+    /// The array's name in the source.
     pub name: String,
+    /// Element type as written (`double`, ...).
     pub elem_type: String,
+    /// Size of one element in bytes.
     pub elem_size: u64,
+    /// Extent of each dimension in elements, outermost first, as expressions in the parameters.
     pub sizes: Vec<String>,
 }
 
 #[derive(Clone, Debug, Serialize)]
+/// One loop of the loop table (seed figure 6).
 pub struct LoopInfo {
+    /// The loop variable's name.
     pub var: String,
+    /// First value of the variable (inclusive), as an expression.
     pub lower: String,
     /// Exclusive upper bound.
     pub upper: String,
+    /// Amount added to the variable after each iteration.
     pub step: i64,
+    /// Nesting level: 0 for an outermost loop.
     pub depth: usize,
+    /// Source line of the `for`, counted from 1.
     pub line: u32,
 }
 
 #[derive(Clone, Debug, Serialize)]
+/// One array reference of the array table (seed figure 7).
 pub struct ArrayRefInfo {
     /// `P0`, `P1`, ...
     pub position_number: String,
+    /// Label of the statement containing the reference.
     pub statement: String,
+    /// `left` (the write) or `right` (a read).
     pub side: String,
+    /// 1-based position among the references of that side, left to right.
     pub position: usize,
+    /// Name of the referenced array.
     pub array: String,
+    /// One index expression per dimension, outermost first.
     pub subscripts: Vec<String>,
+    /// The enclosing loops' variables, outermost first.
     pub loop_vars: Vec<String>,
+    /// True for the left-hand side's write, false for a read.
     pub is_write: bool,
+    /// Source line of the reference, counted from 1.
     pub line: u32,
+    /// Source column of the reference, counted from 1.
     pub col: u32,
 }
 
 #[derive(Clone, Debug, Serialize)]
+/// The reference selected for analysis (seed figure 4), when one was given.
 pub struct PositionInfo {
+    /// Label of the statement containing it.
     pub statement: String,
+    /// `left` (the write) or `right` (a read).
     pub side: String,
+    /// 1-based position among the references of that side.
     pub position: usize,
+    /// Its seed position name, `P0`, `P1`, ...
     pub reference: String,
 }
 
 /// All tables of the seed for one kernel.
 #[derive(Clone, Debug, Serialize)]
 pub struct KernelInfo {
+    /// Name of the kernel's source file.
     pub file: String,
+    /// The kernel's symbolic size parameters, in declaration order.
     pub params: Vec<String>,
+    /// The program table: one line per statement.
     pub program: Vec<ProgramLine>,
+    /// The data table as declared: one entry per array, in declaration order.
     pub arrays: Vec<ArrayDecl>,
     /// Concrete layout; present when parameter values were given (or none are needed).
     pub data: Option<Vec<DataInfo>>,
+    /// The selected reference, if a position was given.
     pub position: Option<PositionInfo>,
+    /// The cache the analysis models: associativity, line size and set count (seed figure 5).
     pub cache: CacheConfig,
     /// Where the arrays are ([`LayoutSpec::describe`]).
     pub layout: String,
+    /// The loop table, in source order.
     pub loops: Vec<LoopInfo>,
+    /// The array table: every reference, in execution order.
     pub references: Vec<ArrayRefInfo>,
 }
 
+/// Builds the seed's tables for kernel `k`: `params` gives the parameter values that make the layout concrete
+/// (without them, the data table's start addresses are left out unless every size is constant); `position`,
+/// an index into [`Kernel::refs`] (must be in range), selects the reference shown in the position table.
+///
+/// Errors when the layout cannot be resolved with the given values (e.g. a parameter is missing).
 pub fn kernel_info(k: &Kernel, cache: CacheConfig, layout: &LayoutSpec, params: Option<&ParamValues>, position: Option<usize>) -> Result<KernelInfo> {
     let empty = ParamValues::new();
     let data = match params {
