@@ -53,7 +53,9 @@ pub const SPLIT_BY_ARRAY_ABOVE: usize = 10_000;
 /// Options of [`build_set_model`].
 #[derive(Clone, Debug)]
 pub struct SetModelOptions {
+    /// Where the arrays are placed in memory; fixes each access's byte address and so its line and set.
     pub layout: LayoutSpec,
+    /// The cache modelled: associativity A, line size B (bytes) and number of sets S.
     pub cache: CacheConfig,
     /// Values for parameters that appear in array extents (the arrays' declared capacity);
     /// loop bounds keep them symbolic. Empty when extents are constants.
@@ -161,6 +163,8 @@ impl Alternative {
 }
 
 impl SetModelOptions {
+    /// Options with every tuning knob at its default: all references, parameters from 1 up,
+    /// no extents, no budget, no race, no explanation.
     pub fn new(layout: LayoutSpec, cache: CacheConfig) -> Self {
         SetModelOptions { layout, cache, extents: ParamValues::new(), param_min: 1, param_max: ParamValues::new(), at: ParamValues::new(), explain: false, max_operations: 0, refs: Vec::new(), time_budget: None, lexmin_chain_above: None, stepwise_divisions: false, split_by_array_above: Some(SPLIT_BY_ARRAY_ABOVE), split_by_source: false, sure_misses_first: false, race: Vec::new(), jobs: 0, reaching: Vec::new(), keep_misses: false }
     }
@@ -169,15 +173,20 @@ impl SetModelOptions {
 /// The intermediate sets of one reference, in isl syntax.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Explanation {
+    /// The reference's accesses: time points mapped to the cache line they touch (`Ti[...] -> Li[...]`).
     pub access: String,
+    /// Each access mapped to every earlier access of the same line (by any reference).
     pub hit_condition: String,
+    /// Each access mapped to its last earlier access of the same line (lexicographic maximum of the hit condition).
     pub hit_source: String,
+    /// The accesses with no earlier access of their line: the compulsory misses.
     pub compulsory_set: String,
     /// Per intervening reference: the lines it inserts into the set between hit source
     /// and access (the seed's conflict-miss factors).
     pub conflict_factors: Vec<(String, String)>,
     /// `E_k`, k = 1..=A: accesses with ≥ k distinct lines of their set in between.
     pub distinct_lines: Vec<String>,
+    /// The accesses with at least A distinct other lines of their set since the hit source: the conflict misses (domain of `E_A`).
     pub conflict_set: String,
     /// Counts of each lifted disjoint piece, for checking by hand.
     pub counted_pieces: usize,
@@ -191,10 +200,15 @@ pub struct Explanation {
 /// The formulas of one reference.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RefSetFormulas {
+    /// The reference's seed position name, `P0`, `P1`, ...
     pub reference: String,
+    /// Label of the statement containing it.
     pub statement: String,
+    /// `left` (the write) or `right` (a read).
     pub side: String,
+    /// 1-based position among the references of that side, left to right.
     pub position: usize,
+    /// The reference as text, e.g. `A[i][k]` (subscripts printed in affine normal form).
     pub text: String,
     /// The seed's first count.
     pub accesses: PwQp,
@@ -203,7 +217,9 @@ pub struct RefSetFormulas {
     /// Third − fourth count.
     pub conflict: PwQp,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The intermediate sets behind the counts, when [`SetModelOptions::explain`] asked for them.
     pub explain: Option<Explanation>,
+    /// Wall-clock seconds spent building this reference's formulas.
     pub build_seconds: f64,
     /// Built with the lexmin chain raced beside the options' construction (or after it ran
     /// out of the budget).
@@ -242,15 +258,23 @@ impl RefSetFormulas {
 /// All formulas of a kernel for one cache and layout (JSON `kansoku-cache-set-formulas/1`).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct SetFormulas {
+    /// JSON format tag, always [`FORMAT`]; checked when formulas are read back.
     pub format: String,
+    /// Name of the kernel's source file.
     pub kernel: String,
+    /// The cache the formulas count misses of.
     pub cache: CacheConfig,
+    /// The array placement the formulas assume.
     pub layout: LayoutSpec,
+    /// The extent values the formulas were built with ([`SetModelOptions::extents`]); the layout holds for these only.
     pub extents: ParamValues,
+    /// The kernel's parameters, in declaration order: the variables of every formula.
     pub params: Vec<String>,
     /// Conditions on the parameters the formulas hold for.
     pub context: Domain,
+    /// One entry per built reference, in reference order.
     pub refs: Vec<RefSetFormulas>,
+    /// Wall-clock seconds for the whole build, all references included.
     pub build_seconds: f64,
     /// Parameter points where every reference was found equal to a fresh simulation
     /// (`check::check_points`; empty: not checked).
@@ -269,10 +293,15 @@ pub struct SetFormulas {
 /// Counts of one reference at a parameter point.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
 pub struct RefSetEvaluation {
+    /// The reference's seed position name, `P0`, `P1`, ...
     pub reference: String,
+    /// Number of times the reference is executed (the seed's first count).
     pub accesses: i64,
+    /// How many of those accesses are compulsory misses (first use of their line).
     pub compulsory: i64,
+    /// How many are conflict misses (line evicted by A distinct lines of its set since its last use).
     pub conflict: i64,
+    /// The remaining accesses, which hit: `accesses − compulsory − conflict`.
     pub hits: i64,
 }
 
