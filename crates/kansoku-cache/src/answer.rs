@@ -22,6 +22,8 @@ pub trait Ui: Send + Sync {
     fn note(&self, msg: &str);
     /// A phase starts; [`Ui::progress`] then reports its count.
     fn begin(&self, phase: Phase);
+    /// How far the current phase is: `n` of its count (steps simulated; for
+    /// [`Phase::Interpolating`], the size reached).
     fn progress(&self, n: u64);
     /// The phase ended.
     fn end(&self);
@@ -31,7 +33,12 @@ pub trait Ui: Send + Sync {
 #[derive(Clone, Copy, Debug)]
 pub enum Phase {
     /// A simulation of this many accesses, expected to take about this many seconds.
-    Simulating { accesses: u64, seconds: f64 },
+    Simulating {
+        /// Accesses the simulation will make.
+        accesses: u64,
+        /// Its expected duration in seconds, from the simulator's measured speed.
+        seconds: f64,
+    },
     /// The set method: building sets and counting.
     BuildingSets,
     /// Interpolation: simulating size after size (the progress is the size).
@@ -51,6 +58,7 @@ impl Ui for Quiet {
 /// (`FILE.c`) with its `--function`, `-D` and `--size`.
 #[derive(Clone, Debug, Default)]
 pub struct Source {
+    /// The kernel file (`.c`: PolyBench-style C; otherwise the kernel language).
     pub path: PathBuf,
     /// C input: lower this function's body instead of the `#pragma scop` region.
     pub function: Option<String>,
@@ -61,6 +69,7 @@ pub struct Source {
 }
 
 impl Source {
+    /// The file at `path` with no C options.
     pub fn new(path: &Path) -> Source {
         Source { path: path.to_path_buf(), ..Source::default() }
     }
@@ -159,7 +168,9 @@ pub fn fmt_duration(secs: f64) -> String {
 
 /// What runs before the kernel for `--warm`, and its name for reports.
 pub struct Warmup {
+    /// The loop nest run before the kernel, sharing its arrays by name.
     pub kernel: Kernel,
+    /// What reports call it (the C function or the kernel-language file).
     pub name: String,
 }
 
@@ -168,7 +179,9 @@ pub struct Warmup {
 pub struct Caches {
     /// L1 first.
     pub levels: Vec<CacheConfig>,
+    /// How the levels below L1 relate to the ones above (one level: unused).
     pub inclusion: Inclusion,
+    /// Where the arrays start in memory.
     pub layout: LayoutSpec,
     /// Simulate one access at a time ([`Program::every_access`]; for benchmarks).
     pub every_access: bool,
@@ -177,32 +190,50 @@ pub struct Caches {
 /// One reference's counts in a simulation report.
 #[derive(Clone, Debug, Serialize)]
 pub struct SimRow {
+    /// The reference's number as `--ref` takes it (`P2`).
     pub reference: String,
+    /// Label of the statement it is in (`S3`).
     pub statement: String,
+    /// `left` (the write) or `right` (a read).
     pub side: String,
+    /// Its position on that side, as in `S3:right:1`.
     pub position: usize,
+    /// The reference as the source writes it (`A[k]`).
     pub text: String,
+    /// Accesses it made (at a lower level: that reached the level).
     pub accesses: u64,
+    /// Accesses whose line was in the cache.
     pub hits: u64,
+    /// Misses on the first touch of the line by any reference.
     pub compulsory: u64,
+    /// Misses on a line evicted since it was last in the cache (conflict and capacity).
     pub other: u64,
 }
 
 /// `kansoku cache simulate`'s answer (its JSON schema).
 #[derive(Clone, Debug, Serialize)]
 pub struct SimReport {
+    /// The kernel file as named.
     pub kernel: String,
+    /// The first level (L1) simulated.
     pub cache: CacheConfig,
     /// Where the arrays are.
     pub layout: String,
     /// The cache's state at the kernel's start (`"cold"`, or `{"warm": "init_array"}`).
     pub start: Start,
+    /// The parameter values simulated.
     pub params: ParamValues,
+    /// Each array's start address, element size and count, in declaration order.
     pub data: Vec<DataInfo>,
+    /// The first level's counts, one row per reference in reference-number order.
     pub refs: Vec<SimRow>,
+    /// Accesses of all references at the first level.
     pub total_accesses: u64,
+    /// Misses (compulsory and other) of all references at the first level.
     pub total_misses: u64,
+    /// Wall-clock seconds the simulation took (every level at once).
     pub seconds: f64,
+    /// `total_accesses / seconds`: the simulator's measured speed on this run.
     pub accesses_per_second: f64,
     /// The inclusive levels below `cache` (`--l2`), each seeing the level above's misses.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -212,16 +243,23 @@ pub struct SimReport {
 /// A level below the first in a simulation report.
 #[derive(Clone, Debug, Serialize)]
 pub struct SimLevel {
+    /// This level's cache.
     pub cache: CacheConfig,
+    /// How it relates to the levels above.
     pub inclusion: Inclusion,
+    /// Its counts per reference: accesses are the ones that missed in the level above.
     pub refs: Vec<SimRow>,
+    /// Accesses that reached this level, all references.
     pub total_accesses: u64,
+    /// Misses at this level, all references.
     pub total_misses: u64,
 }
 
 /// The simulator's speed for estimates (measured 240–380 M accesses/s for one level, 46 M
 /// for an L1+L2 hierarchy, BENCHMARKS seed 004).
 pub const SIM_ACCESSES_PER_SECOND: f64 = 3e8;
+/// The simulator's speed for estimates with more than one level, in accesses a second
+/// (measured 46 M for L1+L2, BENCHMARKS seed 004).
 pub const HIERARCHY_ACCESSES_PER_SECOND: f64 = 4.6e7;
 
 /// Simulates `caches` on `k` at `p`, after counting the accesses: refused above
@@ -335,24 +373,46 @@ pub const CHAIN_RACE_CHARS: usize = 4000;
 /// Everything `cache model` is asked (see the CLI's options for each).
 #[derive(Clone, Debug)]
 pub struct ModelRequest {
+    /// The kernel file and its C options.
     pub source: Source,
+    /// The cache levels and the arrays' layout.
     pub caches: Caches,
+    /// How to derive the formulas.
     pub method: Method,
+    /// Set method: values of the parameters in array extents (`N=64`), loop bounds staying symbolic.
     pub extent: Option<String>,
+    /// Seconds to give up after; `None`: [`BUDGET`], or [`BUDGET_AUTO_AT_A_POINT`] for `auto` at concrete sizes.
     pub budget: Option<f64>,
+    /// Set method: build each distinct-line set as a lexmin chain once the previous one's isl
+    /// text exceeds this many characters; `None`: off (and raced at [`CHAIN_RACE_CHARS`]).
     pub lexmin_chain: Option<usize>,
+    /// Set method: give each distinct-line set but the last explicit divisions as it is built
+    /// (true), rather than all at once when counting.
     pub stepwise_divisions: bool,
+    /// Set method: build with the construction the options name only, racing no other.
     pub no_race: bool,
+    /// Set method: the distinct-line sets in one chain over every access with a hit source,
+    /// rather than apart per hit-source reference.
     pub one_chain: bool,
+    /// Set method: references built at once, one a thread (0: one per core).
     pub jobs: usize,
+    /// Set method: parameter points at which to compare the formulas with the simulator (0: no check).
     pub check: usize,
+    /// Most accesses (loop steps included) a simulation may make before it is refused.
     pub max_accesses: u64,
+    /// `--warm`: the C function or kernel-language file run first; `None`: a cold cache.
     pub warm: Option<String>,
+    /// One reference (`S3:right:1` or `P2`); `None`: all.
     pub reference: Option<String>,
+    /// Interpolation: parameters following the size variable n, each `PARAM` or `PARAM=a*n+b`.
     pub vary: Vec<String>,
+    /// Interpolation: parameters held fixed while deriving (`T=2`).
     pub fix: Option<String>,
+    /// Interpolation: the smallest size n the formulas are derived for.
     pub from: i64,
+    /// Values to evaluate the formulas at (`X=10,Y=10`); for C input, default the sizes given.
     pub param: Option<String>,
+    /// Also derive and show hit sources, conflict-miss factors and how each formula was derived.
     pub explain: bool,
 }
 
@@ -370,9 +430,25 @@ pub enum ModelAnswer {
     /// the set method did not get there).
     Simulated(SimReport),
     /// The set method's formulas, and every level's counts at `--param` (the first first).
-    Sets { formulas: SetFormulas, evaluations: Option<Vec<Vec<RefSetEvaluation>>>, at: String, explain: bool },
+    Sets {
+        /// The formulas, for every reference asked.
+        formulas: SetFormulas,
+        /// Counts at `--param`, one list per level, L1 first; `None` without values to evaluate at.
+        evaluations: Option<Vec<Vec<RefSetEvaluation>>>,
+        /// The parameter values evaluated at, as text for the report.
+        at: String,
+        /// Whether the report shows how each count was derived.
+        explain: bool,
+    },
     /// Interpolation's formulas in one size variable, and their value at `--param`.
-    Interpolated { formulas: KernelFormulas, evaluation: Option<Evaluation>, explain: bool },
+    Interpolated {
+        /// The formulas in the size variable n.
+        formulas: KernelFormulas,
+        /// Their value at `--param`; `None` without values to evaluate at.
+        evaluation: Option<Evaluation>,
+        /// Whether the report shows how each formula was derived.
+        explain: bool,
+    },
 }
 
 impl ModelAnswer {
@@ -676,17 +752,25 @@ fn interpolate_model(a: &ModelRequest, ui: &Arc<dyn Ui>, spent: f64) -> Result<M
 #[derive(Serialize)]
 #[serde(untagged)]
 pub enum EvalAnswer {
+    /// A file of interpolated formulas.
     Interpolated {
+        /// The parameter values evaluated at, as given.
         #[serde(skip)]
         param: String,
+        /// The formulas read from the file.
         #[serde(skip)]
         formulas: Box<KernelFormulas>,
+        /// Their counts at `param`.
         evaluation: Evaluation,
+        /// Wall-clock time evaluating took, in microseconds.
         microseconds: f64,
+        /// With `--verify`: one line per disagreement with the simulator (reference, level, counts); `None` without.
         #[serde(skip_serializing_if = "Option::is_none")]
         verify_mismatches: Option<Vec<String>>,
     },
+    /// A file of set-method formulas.
     Sets {
+        /// The parameter values evaluated at, as given.
         #[serde(skip)]
         param: String,
         /// The formulas' own level (the last of a hierarchy).
@@ -694,7 +778,9 @@ pub enum EvalAnswer {
         /// Every level, the first first, for a hierarchy's formulas.
         #[serde(skip_serializing_if = "Vec::is_empty")]
         levels: Vec<EvalLevel>,
+        /// Wall-clock time evaluating took, in microseconds.
         microseconds: f64,
+        /// With `--verify`: one line per disagreement with the simulator (reference, level, counts); `None` without.
         #[serde(skip_serializing_if = "Option::is_none")]
         verify_mismatches: Option<Vec<String>>,
     },
@@ -703,7 +789,9 @@ pub enum EvalAnswer {
 /// One level's counts in a hierarchy's evaluation.
 #[derive(Serialize)]
 pub struct EvalLevel {
+    /// That level's cache.
     pub cache: CacheConfig,
+    /// Its counts per reference.
     pub evaluation: Vec<RefSetEvaluation>,
 }
 
