@@ -272,7 +272,7 @@ impl Program {
     }
 
     /// [`Program::work`] as the simulator of one `cache` pays it: in an innermost loop it runs
-    /// from one line change to the next ([`CacheSim::runs`]), `accesses` counts the ones it
+    /// from one line change to the next (`CacheSim::runs`), `accesses` counts the ones it
     /// makes one at a time, not the iterations between that it counts as hits.
     pub fn simulated_work(&self, limit: u64, cache: &CacheConfig) -> Work {
         if self.every_access {
