@@ -132,6 +132,7 @@ impl Family {
         Ok(())
     }
 
+    /// The parameter values at size `n`: fixed parameters at their value, each varying one at `a·n + b`.
     pub fn params_at(&self, n: i64) -> ParamValues {
         let mut m = self.fixed.clone();
         for v in &self.varying {
@@ -232,9 +233,14 @@ const MAX_PERIOD_READ: i64 = 1 << 20;
 /// `Σ_j newton[r][j] · C(m, j)` (Newton forward-difference form, integer coefficients).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Piece {
+    /// First size `n` the piece covers (inclusive).
     pub from: i64,
+    /// Last size `n` the piece covers (inclusive); `None` for the last, unbounded piece.
     pub to: Option<i64>,
+    /// Period `q` of the quasi-polynomial: the number of residue classes, each with its own polynomial.
     pub period: i64,
+    /// Per residue `r` (`0 <= r < period`), the polynomial's Newton coefficients, lowest order first:
+    /// the value is `Σ_j newton[r][j] · C(m, j)`.
     pub newton: Vec<Vec<i64>>,
 }
 
@@ -303,9 +309,11 @@ impl Piece {
 /// unbounded above.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QuasiPolynomial {
+    /// Smallest size `n` the formula is defined for.
     pub n_min: i64,
     /// Degree bound used when fitting.
     pub degree: u32,
+    /// The pieces in increasing `n`, contiguous from `n_min`; the sizes before the periodic part are stored as period-1 constant pieces.
     pub pieces: Vec<Piece>,
     /// Every `n` in `n_min ..= verified_max` was checked against the simulator.
     pub verified_max: i64,
@@ -576,9 +584,13 @@ pub fn fit_quasi_polynomial(values: &[i64], n_min: i64, degree: u32, max_period:
 pub struct RefFormulas {
     /// `P0`, `P1`, ...
     pub reference: String,
+    /// Label of the statement containing the reference.
     pub statement: String,
+    /// `left` (the write) or `right` (a read).
     pub side: String,
+    /// 1-based position among the references of that side, left to right.
     pub position: usize,
+    /// The reference as text, e.g. `A[i][k]`.
     pub text: String,
     /// Degree bound used (number of enclosing loops whose trip count grows with `n`).
     pub degree_bound: u32,
@@ -601,25 +613,34 @@ pub struct RefFormulas {
 /// A count attributed to one reference.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct NamedFormula {
+    /// The other reference the count is attributed to (`P0`, `P1`, ...).
     pub reference: String,
+    /// The attributed count as a function of `n`.
     pub count: QuasiPolynomial,
 }
 
 /// All formulas of a kernel for one cache and layout.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct KernelFormulas {
+    /// JSON format tag, `kansoku-cache-formulas/1`.
     pub format: String,
+    /// Name of the kernel's source file.
     pub kernel: String,
+    /// The cache these formulas count misses of (one [`KernelFormulas`] per cache of [`ModelOptions::caches`]).
     pub cache: CacheConfig,
+    /// The array placement the formulas assume.
     pub layout: LayoutSpec,
+    /// How the kernel's parameters follow the size variable `n`.
     pub family: Family,
     /// Name of the size variable in printed formulas.
     pub size_var: String,
+    /// One entry per reference of the kernel, in reference order (`P0` first).
     pub refs: Vec<RefFormulas>,
     /// Simulated sizes used to derive the formulas.
     pub sampled_sizes: (i64, i64),
     /// See [`horizon`]: sizes up to here and some periods beyond were all simulated.
     pub horizon: i64,
+    /// Wall-clock seconds of the whole build (simulations and fits for all caches of the build).
     pub build_seconds: f64,
     /// The cache's state at the kernel's start the formulas assume: always cold (the
     /// formulas count from an empty cache; a warm start is simulated).
@@ -630,31 +651,43 @@ pub struct KernelFormulas {
 /// Counts of one reference from evaluating its formulas.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
 pub struct RefEvaluation {
+    /// The reference's seed position name, `P0`, `P1`, ...
     pub reference: String,
+    /// Number of times the reference is executed at `n` (the seed's first count).
     pub accesses: i128,
+    /// How many of those accesses are compulsory misses (first use of their line).
     pub compulsory: i128,
+    /// How many are conflict misses (line evicted since its last use).
     pub conflict: i128,
+    /// The remaining accesses, which hit: `accesses − compulsory − conflict`.
     pub hits: i128,
     /// Present when the formulas carry the breakdown (`model --explain`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub hit_sources: BTreeMap<String, i128>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    /// Present with the breakdown: conflict misses per conflict-miss factor (the reference whose access evicted the line).
     pub conflict_factors: BTreeMap<String, i128>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
+/// Every reference's counts at one size `n`, from [`KernelFormulas::eval`] or [`KernelFormulas::eval_n`].
 pub struct Evaluation {
+    /// The size variable's value the formulas were evaluated at.
     pub n: i64,
     /// True when `n` is beyond the range checked against the simulator.
     pub extrapolated: bool,
+    /// Largest `n` up to which every formula was checked against the simulator (see [`KernelFormulas::verified_max`]).
     pub verified_max: i64,
+    /// One entry per reference, in reference order.
     pub refs: Vec<RefEvaluation>,
 }
 
 impl KernelFormulas {
+    /// Largest `n` up to which every formula of every reference was checked against the simulator (the smallest of their `verified_max`).
     pub fn verified_max(&self) -> i64 {
         self.refs.iter().flat_map(|r| [&r.accesses, &r.compulsory, &r.conflict]).map(|q| q.verified_max).min().unwrap_or(0)
     }
+    /// Smallest size `n` the formulas are defined for (1 when there are no references).
     pub fn n_min(&self) -> i64 {
         self.refs.first().map(|r| r.accesses.n_min).unwrap_or(1)
     }
@@ -678,6 +711,9 @@ impl KernelFormulas {
         self.eval_n(n)
     }
 
+    /// Evaluates every reference's formulas at size `n` (after validating them); fails for `n` below
+    /// [`KernelFormulas::n_min`] or a count beyond 128 bits, and marks `n` beyond
+    /// [`KernelFormulas::verified_max`] as extrapolated.
     pub fn eval_n(&self, n: i64) -> Result<Evaluation> {
         if n < self.n_min() {
             return Err(CacheError::Params(format!(
@@ -715,12 +751,17 @@ impl KernelFormulas {
 /// Options of [`build_model`].
 #[derive(Clone, Debug)]
 pub struct ModelOptions {
+    /// How the parameters follow the size variable `n`.
     pub family: Family,
+    /// Where the arrays are placed in memory.
     pub layout: LayoutSpec,
+    /// The caches to derive formulas for; one [`KernelFormulas`] is built per cache, from the same simulations.
     pub caches: Vec<CacheConfig>,
+    /// Smallest size `n` simulated and covered by the formulas.
     pub n_min: i64,
     /// Independent checks per residue class required to accept a period.
     pub evidence: i64,
+    /// Largest period `q` the fit tries.
     pub max_period: i64,
     /// Give up beyond this size ...
     pub max_n: i64,
@@ -745,6 +786,8 @@ impl fmt::Debug for Progress {
 }
 
 impl ModelOptions {
+    /// Options with the defaults: `n` from 1, 3 checks per residue class, period up to 128, sizes up to
+    /// 1 000 000, 40 000 000 000 simulated accesses in total, no time budget, no breakdown, no progress callback.
     pub fn new(family: Family, layout: LayoutSpec, caches: Vec<CacheConfig>) -> Self {
         ModelOptions { family, layout, caches, n_min: 1, evidence: 3, max_period: 128, max_n: 1_000_000, access_budget: 40_000_000_000, time_budget: None, breakdown: false, progress: None }
     }

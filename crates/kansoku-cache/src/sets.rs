@@ -90,7 +90,7 @@ pub struct SetModelOptions {
     pub stepwise_divisions: bool,
     /// Count the distinct lines per array (arrays whose lines never meet) once one chain
     /// over all lines exceeds this many characters of isl text (`None`: never). Same
-    /// counts; gemm 8-way's B[k][j] with extents 20 builds in 75 s instead of > 10 min,
+    /// counts; gemm 8-way's `B[k][j]` with extents 20 builds in 75 s instead of > 10 min,
     /// but small chains are cheaper to count whole (bicg 2-way: the per-array parts
     /// exceeded the counter's budget). Ignored when `lexmin_chain_above` is set.
     pub split_by_array_above: Option<usize>,
