@@ -29,6 +29,8 @@
 //! assert_eq!((a_k.compulsory, a_k.conflict), (0, 1));
 //! ```
 
+#![deny(missing_docs)]
+
 pub mod affine;
 pub mod answer;
 pub mod check;
