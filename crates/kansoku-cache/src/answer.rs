@@ -820,7 +820,7 @@ pub fn evaluate_file(path: &Path, text: &str, param: &str, verify: Option<&str>)
         let verify_mismatches = match verify {
             None => None,
             Some(v) => {
-                let k = verify_kernel(v, &f.kernel)?.with_fixed_extents(&f.extents).map_err(CacheError::Input)?;
+                let k = verify_kernel(v, &f.kernel)?.with_fixed_extents(&f.extents).map_err(|e| CacheError::Input(e.to_string()))?;
                 Some(crate::check::disagreements(&k, &f, std::slice::from_ref(&p))?.iter().map(|d| d.to_string()).collect())
             }
         };

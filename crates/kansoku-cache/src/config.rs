@@ -89,27 +89,46 @@ impl CacheConfig {
             line: u32::try_from(line).map_err(|_| bad("line size too large".into()))?,
             sets: u32::try_from(sets).map_err(|_| bad("too many sets".into()))?,
         };
-        c.validate().map_err(bad)?;
+        c.validate().map_err(|e| bad(e.to_string()))?;
         Ok(c)
     }
 
     /// Checks the configuration can be simulated (all at least 1, power-of-two line, at
     /// most 64 ways); the error says which rule is broken.
-    pub fn validate(&self) -> std::result::Result<(), String> {
+    pub fn validate(&self) -> std::result::Result<(), CacheConfigError> {
         if self.assoc == 0 || self.sets == 0 || self.line == 0 {
-            return Err("associativity, line size and sets must all be at least 1".into());
+            return Err(CacheConfigError::Zero);
         }
         if !self.line.is_power_of_two() {
-            return Err(format!(
-                "line size {} is not a power of two (refused: lines are aligned power-of-two blocks; associativity and set count may be any positive integer)",
-                self.line
-            ));
+            return Err(CacheConfigError::LineNotPowerOfTwo { line: self.line });
         }
         if self.assoc > 64 {
-            return Err(format!("associativity {} is above the supported 64", self.assoc));
+            return Err(CacheConfigError::TooManyWays { assoc: self.assoc });
         }
         Ok(())
     }
+}
+
+/// Which rule of a simulable cache a [`CacheConfig`] breaks ([`CacheConfig::validate`]):
+/// typed so a caller can tell them apart, worded for the user.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CacheConfigError {
+    /// Associativity, line size or set count is zero.
+    #[error("associativity, line size and sets must all be at least 1")]
+    Zero,
+    /// The line size is not a power of two (lines are aligned blocks).
+    #[error("line size {line} is not a power of two (refused: lines are aligned power-of-two blocks; associativity and set count may be any positive integer)")]
+    LineNotPowerOfTwo {
+        /// The line size given, in bytes.
+        line: u32,
+    },
+    /// More ways than the simulator supports (64).
+    #[error("associativity {assoc} is above the supported 64")]
+    TooManyWays {
+        /// The associativity given.
+        assoc: u32,
+    },
 }
 
 impl std::fmt::Display for CacheConfig {

@@ -120,6 +120,20 @@ pub enum Node {
     Stmt(usize),
 }
 
+/// An array extent [`Kernel::with_fixed_extents`] could not fix: it still depends on a
+/// variable no value was given for.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("array '{array}' has extent {extent}: give a value for {}", variables.join(", "))]
+#[non_exhaustive]
+pub struct ExtentError {
+    /// The array's name.
+    pub array: String,
+    /// The extent as written (affine in the parameters).
+    pub extent: String,
+    /// The extent's variables, each of which needs a value.
+    pub variables: Vec<String>,
+}
+
 /// A parsed kernel.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Kernel {
@@ -178,12 +192,16 @@ impl Kernel {
 
     /// The same kernel with array extents evaluated at `values` (the arrays' declared
     /// capacity), loop bounds untouched: what the set method models when extents would
-    /// otherwise depend on parameters. `None` names an extent that still has a variable.
-    pub fn with_fixed_extents(&self, values: &std::collections::BTreeMap<String, i64>) -> Result<Kernel, String> {
+    /// otherwise depend on parameters. The error names an extent that still has a variable.
+    pub fn with_fixed_extents(&self, values: &std::collections::BTreeMap<String, i64>) -> Result<Kernel, ExtentError> {
         let mut k = self.clone();
         for a in &mut k.arrays {
             for d in &mut a.dims {
-                let v = d.eval(&|n| values.get(n).copied()).ok_or_else(|| format!("array '{}' has extent {d}: give a value for {}", a.name, d.vars().collect::<Vec<_>>().join(", ")))?;
+                let v = d.eval(&|n| values.get(n).copied()).ok_or_else(|| ExtentError {
+                    array: a.name.clone(),
+                    extent: d.to_string(),
+                    variables: d.vars().map(str::to_string).collect(),
+                })?;
                 *d = Affine::constant(v);
             }
         }

@@ -228,6 +228,56 @@ impl Q {
 /// The longest period a formulas file may give (fits use at most a few hundred).
 const MAX_PERIOD_READ: i64 = 1 << 20;
 
+/// What makes a [`QuasiPolynomial`] read from a file unfit for evaluation
+/// ([`QuasiPolynomial::validate`]); `index` is the piece's place in `pieces`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum FormulaError {
+    /// The formula has no piece at all.
+    #[error("no pieces")]
+    NoPieces,
+    /// The first piece starts after `n_min`, leaving sizes without a value.
+    #[error("the first piece starts at {from} after n_min {n_min}")]
+    FirstPieceLate {
+        /// Where the first piece starts.
+        from: i64,
+        /// The smallest size the formula claims to cover.
+        n_min: i64,
+    },
+    /// A piece's period is below 1 or above what evaluation accepts from a file.
+    #[error("pieces[{index}]: period {period} (must be 1 to {MAX_PERIOD_READ})")]
+    Period {
+        /// The piece.
+        index: usize,
+        /// Its period.
+        period: i64,
+    },
+    /// A piece does not hold one Newton table per residue class.
+    #[error("pieces[{index}]: {tables} Newton tables for period {period}")]
+    Tables {
+        /// The piece.
+        index: usize,
+        /// How many tables it holds.
+        tables: usize,
+        /// Its period (the number of tables it should hold).
+        period: i64,
+    },
+    /// A Newton table is longer than 64 coefficients (degree above 63).
+    #[error("pieces[{index}]: a Newton table longer than 64 (degree above 63)")]
+    Degree {
+        /// The piece.
+        index: usize,
+    },
+    /// A piece does not start after the piece before it.
+    #[error("pieces[{index}] starts at {from}, not after the piece before it")]
+    Order {
+        /// The piece.
+        index: usize,
+        /// Where it starts.
+        from: i64,
+    },
+}
+
 /// One piece of a quasi-polynomial: for `from <= n <= to` (no `to`: unbounded) with
 /// `n = from + r + period·m` (`0 <= r < period`), the value is
 /// `Σ_j newton[r][j] · C(m, j)` (Newton forward-difference form, integer coefficients).
@@ -246,15 +296,15 @@ pub struct Piece {
 
 impl Piece {
     /// What evaluation relies on: a positive period with one Newton table per residue.
-    fn validate(&self) -> std::result::Result<(), String> {
+    fn validate(&self, index: usize) -> std::result::Result<(), FormulaError> {
         if self.period < 1 || self.period > MAX_PERIOD_READ {
-            return Err(format!("period {} (must be 1 to {MAX_PERIOD_READ})", self.period));
+            return Err(FormulaError::Period { index, period: self.period });
         }
         if self.newton.len() != self.period as usize {
-            return Err(format!("{} Newton tables for period {}", self.newton.len(), self.period));
+            return Err(FormulaError::Tables { index, tables: self.newton.len(), period: self.period });
         }
         if self.newton.iter().any(|t| t.len() > 64) {
-            return Err("a Newton table longer than 64 (degree above 63)".into());
+            return Err(FormulaError::Degree { index });
         }
         Ok(())
     }
@@ -333,15 +383,15 @@ impl QuasiPolynomial {
 
     /// Checks a quasi-polynomial read from a file before it is evaluated: pieces in
     /// increasing order, the first one starting at `n_min` at the latest, each valid.
-    pub fn validate(&self) -> std::result::Result<(), String> {
-        let first = self.pieces.first().ok_or("no pieces")?;
+    pub fn validate(&self) -> std::result::Result<(), FormulaError> {
+        let first = self.pieces.first().ok_or(FormulaError::NoPieces)?;
         if first.from > self.n_min {
-            return Err(format!("the first piece starts at {} after n_min {}", first.from, self.n_min));
+            return Err(FormulaError::FirstPieceLate { from: first.from, n_min: self.n_min });
         }
         for (i, p) in self.pieces.iter().enumerate() {
-            p.validate().map_err(|e| format!("pieces[{i}]: {e}"))?;
+            p.validate(i)?;
             if i > 0 && p.from <= self.pieces[i - 1].from {
-                return Err(format!("pieces[{i}] starts at {}, not after the piece before it", p.from));
+                return Err(FormulaError::Order { index: i, from: p.from });
             }
         }
         Ok(())
@@ -862,7 +912,7 @@ pub fn structural_period(k: &Kernel, layout: &LayoutSpec, c: &CacheConfig) -> i6
 pub fn build_model(k: &Kernel, opts: &ModelOptions) -> Result<Vec<KernelFormulas>> {
     opts.family.check(k)?;
     for c in &opts.caches {
-        c.validate().map_err(|m| CacheError::CacheConfig { spec: c.to_string(), msg: m })?;
+        c.validate().map_err(|e| CacheError::CacheConfig { spec: c.to_string(), msg: e.to_string() })?;
     }
     let start = std::time::Instant::now();
     let degs = degree_bounds(k, &opts.family);

@@ -512,7 +512,7 @@ fn m<T>(r: kansoku_isl::Result<T>, what: &str, reference: &str) -> Result<T> {
 /// Builds the formulas of every (selected) reference.
 pub fn build_set_model(k: &Kernel, opts: &SetModelOptions) -> Result<SetFormulas> {
     let t0 = Instant::now();
-    opts.cache.validate().map_err(|msg| CacheError::CacheConfig { spec: format!("{:?}", opts.cache), msg })?;
+    opts.cache.validate().map_err(|e| CacheError::CacheConfig { spec: format!("{:?}", opts.cache), msg: e.to_string() })?;
     for p in &k.params {
         if p == TIME || p == LINE || p.starts_with("v_") {
             return Err(CacheError::Model(format!("parameter name '{p}' is reserved by the set method; rename it")));
