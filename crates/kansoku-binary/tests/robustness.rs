@@ -1,7 +1,7 @@
 //! Outside input: cut or garbled program files give errors, never panics.
 
 use kansoku_binary::{FunctionCfg, Program};
-use kansoku_examples::{build, test_build_dir};
+use kansoku_examples::{build, build_source_by, test_build_dir};
 use proptest::prelude::*;
 
 fn seed000_bytes() -> Vec<u8> {
@@ -53,18 +53,15 @@ proptest! {
 /// A stripped -O2 build of tests/c/interp.c: functions come from `.eh_frame`, names from
 /// the PLT relocations, and its switch is a jump table in `.rodata`, so garbling it
 /// exercises those parsers too.
-/// Made once per test process: test threads share it instead of racing on one file.
+/// Built once per test run by the shared builder; read once per test process.
 fn stripped_bytes() -> Vec<u8> {
     static BYTES: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
     BYTES
         .get_or_init(|| {
-            let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/interp.c");
-            let copy = std::env::temp_dir().join(format!("kansoku-robust-{}-interp", std::process::id()));
-            let ok = std::process::Command::new("cc").args(["-O2", "-s", "-o"]).arg(&copy).arg(&source).status().unwrap().success();
-            assert!(ok, "cc runs and strips (-s)");
-            let bytes = std::fs::read(&copy).unwrap();
-            let _ = std::fs::remove_file(copy);
-            bytes
+            let source = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/interp.c")).unwrap();
+            let dir = test_build_dir().join("binary-tests");
+            let program = build_source_by("cc", "interp-cc_O2_s", &source, &dir, &["-O2", "-s"]).unwrap_or_else(|e| panic!("cc builds and strips (-s): {e}"));
+            std::fs::read(program).unwrap()
         })
         .clone()
 }

@@ -10,7 +10,7 @@ use std::process::Command;
 
 use kansoku_binary::program::SymbolSource;
 use kansoku_binary::{FunctionCfg, FunctionSymbol, Program};
-use kansoku_examples::{build_with, test_build_dir};
+use kansoku_examples::{build_source_by, build_with, test_build_dir};
 
 /// Distinguishes temporary files of test threads in one process.
 fn unique() -> String {
@@ -26,19 +26,13 @@ fn compile(name: &str, flags: &[&str]) -> PathBuf {
     compile_with("cc", name, flags)
 }
 
-/// Compiles tests/c/NAME.c with `compiler` and exactly `flags` into the test build directory.
+/// Compiles tests/c/NAME.c with `compiler` and exactly `flags` into the test build
+/// directory, by the shared builder: once per compiler, flags and source in a test run,
+/// whichever test threads and binaries ask.
 fn compile_with(compiler: &str, name: &str, flags: &[&str]) -> PathBuf {
-    let dir = test_build_dir().join("binary-tests");
-    std::fs::create_dir_all(&dir).unwrap();
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c").join(format!("{name}.c"));
-    let stem = format!("{name}-{compiler}{}", flags.iter().map(|f| f.replace('-', "_")).collect::<String>());
-    // Test threads and test binaries may build the same program at once.
-    let tmp = dir.join(format!(".{stem}-{}", unique()));
-    let out = Command::new(compiler).args(flags).arg("-o").arg(&tmp).arg(&source).output().expect("the C compiler runs (scripts/setup installs gcc and clang)");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let program = dir.join(stem);
-    std::fs::rename(&tmp, &program).unwrap();
-    program
+    let source = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c").join(format!("{name}.c"))).unwrap();
+    let stem = format!("{name}-{compiler}{}", flags.iter().map(|f| f.replace(['-', '=', ','], "_")).collect::<String>());
+    build_source_by(compiler, &stem, &source, &test_build_dir().join("binary-tests"), flags).unwrap_or_else(|e| panic!("{e} (scripts/setup installs gcc and clang)"))
 }
 
 /// A stripped copy of `program` (`strip` from binutils).

@@ -179,10 +179,16 @@ fn five_kernels_miss_as_callgrind_says_cold_and_warm() {
         }
     }
     let here = Path::new(env!("CARGO_MANIFEST_DIR")).join("polybench");
-    let dir = std::env::temp_dir().join(format!("kansoku-callgrind-{}", std::process::id()));
+    // The programs are built by the shared builder (once per source and flags) in a
+    // directory of their own, the headers they include beside them.
+    let dir = kansoku_examples::test_build_dir().join("callgrind");
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("polybench.h"), POLYBENCH_H).unwrap();
-    std::fs::copy(here.join("sizes.h"), dir.join("sizes.h")).unwrap();
+    let headers = [("polybench.h", POLYBENCH_H.to_string()), ("sizes.h", std::fs::read_to_string(here.join("sizes.h")).unwrap())];
+    for (name, text) in headers {
+        if std::fs::read_to_string(dir.join(name)).ok().as_deref() != Some(text.as_str()) {
+            std::fs::write(dir.join(name), text).unwrap();
+        }
+    }
     let l1 = CacheConfig::parse("32KiB,8-way,64B").unwrap();
     let results: Vec<(String, [(u64, u64); 2])> = std::thread::scope(|s| {
         let handles: Vec<_> = ["gemm", "atax", "mvt", "gesummv", "trisolv"]
@@ -191,11 +197,11 @@ fn five_kernels_miss_as_callgrind_says_cold_and_warm() {
                 let (dir, here) = (dir.clone(), here.clone());
                 s.spawn(move || {
                     let src = std::fs::read_to_string(here.join(format!("{name}.c"))).unwrap() + &driver(name);
-                    let file: PathBuf = dir.join(format!("{name}.c"));
-                    std::fs::write(&file, &src).unwrap();
-                    let exe = dir.join(name);
-                    let cc = Command::new("gcc").args(["-O2", "-fno-inline", "-DMINI_DATASET", "-I"]).arg(&dir).arg(&file).arg("-o").arg(&exe).output().unwrap();
-                    assert!(cc.status.success(), "{name}: {}", String::from_utf8_lossy(&cc.stderr));
+                    let include = dir.to_str().unwrap();
+                    // gcc's code, as the expected counts were taken of
+                    let exe = kansoku_examples::build_source_by("gcc", name, &src, &dir, &["-O2", "-fno-inline", "-DMINI_DATASET", "-I", include]).unwrap_or_else(|e| panic!("{name}: {e}"));
+                    // the source as built (with the builder's note of its flags at the end)
+                    let file: PathBuf = exe.with_extension("c");
                     let input = CInput { preset: Some("MINI".into()), ..Default::default() };
                     let lowered = load_c_kernel(&file, &input).unwrap();
                     let p: ParamValues = lowered.sizes.iter().cloned().collect();
@@ -210,7 +216,6 @@ fn five_kernels_miss_as_callgrind_says_cold_and_warm() {
             .collect();
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     });
-    std::fs::remove_dir_all(&dir).ok();
     for (name, [(cg_cold, k_cold), (cg_warm, k_warm)]) in &results {
         eprintln!("{name}: cold callgrind {cg_cold} kansoku {k_cold}; warm callgrind {cg_warm} kansoku {k_warm}");
     }

@@ -128,7 +128,7 @@ pub fn build_with(name: &str, out_dir: &Path, extra_flags: &[&str]) -> Result<Pa
     let example = find(name)?;
     let suffix: String = extra_flags.iter().map(|f| f.trim_start_matches('-').replace(['=', '/'], "_")).collect::<Vec<_>>().join("-");
     let stem = if suffix.is_empty() { name.to_string() } else { format!("{name}-{suffix}") };
-    compile(&stem, example.source, out_dir, &[CFLAGS, extra_flags, example.libs].concat())
+    compile(&stem, example.source, out_dir, &[CFLAGS, extra_flags, example.libs].concat(), None)
 }
 
 /// Compiles a C program that is not one of the bundled examples (a test's own program,
@@ -138,12 +138,22 @@ pub fn build_with(name: &str, out_dir: &Path, extra_flags: &[&str]) -> Result<Pa
 /// rebuilds), atomically, so the tests of one run share it.
 pub fn build_source(stem: &str, source: &str, out_dir: &Path, flags: &[&str]) -> Result<PathBuf, BuildError> {
     let recorded = format!("{source}\n/* kansoku-examples: built with {flags:?} */\n");
-    compile(stem, &recorded, out_dir, flags)
+    compile(stem, &recorded, out_dir, flags, None)
 }
 
-/// Compiles `text` into `out_dir/STEM` with `args` (compiler flags and libraries), unless
-/// `STEM.c` there already holds `text` and the program exists.
-fn compile(stem: &str, text: &str, out_dir: &Path, args: &[&str]) -> Result<PathBuf, BuildError> {
+/// [`build_source`] by a named compiler (`"clang"`; `"cc"`, Debian's gcc, even where `$CC`
+/// names another), for a test whose check is about what one compiler emits (clang's XRay
+/// sleds, gcc's and clang's jump tables, callgrind's counts of gcc's code). The compiler is recorded beside the flags, so a change of either
+/// rebuilds; give each compiler's build a stem of its own.
+pub fn build_source_by(compiler: &str, stem: &str, source: &str, out_dir: &Path, flags: &[&str]) -> Result<PathBuf, BuildError> {
+    let recorded = format!("{source}\n/* kansoku-examples: built by {compiler} with {flags:?} */\n");
+    compile(stem, &recorded, out_dir, flags, Some(compiler))
+}
+
+/// Compiles `text` into `out_dir/STEM` with `args` (compiler flags and libraries) by
+/// `compiler` (else `$CC`, else `cc`), unless `STEM.c` there already holds `text` and the
+/// program exists.
+fn compile(stem: &str, text: &str, out_dir: &Path, args: &[&str], compiler: Option<&str>) -> Result<PathBuf, BuildError> {
     let (flags, libs): (Vec<&str>, Vec<&str>) = args.iter().partition(|a| !a.starts_with("-l"));
     std::fs::create_dir_all(out_dir).map_err(|source| BuildError::Write { path: out_dir.into(), cause: source })?;
     let source = out_dir.join(format!("{stem}.c"));
@@ -162,7 +172,7 @@ fn compile(stem: &str, text: &str, out_dir: &Path, args: &[&str]) -> Result<Path
     let tmp_source = private.join(format!("{stem}.c"));
     std::fs::write(&tmp_source, text).map_err(|source| BuildError::Write { path: tmp_source.clone(), cause: source })?;
     let tmp_program = private.join(stem);
-    let compiler = std::env::var("CC").unwrap_or_else(|_| "cc".to_string());
+    let compiler = compiler.map(str::to_string).unwrap_or_else(|| std::env::var("CC").unwrap_or_else(|_| "cc".to_string()));
     let output = Command::new(&compiler)
         .args(&flags)
         .arg(format!("-fdebug-prefix-map={}={}", private.display(), out_dir.display()))
