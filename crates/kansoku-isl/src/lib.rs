@@ -558,13 +558,13 @@ mod tests {
     }
 
     /// Another thread's cancel flag stops a long operation (isl's scan of 8·10⁹ points,
-    /// 6 s here) within a fraction of a second; the count it returns is partial, so the
-    /// context says it was aborted.
+    /// 6 s here) before its end; what it returns is not the whole count, and the context
+    /// says it was aborted. Checked by that count, not by a clock: a cancel that did not
+    /// reach the running scan would let it finish with 8·10⁹.
     #[test]
     fn cancel_aborts_a_running_operation() {
         let ctx = Ctx::new();
         let cancel = std::sync::atomic::AtomicBool::new(false);
-        let t = std::time::Instant::now();
         let r = std::thread::scope(|s| {
             s.spawn(|| {
                 std::thread::sleep(std::time::Duration::from_millis(100));
@@ -573,7 +573,6 @@ mod tests {
             ctx.with_watchdog(None, Some(&cancel), || ctx.set("{ S[i, j, k] : 0 <= i, j, k < 2000 }").and_then(|s| s.set_count()))
         });
         assert!(ctx.aborted() && !matches!(r, Ok(8_000_000_000)), "{r:?}");
-        assert!(t.elapsed() < std::time::Duration::from_secs(5), "took {:?}", t.elapsed());
     }
 
     #[test]

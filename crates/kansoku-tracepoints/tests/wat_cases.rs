@@ -348,18 +348,30 @@ fn optimising_twice_is_refused() {
     assert!(matches!(optimize(&o.wasm, &OptimizeOptions::default()), Err(TpError::AlreadyOptimised)));
 }
 
+/// Two trace records, then an endless loop (issue 15, item 10): the run is stopped at its
+/// time limit, says so, and keeps the two records. The run goes on a thread of its own so
+/// that a limit that does not stop it fails here by what was not seen (its end), after a
+/// wait far past the limit, instead of hanging the suite; how soon after the limit a run
+/// ends is not asserted (a loaded machine decides that).
 #[test]
 fn a_module_that_never_returns_is_stopped_and_its_trace_kept() {
-    // Two trace records, then an endless loop (issue 15, item 10).
     let w = module("", "(call $t0 (i32.const 1)) (call $t0 (i32.const 2)) (loop $forever (br $forever)) (local.get $x)");
     for clock in [Clock::Instructions, Clock::Ns] {
         let limit = std::time::Duration::from_millis(300);
-        let t = std::time::Instant::now();
         let path = std::env::temp_dir().join(format!("kansoku-forever-{}-{clock:?}.ktrace", std::process::id()));
         let out = Box::new(std::fs::File::create(&path).unwrap());
-        let e = run_module(&w, &RunOptions { clock, args: vec!["1".into()], time_limit: Some(limit), ..Default::default() }, out).err().unwrap();
-        assert!(t.elapsed() < std::time::Duration::from_secs(10), "{:?}", t.elapsed());
-        assert!(e.to_string().contains("time limit") && e.to_string().contains("2 records"), "{e}");
+        let (ended, end) = std::sync::mpsc::channel();
+        let wasm = w.clone();
+        std::thread::spawn(move || {
+            let r = run_module(&wasm, &RunOptions { clock, args: vec!["1".into()], time_limit: Some(limit), ..Default::default() }, out);
+            let _ = ended.send(r.err().map(|e| e.to_string()));
+        });
+        let e = match end.recv_timeout(std::time::Duration::from_secs(120)) {
+            Ok(e) => e.unwrap_or_else(|| panic!("{clock:?}: the endless loop returned")),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => panic!("{clock:?}: not stopped by its time limit of {limit:?}: still running two minutes on"),
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => panic!("{clock:?}: the run panicked"),
+        };
+        assert!(e.contains("time limit") && e.contains("2 records"), "{e}");
         let trace = std::fs::read(&path).unwrap();
         let _ = std::fs::remove_file(&path);
         assert_eq!(read_trace(&trace).unwrap().records.len(), 2);
