@@ -25,6 +25,9 @@ PY
 echo "CLI test files with their own fn kansoku: $(grep -l '^fn kansoku' crates/kansoku-cli/tests/*.rs | wc -l) of $(ls crates/kansoku-cli/tests/*.rs | wc -l)"
 echo "skips printed as a pass: $(grep -rniE '(e?println!\("skipped|println!\("the Valgrind engine is skipped|not installed.*not checked)' crates/*/tests | wc -l)"
 echo "kansoku_examples::skip calls: $(grep -rnE '\bskip\((kansoku_examples::)?Missing' crates/*/tests | wc -l)"
-echo "direct C compiler calls in tests: $(grep -rnE 'Command::new\(("cc"|"gcc"|compiler)\)' crates/*/tests | wc -l)"
-echo "wall-clock assertions: $(grep -rnE 'assert!\(.*elapsed\(\)' crates/*/tests crates/*/src | wc -l)"
+# A compiler named by a literal, a variable or $CC (g++ and clang too).
+echo "direct C compiler calls in tests: $(grep -rnE 'Command::new\(("cc"|"gcc"|"clang"|"g\+\+"|compiler|std::env::var\("CC"\))' crates/*/tests | wc -l)"
+# An elapsed time asserted directly, or kept (`let took = t.elapsed()`) and compared with a
+# Duration in an assert.
+echo "wall-clock assertions: $(grep -rnE 'assert!\(.*(elapsed\(\)|[<>]=? *(std::time::)?Duration::from_)' crates/*/tests crates/*/src | wc -l)"
 echo "CLI lines: $(cat crates/kansoku-cli/src/*.rs crates/kansoku-cli/src/*/*.rs | wc -l)"
