@@ -336,7 +336,7 @@ struct Bucket {
 /// histograms equal those of every value kept and sorted unless two times within 1/4,096
 /// of each other meet, which are then read as their mean.
 #[derive(Clone, Debug, Default)]
-pub struct Distribution {
+pub(crate) struct Distribution {
     count: u64,
     sum: f64,
     min: f64,
@@ -415,8 +415,9 @@ impl Distribution {
         self.max
     }
 
-    /// Buckets in use (what the memory holds).
-    pub fn buckets(&self) -> usize {
+    /// Buckets in use (what the memory holds; the tests bound it).
+    #[cfg(test)]
+    fn buckets(&self) -> usize {
         self.buckets.len()
     }
 
@@ -610,7 +611,7 @@ impl Analysis {
 /// [`analyse`] with the threads' off-CPU stretches: each call's time excludes the time
 /// its thread was switched out inside it, counted apart as preempted or blocked.
 /// `resolution_ns` is the step of the clock the hits were stamped with (0: exact): the
-/// percentiles are taken between its steps (see [`percentile_at_resolution`]).
+/// percentiles are taken between its steps (`quantile_of_runs`).
 pub fn analyse_on_cpu(points: &[Point], routines: &[String], hits: &[Hit], overhead_ns: Option<f64>, measured_ns: u64, off_cpu: &[OffCpu], resolution_ns: f64) -> EventReport {
     let mut a = Analysis::new(points, routines.len(), overhead_ns);
     let mut off = off_cpu.to_vec();
@@ -689,17 +690,18 @@ fn runs_of(sorted: &[f64]) -> Vec<(f64, u64)> {
     runs
 }
 
-/// The `q` quantile of sorted times read from a clock that moves in steps of
-/// `resolution_ns`. A time read as `v` is any true time within half a step of `v`, so the
-/// quantile is taken of that spread-out distribution. On a coarse clock the nearest-rank
-/// percentile always lands on a step: this VM's TSC moves in 10 ns steps, which put the
-/// median of a 70 ns routine up to 5 ns (7 %) off, and a different 5 ns from run to run.
-/// With `resolution_ns` 0 it is the nearest-rank percentile.
-pub fn percentile_at_resolution(sorted: &[f64], q: f64, resolution_ns: f64) -> f64 {
+/// [`quantile_of_runs`] of sorted values: the tests' form (the report passes runs).
+#[cfg(test)]
+fn percentile_at_resolution(sorted: &[f64], q: f64, resolution_ns: f64) -> f64 {
     quantile_of_runs(&runs_of(sorted), q, resolution_ns)
 }
 
-/// [`percentile_at_resolution`] of values given as ascending (value, how many) runs.
+/// The `q` quantile of times read from a clock that moves in steps of `resolution_ns`, of
+/// values given as ascending (value, how many) runs. A time read as `v` is any true time
+/// within half a step of `v`, so the quantile is taken of that spread-out distribution. On
+/// a coarse clock the nearest-rank percentile always lands on a step: this VM's TSC moves
+/// in 10 ns steps, which put the median of a 70 ns routine up to 5 ns (7 %) off, and a
+/// different 5 ns from run to run. With `resolution_ns` 0 it is the nearest-rank percentile.
 fn quantile_of_runs(runs: &[(f64, u64)], q: f64, resolution_ns: f64) -> f64 {
     let (Some(&(lo, _)), Some(&(hi, _))) = (runs.first(), runs.last()) else { return 0.0 };
     let n: u64 = runs.iter().map(|r| r.1).sum();

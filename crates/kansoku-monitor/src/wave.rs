@@ -65,17 +65,6 @@ pub struct Region {
     pub kind: RegionKind,
 }
 
-/// The label of the region holding `address`; the narrowest wins (a function inside
-/// `.text`, a variable's section inside the module).
-pub fn region_of(regions: &[Region], address: u64) -> Option<usize> {
-    regions
-        .iter()
-        .enumerate()
-        .filter(|(_, r)| address >= r.low && address < r.high)
-        .min_by_key(|(_, r)| r.high - r.low)
-        .map(|(i, _)| i)
-}
-
 /// The dominant period of a signal.
 #[derive(Clone, Debug, Serialize)]
 pub struct Period {
@@ -147,7 +136,7 @@ fn peaks(r: &[f64], min_lag: usize) -> Vec<usize> {
 }
 
 /// The dominant period (see the module notes). `min_lag` excludes trivially short lags.
-pub fn dominant_period(r: &[f64], min_lag: usize) -> Option<Period> {
+pub(crate) fn dominant_period(r: &[f64], min_lag: usize) -> Option<Period> {
     let ps = peaks(r, min_lag);
     let best = ps.iter().map(|&l| r[l]).fold(f64::NEG_INFINITY, f64::max);
     if !best.is_finite() || best <= 0.0 {
@@ -205,7 +194,7 @@ pub fn analyse_signal(signal: &[f64], min_lag: usize) -> SignalAnalysis {
 
 /// [`analyse_signal`] of several signals at once, each on a thread of its own (the
 /// waveform's code and data signals: two FFT-bound analyses of up to millions of points).
-pub fn analyse_signals(signals: &[&[f64]], min_lag: usize) -> Vec<SignalAnalysis> {
+pub(crate) fn analyse_signals(signals: &[&[f64]], min_lag: usize) -> Vec<SignalAnalysis> {
     std::thread::scope(|scope| {
         let handles: Vec<_> = signals.iter().map(|s| scope.spawn(move || analyse_signal(s, min_lag))).collect();
         handles.into_iter().map(|h| h.join().expect("a signal analysis panicked")).collect()
@@ -283,7 +272,7 @@ pub struct Recurrence {
 
 /// For each label (index into `names`, `None` = unlabelled), how much of the series it
 /// takes and how often it recurs exactly one `period` (in points) later.
-pub fn repeating_functions(labels: &[Option<usize>], names: &[String], period: usize) -> Vec<Recurrence> {
+pub(crate) fn repeating_functions(labels: &[Option<usize>], names: &[String], period: usize) -> Vec<Recurrence> {
     let n = labels.len();
     let mut count = vec![0u64; names.len()];
     let mut pairs = vec![0u64; names.len()];
@@ -418,16 +407,5 @@ mod tests {
         assert_eq!(r[0].recurrence, 100.0);
         let r = repeating_functions(&labels, &["a".into(), "b".into()], 5);
         assert!(r[1].recurrence < 1.0);
-    }
-
-    #[test]
-    fn narrowest_region_wins() {
-        let regions = vec![
-            Region { label: ".text".into(), low: 0, high: 100, kind: RegionKind::Section },
-            Region { label: "f".into(), low: 10, high: 20, kind: RegionKind::Function },
-        ];
-        assert_eq!(region_of(&regions, 15), Some(1));
-        assert_eq!(region_of(&regions, 50), Some(0));
-        assert_eq!(region_of(&regions, 100), None);
     }
 }
