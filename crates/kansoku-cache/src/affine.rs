@@ -25,7 +25,7 @@ impl Affine {
         Affine { constant: 0, coeffs }
     }
     /// Whether the expression uses no variable (its value is `constant`).
-    pub fn is_constant(&self) -> bool {
+    pub(crate) fn is_constant(&self) -> bool {
         self.coeffs.is_empty()
     }
     /// The sum `self + other`; terms that cancel are dropped.

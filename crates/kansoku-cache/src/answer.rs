@@ -75,7 +75,7 @@ impl Source {
     }
 
     /// PolyBench-style C input (`FILE.c`), rather than the kernel language.
-    pub fn is_c(&self) -> bool {
+    pub(crate) fn is_c(&self) -> bool {
         is_c(&self.path)
     }
 
@@ -152,12 +152,12 @@ pub fn find_ref(k: &Kernel, sel: &str) -> Result<usize> {
 }
 
 /// `A=1,B=2`.
-pub fn fmt_params(p: &ParamValues) -> String {
+pub(crate) fn fmt_params(p: &ParamValues) -> String {
     p.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",")
 }
 
 /// Seconds as a person reads them: "40 s", "12 min", "3.5 h", "9 days".
-pub fn fmt_duration(secs: f64) -> String {
+pub(crate) fn fmt_duration(secs: f64) -> String {
     match secs {
         s if s < 120.0 => format!("{s:.0} s"),
         s if s < 7200.0 => format!("{:.0} min", s / 60.0),
@@ -257,10 +257,10 @@ pub struct SimLevel {
 
 /// The simulator's speed for estimates (measured 240–380 M accesses/s for one level, 46 M
 /// for an L1+L2 hierarchy, BENCHMARKS seed 004).
-pub const SIM_ACCESSES_PER_SECOND: f64 = 3e8;
+pub(crate) const SIM_ACCESSES_PER_SECOND: f64 = 3e8;
 /// The simulator's speed for estimates with more than one level, in accesses a second
 /// (measured 46 M for L1+L2, BENCHMARKS seed 004).
-pub const HIERARCHY_ACCESSES_PER_SECOND: f64 = 4.6e7;
+pub(crate) const HIERARCHY_ACCESSES_PER_SECOND: f64 = 4.6e7;
 
 /// Simulates `caches` on `k` at `p`, after counting the accesses: refused above
 /// `max_accesses` steps, with the phase's progress on `ui`.
@@ -364,11 +364,11 @@ pub const BUDGET: f64 = 120.0;
 /// 8-way L1: 0.01 s), so `auto` should not wait minutes for it (with 120 s, 240 s
 /// before it simulated). Ten of the eleven kernels the set method builds at MEDIUM
 /// take under 10 s (docs/BENCHMARKS.md, seed 004, a realistic L1).
-pub const BUDGET_AUTO_AT_A_POINT: f64 = 10.0;
+pub(crate) const BUDGET_AUTO_AT_A_POINT: f64 = 10.0;
 
 /// The lexmin-chain threshold raced against the default construction (the
 /// value measured on the 2-D stencils and mvt 8-way, docs/BENCHMARKS.md, seed 004).
-pub const CHAIN_RACE_CHARS: usize = 4000;
+pub(crate) const CHAIN_RACE_CHARS: usize = 4000;
 
 /// Everything `cache model` is asked (see the CLI's options for each).
 #[derive(Clone, Debug)]

@@ -48,7 +48,7 @@ fn show(p: &ParamValues) -> String {
 
 /// Simulated accesses above which a point is not checked: a few seconds of simulation,
 /// against build times of seconds to a minute (PolyBench's MEDIUM sizes stay below).
-pub const MAX_CHECK_ACCESSES: i64 = 300_000_000;
+pub(crate) const MAX_CHECK_ACCESSES: i64 = 300_000_000;
 
 /// Up to `n` parameter points the formulas hold for, the same every run: every point of
 /// the context when there are at most `n`, otherwise the box's largest and smallest corners
@@ -128,7 +128,7 @@ pub fn disagreements(k: &Kernel, f: &SetFormulas, points: &[ParamValues]) -> Res
 
 /// The references among `counts` (reference, [accesses, compulsory, conflict misses], by
 /// any kind of formulas) whose counts differ from one simulation of `k` at `p`.
-pub fn compare_with_simulation<'a>(k: &Kernel, p: &ParamValues, layout: &LayoutSpec, cache: CacheConfig, counts: impl IntoIterator<Item = (&'a str, [i128; 3])>) -> Result<Vec<Disagreement>> {
+pub(crate) fn compare_with_simulation<'a>(k: &Kernel, p: &ParamValues, layout: &LayoutSpec, cache: CacheConfig, counts: impl IntoIterator<Item = (&'a str, [i128; 3])>) -> Result<Vec<Disagreement>> {
     let sim = Program::new(k, p, layout)?.simulate(&[cache]).pop().unwrap_or_default();
     compare(k, p, &sim, None, counts)
 }

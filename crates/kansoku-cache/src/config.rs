@@ -170,7 +170,7 @@ impl Default for LayoutSpec {
 
 /// PolyBench/C 4.2 allocates every array with `posix_memalign(&p, 4096, size)`
 /// (utilities/polybench.c, `xmalloc`): each array starts on its own page.
-pub const POLYBENCH_ALIGN: u64 = 4096;
+pub(crate) const POLYBENCH_ALIGN: u64 = 4096;
 
 impl LayoutSpec {
     /// The layout of a PolyBench program: arrays page-aligned, as `posix_memalign(…, 4096)`
@@ -186,13 +186,13 @@ impl LayoutSpec {
     /// The layout when none is given: PolyBench's for PolyBench-style C input (`c_input`),
     /// otherwise arrays one after the other at 64-byte boundaries; `align` (`--align`)
     /// overrides the alignment of either.
-    pub fn default_for(c_input: bool, start: u64, align: Option<u64>) -> LayoutSpec {
+    pub(crate) fn default_for(c_input: bool, start: u64, align: Option<u64>) -> LayoutSpec {
         let align = align.unwrap_or(if c_input { POLYBENCH_ALIGN } else { 64 });
         LayoutSpec::Consecutive { start, align }
     }
 
     /// One line for reports: where the arrays are.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match self {
             LayoutSpec::Consecutive { start, align: POLYBENCH_ALIGN } => {
                 format!("PolyBench's: each array page-aligned (posix_memalign(…, 4096)), one after the other from {start}")
@@ -255,7 +255,7 @@ pub fn parse_params(spec: &str) -> Result<ParamValues> {
 }
 
 /// Checks that `values` gives every parameter of the kernel and nothing else.
-pub fn check_params(k: &Kernel, values: &ParamValues) -> Result<()> {
+pub(crate) fn check_params(k: &Kernel, values: &ParamValues) -> Result<()> {
     for p in &k.params {
         if !values.contains_key(p) {
             return Err(CacheError::Params(format!("no value for parameter '{p}' of {} (give --param {p}=N)", k.file)));
@@ -284,10 +284,10 @@ pub struct DataInfo {
 }
 
 /// Arrays must end below this byte address (see [`resolve_layout`]).
-pub const ADDRESS_LIMIT: u64 = 1 << 62;
+pub(crate) const ADDRESS_LIMIT: u64 = 1 << 62;
 
 /// Resolves the layout at given parameter values.
-pub fn resolve_layout(k: &Kernel, layout: &LayoutSpec, params: &ParamValues) -> Result<Vec<DataInfo>> {
+pub(crate) fn resolve_layout(k: &Kernel, layout: &LayoutSpec, params: &ParamValues) -> Result<Vec<DataInfo>> {
     layout.check(k)?;
     let mut out = Vec::new();
     let mut next = match layout {

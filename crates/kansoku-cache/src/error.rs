@@ -79,12 +79,12 @@ pub enum CacheError {
 
 impl CacheError {
     /// Whether a larger budget (time or isl operations) may get there.
-    pub fn is_budget(&self) -> bool {
+    pub(crate) fn is_budget(&self) -> bool {
         matches!(self, Self::OutOfTime(_) | Self::OutOfOperations(_))
     }
 
     /// The model's message, for a model error of any kind.
-    pub fn model_message(&self) -> Option<&str> {
+    pub(crate) fn model_message(&self) -> Option<&str> {
         match self {
             Self::Model(m) | Self::OutOfTime(m) | Self::OutOfOperations(m) => Some(m),
             _ => None,
@@ -98,7 +98,7 @@ impl CacheError {
 
     /// The same error with `f` applied to a model error's message (how far the build got,
     /// which level): the kind, and so what a caller can do about it, is kept.
-    pub fn map_model_message(self, f: impl FnOnce(String) -> String) -> Self {
+    pub(crate) fn map_model_message(self, f: impl FnOnce(String) -> String) -> Self {
         match self {
             Self::Model(m) => Self::Model(f(m)),
             Self::OutOfTime(m) => Self::OutOfTime(f(m)),

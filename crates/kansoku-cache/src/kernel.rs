@@ -157,7 +157,7 @@ pub struct Kernel {
 
 impl Kernel {
     /// Index in [`Kernel::arrays`] of the array called `name`, if declared.
-    pub fn array_index(&self, name: &str) -> Option<usize> {
+    pub(crate) fn array_index(&self, name: &str) -> Option<usize> {
         self.arrays.iter().position(|a| a.name == name)
     }
 
@@ -182,7 +182,7 @@ impl Kernel {
     }
 
     /// Human-readable `A[i][k]`.
-    pub fn ref_text(&self, r: &Reference) -> String {
+    pub(crate) fn ref_text(&self, r: &Reference) -> String {
         let mut s = self.arrays[r.array].name.clone();
         for sub in &r.subscripts {
             s.push_str(&format!("[{sub}]"));

@@ -81,7 +81,7 @@ impl Family {
     }
 
     /// `X = Y = Z = n` or `NI = n, NJ = n + 10, NK = 2n`.
-    pub fn describe(&self, var: &str) -> String {
+    pub(crate) fn describe(&self, var: &str) -> String {
         if self.ties.values().all(|&t| t == (1, 0)) {
             return format!("{} = {var}", self.varying.join(" = "));
         }
@@ -143,7 +143,7 @@ impl Family {
     }
 
     /// The size `n` for concrete parameter values, or why they are outside the family.
-    pub fn n_of(&self, values: &ParamValues) -> Result<i64> {
+    pub(crate) fn n_of(&self, values: &ParamValues) -> Result<i64> {
         for (p, v) in &self.fixed {
             match values.get(p) {
                 Some(x) if x == v => {}
@@ -398,7 +398,7 @@ impl QuasiPolynomial {
     }
 
     /// Start of the last (unbounded) piece.
-    pub fn last_from(&self) -> i64 {
+    pub(crate) fn last_from(&self) -> i64 {
         self.pieces.last().map(|p| p.from).unwrap_or(self.n_min)
     }
 
@@ -408,7 +408,7 @@ impl QuasiPolynomial {
     }
 
     /// Readable pieces: `(condition, expression)`.
-    pub fn pieces_text(&self, var: &str) -> Vec<(String, String)> {
+    pub(crate) fn pieces_text(&self, var: &str) -> Vec<(String, String)> {
         let mut out = Vec::new();
         for p in &self.pieces {
             let range = match p.to {
@@ -597,7 +597,7 @@ fn make_piece(values: &[i64], n_min: i64, start: usize, end: Option<usize>, q: i
 /// not show such a last piece for any period `<= max_period`. Earlier pieces are found
 /// the same way on the remaining prefix (with one check per class), and what is left is
 /// stored as constant runs. The result reproduces every given value exactly.
-pub fn fit_quasi_polynomial(values: &[i64], n_min: i64, degree: u32, max_period: i64, evidence: i64) -> Option<QuasiPolynomial> {
+pub(crate) fn fit_quasi_polynomial(values: &[i64], n_min: i64, degree: u32, max_period: i64, evidence: i64) -> Option<QuasiPolynomial> {
     let hi = values.len() - 1;
     let (start, q) = best_suffix(values, 0, hi, degree, max_period, evidence)?;
     let checks_per_class = (hi as i64 - (start as i64 + q * (degree as i64 + 1)) + 1) / q;
@@ -896,7 +896,7 @@ fn gcd64(a: u64, b: u64) -> u64 {
 /// in elements. The last piece of every formula must be confirmed over `evidence` such
 /// periods (not only over its own, possibly smaller, apparent period): a run of equal
 /// values shorter than the true period must not pass for a constant piece.
-pub fn structural_period(k: &Kernel, layout: &LayoutSpec, c: &CacheConfig) -> i64 {
+pub(crate) fn structural_period(k: &Kernel, layout: &LayoutSpec, c: &CacheConfig) -> i64 {
     let e = k.arrays.iter().map(|a| a.elem_size).fold(0, gcd64).max(1);
     let m1 = c.sets as u64 * c.line as u64;
     let p1 = m1 / gcd64(m1, e);

@@ -25,7 +25,7 @@ use crate::kernel::Kernel;
 use crate::parse::parse_kernel;
 
 /// PolyBench's dataset presets, smallest first.
-pub const PRESETS: &[&str] = &["MINI", "SMALL", "MEDIUM", "LARGE", "EXTRALARGE"];
+pub(crate) const PRESETS: &[&str] = &["MINI", "SMALL", "MEDIUM", "LARGE", "EXTRALARGE"];
 
 /// How to read a PolyBench-style C file.
 #[derive(Clone, Debug, Default)]
@@ -193,7 +193,7 @@ fn split_chained_array_assignments(text: &[u8]) -> Vec<u8> {
 }
 
 /// The `#include "NAME"` files of a C source, in order (the CLI reads the one that exists).
-pub fn local_includes(src: &str) -> Vec<String> {
+pub(crate) fn local_includes(src: &str) -> Vec<String> {
     src.lines()
         .filter_map(|l| l.trim_start().strip_prefix('#'))
         .filter_map(|l| l.trim_start().strip_prefix("include"))

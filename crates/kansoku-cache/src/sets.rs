@@ -48,7 +48,7 @@ use std::time::Instant;
 pub const FORMAT: &str = "kansoku-cache-set-formulas/1";
 
 /// Default of [`SetModelOptions::split_by_array_above`] (characters of isl text).
-pub const SPLIT_BY_ARRAY_ABOVE: usize = 10_000;
+pub(crate) const SPLIT_BY_ARRAY_ABOVE: usize = 10_000;
 
 /// Options of [`build_set_model`].
 #[derive(Clone, Debug)]
@@ -336,7 +336,7 @@ impl SetFormulas {
     }
 
     /// [`SetFormulas::eval`] at every level, the first level first.
-    pub fn eval_levels(&self, values: &ParamValues) -> Result<Vec<Vec<RefSetEvaluation>>> {
+    pub(crate) fn eval_levels(&self, values: &ParamValues) -> Result<Vec<Vec<RefSetEvaluation>>> {
         self.levels().iter().map(|l| l.eval(values)).collect()
     }
 
