@@ -23,7 +23,6 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 
 use crate::info::Info;
-use crate::scores::{ScoreTable, Scores};
 
 /// Distances beyond this many instructions are not looked for: the seed's likelihood
 /// table gives nothing beyond an offset difference of 8.
@@ -99,25 +98,6 @@ impl ControlFlow {
         self.distance.get(&(a, b)).copied()
     }
 
-    /// The score of `b` after `a` (likelihood) or of `a` beside `b` (similarity,
-    /// `absolute`: the shorter direction) from table `t`, by control-flow distance in
-    /// place of the offset difference; `None` when the flow does not know the
-    /// instructions (the caller then uses the seed's table).
-    #[inline]
-    pub fn score(&self, t: &ScoreTable, a: u64, b: u64, absolute: bool) -> Option<i64> {
-        if !self.knows(a) || (absolute && !self.knows(b)) {
-            return None;
-        }
-        let forward = self.distance(a, b);
-        let d = if absolute { forward.into_iter().chain(self.distance(b, a)).min() } else { forward };
-        // The same instruction again (not a self-loop like `rep movs`) is difference 0.
-        let d = d.map(i32::from).or((a == b).then_some(0));
-        Some(match d {
-            Some(d) => t.function_match + t.offset.get(d),
-            None => t.function_mismatch,
-        })
-    }
-
     /// Every (from, to) pair of sampled instructions within reach, and its distance.
     pub fn pairs(&self) -> impl Iterator<Item = ((u64, u64), u8)> + '_ {
         self.distance.iter().map(|(&k, &d)| (k, d))
@@ -157,13 +137,14 @@ pub(crate) fn nesting_breaks(trace: &[Info], flow: &ControlFlow) -> Vec<(usize, 
 /// wrong return site is repaired by moving the run that starts at the right return site
 /// (after another return of the same function) there — a rotation of
 /// `trace[k+1..=m]` — when that does not lower the likelihood of the trace's neighbours
-/// and leaves fewer nesting breaks. Returns how many repairs were made.
-pub(crate) fn repair_nesting(trace: &mut [Info], flow: &ControlFlow, scores: &Scores) -> usize {
+/// and leaves fewer nesting breaks (`likelihood`: the scores' likelihood of `b` after `a`).
+/// Returns how many repairs were made.
+pub(crate) fn repair_nesting<L: Fn(&Info, &Info) -> i64>(trace: &mut [Info], flow: &ControlFlow, likelihood: &L) -> usize {
     let mut repairs = 0;
     let mut breaks = nesting_breaks(trace, flow).len();
     // Each repair removes at least one break: at most `breaks` rounds.
     while breaks > 0 {
-        let Some((next, left)) = best_repair(trace, flow, scores, breaks) else { break };
+        let Some((next, left)) = best_repair(trace, flow, likelihood, breaks) else { break };
         trace.copy_from_slice(&next);
         breaks = left;
         repairs += 1;
@@ -172,7 +153,7 @@ pub(crate) fn repair_nesting(trace: &mut [Info], flow: &ControlFlow, scores: &Sc
 }
 
 /// The first rotation that keeps the neighbours' likelihood and lowers the breaks.
-fn best_repair(trace: &[Info], flow: &ControlFlow, scores: &Scores, breaks: usize) -> Option<(Vec<Info>, usize)> {
+fn best_repair<L: Fn(&Info, &Info) -> i64>(trace: &[Info], flow: &ControlFlow, likelihood: &L, breaks: usize) -> Option<(Vec<Info>, usize)> {
     for (k, site) in nesting_breaks(trace, flow) {
         let ret = trace[k];
         for j in k + 2..trace.len() {
@@ -182,7 +163,7 @@ fn best_repair(trace: &[Info], flow: &ControlFlow, scores: &Scores, breaks: usiz
             let Some(m) = run_end(trace, flow, &ret, j) else { continue };
             let mut next = trace.to_vec();
             next[k + 1..=m].rotate_left(j - k - 1);
-            if neighbours(scores, &next) < neighbours(scores, trace) {
+            if neighbours(likelihood, &next) < neighbours(likelihood, trace) {
                 continue;
             }
             let left = nesting_breaks(&next, flow).len();
@@ -220,6 +201,6 @@ fn run_end(trace: &[Info], flow: &ControlFlow, ret: &Info, j: usize) -> Option<u
 }
 
 /// Σ likelihood of neighbouring instructions of a trace.
-fn neighbours(scores: &Scores, trace: &[Info]) -> i64 {
-    trace.windows(2).map(|w| scores.likelihood(&w[0], &w[1])).sum()
+fn neighbours<L: Fn(&Info, &Info) -> i64>(likelihood: &L, trace: &[Info]) -> i64 {
+    trace.windows(2).map(|w| likelihood(&w[0], &w[1])).sum()
 }

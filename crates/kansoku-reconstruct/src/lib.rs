@@ -442,7 +442,7 @@ fn finish_trace(trace: &mut [Info], options: &Options) -> Option<usize> {
     if let (Split::Marker, Some(entry)) = (&options.split, flow.entry) {
         open_at(trace, entry);
     }
-    Some(flow::repair_nesting(trace, flow, &options.scores))
+    Some(flow::repair_nesting(trace, flow, &|a: &Info, b: &Info| options.scores.likelihood(a, b)))
 }
 
 /// Whether the samples fix the order found: a witness order when [`ambiguity`] finds one;

@@ -99,6 +99,27 @@ pub struct ScoreTable {
     pub block_offset: DiffScores,
 }
 
+impl ScoreTable {
+    /// The score of `b` after `a` (likelihood) or of `a` beside `b` (similarity,
+    /// `absolute`: the shorter direction) from this table, by `flow`'s control-flow distance in
+    /// place of the offset difference; `None` when the flow does not know the
+    /// instructions (the caller then uses the seed's table).
+    #[inline]
+    pub(crate) fn flow_score(&self, flow: &ControlFlow, a: u64, b: u64, absolute: bool) -> Option<i64> {
+        if !flow.knows(a) || (absolute && !flow.knows(b)) {
+            return None;
+        }
+        let forward = flow.distance(a, b);
+        let d = if absolute { forward.into_iter().chain(flow.distance(b, a)).min() } else { forward };
+        // The same instruction again (not a self-loop like `rep movs`) is difference 0.
+        let d = d.map(i32::from).or((a == b).then_some(0));
+        Some(match d {
+            Some(d) => self.function_match + self.offset.get(d),
+            None => self.function_mismatch,
+        })
+    }
+}
+
 /// Both tables, the instruction information they compare, and the weighting.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Scores {
@@ -187,7 +208,7 @@ impl Scores {
     /// Similarity of two instructions at the same index of two sequences (|d|).
     #[inline(always)]
     pub fn similarity(&self, a: &Info, b: &Info) -> i64 {
-        if let Some(s) = self.flow.as_ref().and_then(|f| f.score(&self.similarity, a.addr, b.addr, true)) {
+        if let Some(s) = self.flow.as_ref().and_then(|f| self.similarity.flow_score(f, a.addr, b.addr, true)) {
             return s;
         }
         score(&self.similarity, self.by, a, b, true)
@@ -196,7 +217,7 @@ impl Scores {
     /// Likelihood that `b` directly follows `a` (d = b − a).
     #[inline(always)]
     pub fn likelihood(&self, a: &Info, b: &Info) -> i64 {
-        if let Some(s) = self.flow.as_ref().and_then(|f| f.score(&self.likelihood, a.addr, b.addr, false)) {
+        if let Some(s) = self.flow.as_ref().and_then(|f| self.likelihood.flow_score(f, a.addr, b.addr, false)) {
             return s;
         }
         score(&self.likelihood, self.by, a, b, false)
