@@ -32,7 +32,7 @@ impl RefStats {
 }
 
 /// An affine form over the enclosing loop variables (by depth), parameters substituted.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 struct LinForm {
     constant: i64,
     terms: Vec<(usize, i64)>,
@@ -58,7 +58,10 @@ impl LinForm {
 enum PNode {
     /// `invariant`: no bound or guard inside depends on this loop's variable, so every
     /// iteration runs the same number of accesses (a time loop around a stencil).
-    Loop { depth: usize, lower: LinForm, upper: LinForm, step: i64, body: Vec<PNode>, innermost: bool, invariant: bool },
+    /// `repeat`: for a loop of loops that is `invariant`, every reference of its body and how
+    /// it moves from one iteration to the next ([`Moving`]), so that iterations touching the
+    /// lines of the one before in the same order can be counted, not simulated.
+    Loop { depth: usize, lower: LinForm, upper: LinForm, step: i64, body: Vec<PNode>, innermost: bool, invariant: bool, repeat: Vec<Moving> },
     /// A statement's references, and its guards (each `g >= 0`; empty: always runs).
     Stmt(Vec<(usize, LinForm)>, Vec<LinForm>),
 }
@@ -157,7 +160,8 @@ impl Program {
                         // Unguarded statements only: their addresses advance by a constant.
                         let innermost = body_nodes.iter().all(|b| matches!(b, PNode::Stmt(_, g) if g.is_empty()));
                         let invariant = !mentions(&body_nodes, l.depth);
-                        PNode::Loop { depth: l.depth, lower, upper, step: l.step, body: body_nodes, innermost, invariant }
+                        let repeat = if invariant && !innermost { moving(&body_nodes, l.depth, l.step) } else { Vec::new() };
+                        PNode::Loop { depth: l.depth, lower, upper, step: l.step, body: body_nodes, innermost, invariant, repeat }
                     }
                 })
                 .collect()
@@ -225,7 +229,8 @@ impl Program {
 
     /// This program simulated one access at a time, as the plain simulator did (the same
     /// counts, for benchmarks): without it, an innermost loop's runs of iterations that
-    /// only hit and change nothing are counted, not simulated (`CacheSim::skippable`).
+    /// only hit and change nothing are counted, not simulated (`CacheSim::skippable`), and
+    /// so are the iterations of a loop of loops that repeat the one before (`repeat_iterations`).
     pub fn every_access(mut self) -> Program {
         self.every_access = true;
         self
@@ -272,8 +277,10 @@ impl Program {
     }
 
     /// [`Program::work`] as the simulator of one `cache` pays it: in an innermost loop it runs
-    /// from one line change to the next (`CacheSim::runs`), `accesses` counts the ones it
-    /// makes one at a time, not the iterations between that it counts as hits.
+    /// from one line change to the next (`CacheSim::runs`), and of a loop of loops' stretch of
+    /// iterations that repeat the lines of the one before it simulates two
+    /// (`repeat_iterations`): `accesses` counts the ones it makes one at a time, not the
+    /// iterations it counts as hits or as repeats.
     pub fn simulated_work(&self, limit: u64, cache: &CacheConfig) -> Work {
         if self.every_access {
             return self.work(limit);
@@ -375,6 +382,77 @@ impl Work {
     }
 }
 
+/// A reference in the body of a loop of loops, seen from that loop (`PNode::Loop::repeat`):
+/// every access it makes in one iteration moves by `delta` bytes in the next.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Moving {
+    /// Its byte address without the terms of the variables of the loops inside.
+    outer: LinForm,
+    /// Its coefficient of the loop's variable times the loop's step, in bytes.
+    delta: i64,
+    /// The gcd of its coefficients of the variables of the loops inside (0: none): in one
+    /// iteration its addresses are all ≡ `outer` modulo gcd(`inner`, line).
+    inner: i64,
+}
+
+fn gcd(a: i64, b: i64) -> i64 {
+    let (mut a, mut b) = (a.unsigned_abs(), b.unsigned_abs());
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a as i64
+}
+
+/// Every reference in `body` (of the loop at `depth` stepping by `step`) as it moves from
+/// one iteration to the next; references that move alike once.
+fn moving(body: &[PNode], depth: usize, step: i64) -> Vec<Moving> {
+    fn walk(nodes: &[PNode], depth: usize, step: i64, out: &mut Vec<Moving>) {
+        for n in nodes {
+            match n {
+                PNode::Stmt(refs, _) => {
+                    for (_, f) in refs {
+                        let outer = LinForm { constant: f.constant, terms: f.terms.iter().filter(|(d, _)| *d <= depth).copied().collect() };
+                        let inner = f.terms.iter().filter(|(d, _)| *d > depth).fold(0, |g, &(d, _)| gcd(g, f.coeff(d)));
+                        let m = Moving { outer, delta: f.coeff(depth) * step, inner };
+                        if !out.contains(&m) {
+                            out.push(m);
+                        }
+                    }
+                }
+                PNode::Loop { body, .. } => walk(body, depth, step, out),
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(body, depth, step, &mut out);
+    out
+}
+
+/// How many of the iterations after the one at `vars` of a loop whose body's references
+/// move as `repeat` says touch the same lines in the same order as it, with lines of `line`
+/// bytes. Sufficient, not necessary: a reference's addresses in one iteration are ≡ `o`
+/// modulo g = gcd(inner, line), so each is at most `line - g + o` into its line, and all
+/// stay in their lines when moved by `delta` while `o + delta` stays in `0..g`.
+fn same_lines_ahead(repeat: &[Moving], vars: &[i64], line: i64) -> u64 {
+    let mut k = u64::MAX;
+    for m in repeat {
+        if m.delta == 0 {
+            continue;
+        }
+        let g = gcd(m.inner, line);
+        if m.delta.abs() >= g {
+            return 0;
+        }
+        let o = m.outer.eval(vars).rem_euclid(g);
+        let room = if m.delta > 0 { g - 1 - o } else { o };
+        k = k.min((room / m.delta.abs()) as u64);
+        if k == 0 {
+            return 0;
+        }
+    }
+    k
+}
+
 /// Whether a bound or guard in `nodes` uses the loop variable at `depth`.
 fn mentions(nodes: &[PNode], depth: usize) -> bool {
     let uses = |f: &LinForm| f.coeff(depth) != 0;
@@ -427,13 +505,38 @@ fn count_node(n: &PNode, vars: &mut [i64], limit: u64, w: &mut Work, lines: Line
                 w.accesses = w.accesses.saturating_add(refs.len() as u64);
             }
         }
-        PNode::Loop { depth, lower, upper, step, body, invariant, .. } => {
+        PNode::Loop { depth, lower, upper, step, body, invariant, repeat, .. } => {
             let (lo, hi) = (lower.eval(vars), upper.eval(vars));
             if lo >= hi {
                 return;
             }
             if body.iter().all(|b| matches!(b, PNode::Stmt(..))) {
                 count_statements(body, vars, *depth, (lo, hi, *step), w, lines);
+                return;
+            }
+            if let Some((line, _)) = lines.filter(|_| *invariant) {
+                // as `run_nodes` runs it: two iterations of each stretch that touches the
+                // same lines in the same order, the rest counted
+                let n = trips(lo, hi, *step);
+                let mut t = 0u64;
+                while t < n {
+                    vars[*depth] = lo + step * t as i64;
+                    let same = same_lines_ahead(repeat, vars, line);
+                    let simulated = if same == 0 || t + 1 == n { 1 } else { 2 };
+                    for _ in 0..simulated {
+                        vars[*depth] = lo + step * t as i64;
+                        w.iterations = w.iterations.saturating_add(1);
+                        count_nodes(body, vars, limit, w, lines);
+                        if !w.complete || w.steps() > limit {
+                            w.complete = false;
+                            return;
+                        }
+                        t += 1;
+                    }
+                    if simulated == 2 {
+                        t += (same - 1).min(n - t);
+                    }
+                }
                 return;
             }
             if *invariant && lines.is_none() {
@@ -539,6 +642,19 @@ trait Sink {
     fn may_skip(&self, _cur: &[(usize, i64, i64)]) -> bool {
         false
     }
+    /// The line size in bytes when the sink can count whole iterations of a loop of loops
+    /// that repeat the one before ([`Sink::repeat`]), `None` when it cannot.
+    #[inline(always)]
+    fn repeat_line(&self) -> Option<i64> {
+        None
+    }
+    /// Copies the counts so far into `into`, for [`Sink::repeat`].
+    fn mark(&self, _into: &mut Vec<RefStats>) {}
+    /// Adds `k` times what was counted since [`Sink::mark`] gave `since` (one iteration
+    /// that `k` more repeat exactly); returns the accesses added.
+    fn repeat(&mut self, _since: &[RefStats], _k: u64) -> u64 {
+        0
+    }
     /// Runs all `n` iterations (`n ≥ 1`) of an innermost loop whose accesses are `cur`
     /// (reference, address in the first iteration, advance per iteration), in this order.
     /// By default one iteration at a time, asking [`Sink::skip`] after each.
@@ -608,6 +724,18 @@ impl<S: Sink, P: FnMut(u64)> Sink for Reporting<'_, S, P> {
         self.sink.may_skip(cur)
     }
     #[inline(always)]
+    fn repeat_line(&self) -> Option<i64> {
+        self.sink.repeat_line()
+    }
+    fn mark(&self, into: &mut Vec<RefStats>) {
+        self.sink.mark(into)
+    }
+    fn repeat(&mut self, since: &[RefStats], k: u64) -> u64 {
+        let added = self.sink.repeat(since, k);
+        self.count(added);
+        added
+    }
+    #[inline(always)]
     fn inner(&mut self, cur: &mut [(usize, i64, i64)], n: u64) {
         self.sink.inner(cur, n);
         self.count(n.saturating_mul(cur.len() as u64));
@@ -625,10 +753,14 @@ fn run_nodes(nodes: &[PNode], vars: &mut [i64], f: &mut impl Sink) {
                     }
                 }
             }
-            PNode::Loop { depth, lower, upper, step, body, innermost, .. } => {
+            PNode::Loop { depth, lower, upper, step, body, innermost, invariant, repeat } => {
                 let lo = lower.eval(vars);
                 let hi = upper.eval(vars);
                 if lo >= hi {
+                    continue;
+                }
+                if let Some(line) = f.repeat_line().filter(|_| *invariant && !*innermost) {
+                    repeat_iterations(body, vars, f, (*depth, lo, hi, *step), repeat, line);
                     continue;
                 }
                 if *innermost {
@@ -661,6 +793,41 @@ fn run_nodes(nodes: &[PNode], vars: &mut [i64], f: &mut impl Sink) {
                     }
                 }
             }
+        }
+    }
+}
+
+/// The iterations of a loop of loops at `depth` whose bounds and guards inside do not use
+/// its variable, where a stretch of iterations touches the same lines in the same order
+/// (`same_lines_ahead`: no reference leaves its lines): two of them are simulated, the
+/// rest of the stretch repeats the second exactly and is counted (`Sink::repeat`). LRU
+/// makes this exact: after a sequence S of accesses, each set holds S's lines of it, most
+/// recent first, then the lines it held before that S did not touch; so S applied twice
+/// leaves the state S applied once leaves, and every later S, from that state again,
+/// makes the same hits and misses (all misses then of lines seen before). This is warping
+/// (Morelli and Reineke, PLDI 2022) with the identity as the translation.
+fn repeat_iterations(body: &[PNode], vars: &mut [i64], f: &mut impl Sink, (depth, lo, hi, step): (usize, i64, i64, i64), repeat: &[Moving], line: i64) {
+    let n = trips(lo, hi, step);
+    let mut mark = Vec::new();
+    let mut t = 0u64;
+    while t < n {
+        vars[depth] = lo + step * t as i64;
+        let same = same_lines_ahead(repeat, vars, line);
+        run_nodes(body, vars, f);
+        t += 1;
+        if same == 0 || t == n {
+            continue;
+        }
+        // the next iteration touches these lines in this order: it leaves the state it
+        // finds, so each one after it like it makes its hits and misses again
+        vars[depth] = lo + step * t as i64;
+        f.mark(&mut mark);
+        run_nodes(body, vars, f);
+        t += 1;
+        let k = (same - 1).min(n - t);
+        if k > 0 {
+            f.repeat(&mark, k);
+            t += k;
         }
     }
 }
@@ -1073,6 +1240,27 @@ impl Sink for CacheSim {
             self.credit_hits(cur, k);
         }
         k
+    }
+    #[inline(always)]
+    fn repeat_line(&self) -> Option<i64> {
+        Some(self.line)
+    }
+    fn mark(&self, into: &mut Vec<RefStats>) {
+        into.clear();
+        into.extend_from_slice(&self.stats);
+    }
+    fn repeat(&mut self, since: &[RefStats], k: u64) -> u64 {
+        let mut added = 0u64;
+        for (s, b) in self.stats.iter_mut().zip(since) {
+            // the repeated iteration's lines were all seen before it
+            debug_assert_eq!(s.compulsory, b.compulsory, "a repeated iteration missed a line first");
+            let accesses = (s.accesses - b.accesses) * k;
+            added += accesses;
+            s.accesses += accesses;
+            s.hits += (s.hits - b.hits) * k;
+            s.other += (s.other - b.other) * k;
+        }
+        added
     }
 }
 
