@@ -13,7 +13,9 @@
 //! Without [`agent_abi::ENV_SHM`] the library does nothing, so a child that inherits
 //! `LD_PRELOAD` but not the variables runs untouched. A process that execs keeps both and
 //! patches whatever of the plan its new image contains (the same libraries, or the same
-//! program again): exec is followed. A forked child gets rings of its own.
+//! program again): exec is followed. A forked child gets rings of its own. A function of
+//! whatever program runs (a shim that builds its program's path at run time) is found by
+//! asking kansoku in each process (module `ask`): the agent reads no symbol table itself.
 
 #![deny(missing_docs)]
 
@@ -23,6 +25,7 @@ use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 
 use kansoku_core::agent_abi::{self, *};
 
+mod ask;
 pub mod patch;
 mod stubs;
 
@@ -380,16 +383,12 @@ struct Module {
 
 /// One function of the plan.
 struct Probe {
-    entry: u32,
-    exit: Option<u32>,
-    module: Option<String>,
-    vaddr: u64,
-    size: u64,
-    ifunc: bool,
-    name: String,
+    plan: PlannedProbe,
     /// The base of the module it was planted in: a module unloaded and loaded again is
     /// planted again.
     planted_in: Option<u64>,
+    /// What became of it in this process: a `POINT_*` state and, when refused, a `REFUSE_*`.
+    outcome: (u32, u32),
 }
 
 /// What planting needs, kept after the initialiser for the modules the program loads
@@ -422,13 +421,15 @@ impl Planter {
     unsafe fn plant_in(&mut self, fresh: &[usize], at_start: bool) {
         let control = self.control;
         for k in 0..self.probes.len() {
-            let p = &self.probes[k];
-            if p.planted_in.is_some() {
+            if self.probes[k].planted_in.is_some() {
                 continue;
             }
+            let p = self.probes[k].plan.clone();
             let Some(i) = fresh.iter().copied().find(|&i| Some(&self.modules[i].path) == p.module.as_ref()) else {
                 if at_start && self.first {
-                    set_state(control, p.entry, POINT_REFUSED, REFUSE_NOT_LOADED, 0, 0);
+                    // a function of the program that runs: no program defined it so far
+                    let reason = if p.in_any_program() { REFUSE_NOT_DEFINED } else { REFUSE_NOT_LOADED };
+                    set_state(control, p.entry, POINT_REFUSED, reason, 0, 0);
                 }
                 continue;
             };
@@ -439,8 +440,9 @@ impl Planter {
             let (address, size) = match resolve(m, p.vaddr, p.size, p.ifunc && at_start, &p.name) {
                 Some(a) => a,
                 None => {
+                    let reason = if at_start { REFUSE_NO_SYMBOL } else { REFUSE_LATE_IFUNC };
+                    self.probes[k].outcome = (POINT_REFUSED, reason);
                     if say {
-                        let reason = if at_start { REFUSE_NO_SYMBOL } else { REFUSE_LATE_IFUNC };
                         set_state(control, p.entry, POINT_REFUSED, reason, 0, 0);
                     }
                     continue;
@@ -448,6 +450,7 @@ impl Planter {
             };
             let (entry, exit) = (p.entry, p.exit);
             if let Some(&(_, other, other_exit)) = self.planted.iter().find(|q| q.0 == address) {
+                self.probes[k].outcome = (POINT_ALIAS, 0);
                 if say {
                     set_state(control, entry, POINT_ALIAS, 0, address, other);
                     if let (Some(e), Some(o)) = (exit, other_exit) {
@@ -463,11 +466,13 @@ impl Planter {
                 Ok(()) => {
                     self.planted.push((address, entry, exit));
                     self.probes[k].planted_in = Some(base);
+                    self.probes[k].outcome = (POINT_PATCHED, 0);
                     if say {
                         set_state(control, entry, POINT_PATCHED, 0, address, 0);
                     }
                 }
                 Err(reason) => {
+                    self.probes[k].outcome = (POINT_REFUSED, reason);
                     if say {
                         set_state(control, entry, POINT_REFUSED, reason, address, 0);
                     }
@@ -490,7 +495,7 @@ impl Planter {
         let modules = &self.modules;
         for p in self.probes.iter_mut() {
             // (a module listed at the same base is the same load: every unload was seen)
-            if p.planted_in.is_some_and(|b| !modules.iter().any(|m| m.base == b && Some(&m.path) == p.module.as_ref())) {
+            if p.planted_in.is_some_and(|b| !modules.iter().any(|m| m.base == b && Some(&m.path) == p.plan.module.as_ref())) {
                 p.planted_in = None;
             }
         }
@@ -530,14 +535,19 @@ unsafe fn start() {
     let mut calibration = None;
     for line in plan.lines() {
         match parse_plan_line(line) {
-            Some(PlanEntry::Probe { entry, exit, module, vaddr, size, ifunc, name }) => probes.push(Probe { entry, exit, module, vaddr, size, ifunc, name, planted_in: None }),
+            Some(PlanEntry::Probe(plan)) => probes.push(Probe { plan, planted_in: None, outcome: (POINT_UNSET, 0) }),
             Some(PlanEntry::Calibrate { entry, exit, count }) => calibration = Some((entry, exit, count)),
             None => {}
         }
     }
     let (modules, fresh) = loaded_modules(Vec::new());
+    // functions of whatever program runs (a shim's): kansoku says where they are here
+    let asked = ask::where_they_are(control, &mut probes, &modules);
     let mut planter = Planter { tables, control, first, probes, modules, pools: patch::Pools::default(), planted: Vec::new(), seen: load_counts() };
     planter.plant_in(&fresh, true);
+    if let Some(asked) = &asked {
+        ask::say_what_was_planted(control, asked, &planter.probes);
+    }
     if let (Some((entry, exit, count)), true) = (calibration, first) {
         calibrate(&mut *tables, &mut planter.pools, entry, exit, count);
     }
@@ -628,10 +638,11 @@ unsafe extern "C" fn on_load() {
     let _ = STATE.try_with(|s| (*s.get()).in_agent = was);
 }
 
-/// Whether the first agent left `point` refused because its module was not loaded there.
+/// Whether the first agent left `point` refused because its module was not loaded there
+/// (or, for a function of the program that runs, its program did not define it).
 unsafe fn not_loaded_by_first(control: *const Control, point: u32) -> bool {
     let p = &(*control).points[point as usize];
-    p.state.load(Ordering::Acquire) == POINT_REFUSED && p.reason.load(Ordering::Relaxed) == REFUSE_NOT_LOADED
+    p.state.load(Ordering::Acquire) == POINT_REFUSED && matches!(p.reason.load(Ordering::Relaxed), REFUSE_NOT_LOADED | REFUSE_NOT_DEFINED)
 }
 
 unsafe fn set_state(control: *const Control, point: u32, state: u32, reason: u32, address: u64, alias_of: u32) {

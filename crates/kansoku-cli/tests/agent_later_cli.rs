@@ -1,6 +1,8 @@
 //! The agent probes what a program loads after start and how it is started (issue 44):
 //! a library opened with `dlopen` (named as users name it, or by path), Debian's python3
-//! importing a C extension module, counted as callgrind counts them.
+//! importing a C extension module, counted as callgrind counts them; programs started
+//! through `#!` scripts, `env` and shims, including shims that build their program's path
+//! at run time (found in each program the run starts).
 
 mod harness;
 use harness::{kansoku_cmd, skip, stderr, Missing};
@@ -165,9 +167,11 @@ fn a_program_started_through_scripts_and_env_is_probed_in_the_elf_that_runs() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!((calls(&v, "main"), calls(&v, "crc32@libz")), (1, 400), "{}", stderr(&out));
     assert!(notes(&v).iter().any(|n| n.contains("'main' is planned in") && n.contains("zdl")), "{:?}", notes(&v));
+    // (no program the text names has it: looked up in each program the run starts, and
+    // none defines it)
     let out = kansoku_cmd().env("KANSOKU_AGENT", agent()).args(["monitor", "events", "--mechanism", "agent", "--probe", "no_such_function", "--"]).arg(&shim).output().unwrap();
     assert!(!out.status.success());
-    assert!(stderr(&out).contains("is a script run by /usr/bin/dash") && stderr(&out).contains("nor does any program its text names"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("'no_such_function' is defined by no program the run started") && stderr(&out).contains("/usr/bin/dash"), "{}", stderr(&out));
     let (v, out) = events(&["crc32@libz"], shim.to_str().unwrap(), &[], "shim");
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(calls(&v, "crc32@libz"), 400);
@@ -184,4 +188,66 @@ fn a_program_started_through_scripts_and_env_is_probed_in_the_elf_that_runs() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(calls(&v, "BZ2_bzCompressInit@libbz2"), 120);
     assert!(v["program"].as_str().unwrap().contains("python3.11"), "{}", v["program"]);
+}
+
+/// A program that says how often it called `work` and which process it is.
+const SHIMMED: &str = r#"#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+static volatile long sink;
+__attribute__((noinline)) long work(long x) {
+    sink += x;
+    return sink * 3;
+}
+int main(int argc, char **argv) {
+    int n = argc > 1 ? atoi(argv[1]) : 100;
+    long s = 0;
+    for (int i = 0; i < n; i++) s += work(i);
+    printf("work %d %ld pid %d\n", n, s, (int)getpid());
+    return 0;
+}
+"#;
+
+/// A shim that builds its program's path at run time, two levels of exec deep (pyenv's
+/// shape: a script execs a launcher, which execs a program named by what it computes):
+/// no text names the program, so kansoku cannot plan `work` before the run. The agent in
+/// each process asks kansoku where `work` is; the shells (dash, bash), `dirname` and
+/// `echo` lack it and are passed through; the program has it. Counts equal the program's
+/// own word and callgrind's, and the report names the process and program it was planted in.
+#[test]
+fn a_shim_that_builds_its_programs_path_at_run_time_is_followed_to_the_program() {
+    let root = scratch().join("runtime-shim");
+    let prog = kansoku_examples::build_source("prog", SHIMMED, &root.join("bin"), &["-O2"]).unwrap();
+    std::fs::create_dir_all(root.join("libexec")).unwrap();
+    let launcher = script("runtime-shim/libexec/launch", "#!/bin/bash\nname=$(echo pr)og\nexec \"$(dirname \"$0\")/../bin/$name\" \"$@\"\n");
+    let shim = script("runtime-shim/shim", "#!/bin/sh\nexec \"$(dirname \"$0\")/libexec/$(echo launch)\" \"$@\"\n");
+    assert!(launcher.is_file());
+    let (v, out) = events(&["work", "main"], shim.to_str().unwrap(), &["250"], "runtime-shim");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    let pid = said.trim().rsplit(' ').next().unwrap().to_string();
+    assert!(said.starts_with("work 250 ") && pid.parse::<u32>().is_ok(), "the program's own output: {said:?}");
+    let want = callgrind_calls(prog.to_str().unwrap(), &["250"]);
+    assert_eq!(want.get("work").copied(), Some(250), "callgrind: {want:?}");
+    assert_eq!((calls(&v, "work"), calls(&v, "main")), (250, 1), "{:?}", notes(&v));
+    let prog = std::fs::canonicalize(&prog).unwrap();
+    let planted = format!("'work' was planted in {} (pid {pid})", prog.display());
+    assert!(notes(&v).iter().any(|n| n.starts_with(&planted)), "no note {planted:?} in {:?}", notes(&v));
+    assert!(notes(&v).iter().any(|n| n.contains("'main' was planted in") && n.contains(&format!("(pid {pid})"))), "{:?}", notes(&v));
+    assert!(notes(&v).iter().all(|n| !n.contains("not probed") && !n.contains("defined by no program")), "{:?}", notes(&v));
+
+    // a function no program of the run defines: an error that says so, naming where it looked
+    let out = kansoku_cmd().env("KANSOKU_AGENT", agent()).args(["monitor", "events", "--mechanism", "agent", "--probe", "not_in_any_program", "--"]).arg(&shim).arg("3").output().unwrap();
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("'not_in_any_program' is defined by no program the run started") && err.contains(&prog.display().to_string()), "{err}");
+
+    // uprobes are placed on a file before the run, and ptrace does not follow exec here:
+    // both refuse, naming the agent
+    for mechanism in ["uprobe", "trap"] {
+        let out = kansoku_cmd().env("KANSOKU_AGENT", agent()).args(["monitor", "events", "--mechanism", mechanism, "--probe", "work", "--"]).arg(&shim).arg("3").output().unwrap();
+        assert!(!out.status.success(), "{mechanism}");
+        let err = stderr(&out);
+        assert!(err.contains("known only when it runs") && err.contains("--mechanism agent"), "{mechanism}: {err}");
+    }
 }

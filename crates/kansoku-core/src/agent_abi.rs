@@ -21,7 +21,7 @@ pub const ENV_PLAN: &str = "KANSOKU_AGENT_PLAN";
 /// "kansoku\x01" little-endian: the agent refuses a file without it.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"kansoku\x01");
 /// Layout version; kansoku and the agent refuse each other's file when it differs.
-pub const VERSION: u32 = 3;
+pub const VERSION: u32 = 4;
 /// Points a plan may name (entry and exit points count separately).
 pub const MAX_POINTS: usize = 8192;
 /// Threads (over all processes of one run) that get a ring of their own.
@@ -73,6 +73,11 @@ pub const REFUSE_PROTECT: u32 = 8;
 /// A GNU IFUNC of a module loaded after start: the implementation is picked as the module
 /// is relocated, after the agent plants its points.
 pub const REFUSE_LATE_IFUNC: u32 = 9;
+/// A function of the program that runs ([`ANY_PROGRAM`]), and no program of the run that
+/// loaded the agent so far defines it (itself or in a library it loaded at start).
+pub const REFUSE_NOT_DEFINED: u32 = 10;
+/// The highest `REFUSE_*` code: kansoku takes a larger one as written by the program.
+pub const REFUSE_LAST: u32 = REFUSE_NOT_DEFINED;
 
 /// A reason code in words.
 pub fn refusal(reason: u32) -> &'static str {
@@ -86,6 +91,7 @@ pub fn refusal(reason: u32) -> &'static str {
         REFUSE_NO_SYMBOL => "the dynamic linker does not know the symbol",
         REFUSE_PROTECT => "its code could not be made writable (mprotect)",
         REFUSE_LATE_IFUNC => "it is a GNU IFUNC of a module loaded after start, resolved after the agent plants (probe it with --mechanism uprobe)",
+        REFUSE_NOT_DEFINED => "no program the run started defines it (itself or in a library it loaded at start)",
         _ => "unknown reason",
     }
 }
@@ -130,13 +136,59 @@ pub struct Control {
     pub hold: AtomicU32,
     /// Set to 1 by kansoku when the held program may run on.
     pub go: AtomicU32,
-    /// Keeps `pools` 8-byte aligned; always 0.
-    pub _pad: u32,
+    /// kansoku's process id, written before the start: an agent waits for an answer to its
+    /// [`Ask`] only while that process lives.
+    pub resolver: u32,
     /// Start addresses of the first agent's trampoline pools ([`POOL_BYTES`] each, 0 =
     /// none): a sample whose address falls there is in kansoku's code, not the program's.
     pub pools: [AtomicU64; MAX_POOLS],
+    /// Questions of the agents whose plan has functions of [`ANY_PROGRAM`], one a process.
+    pub asks: [Ask; MAX_ASKS],
     /// What became of each point of the plan, by point id.
     pub points: [PointState; MAX_POINTS],
+}
+
+/// Processes that can wait for kansoku's answer at once (more wait for a free slot).
+pub const MAX_ASKS: usize = 16;
+/// Probes of [`ANY_PROGRAM`] a plan may have (kansoku refuses more).
+pub const MAX_DEFERRED: usize = 64;
+
+/// `Ask::state`: the slot is free; an agent takes it with a compare-and-swap to [`ASK_CLAIMED`].
+pub const ASK_FREE: u32 = 0;
+/// An agent took the slot and is writing its pid.
+pub const ASK_CLAIMED: u32 = 1;
+/// The agent asks kansoku where the probes of [`ANY_PROGRAM`] are in its process, and waits.
+pub const ASK_ASKED: u32 = 2;
+/// kansoku wrote `address` and `size`; the agent plants.
+pub const ASK_ANSWERED: u32 = 3;
+/// The agent planted and wrote `planted` and `reason`; kansoku reads them and frees the slot.
+pub const ASK_PLANTED: u32 = 4;
+/// The agent stopped waiting (kansoku took longer than [`HOLD_LIMIT_MS`]); kansoku frees the slot.
+pub const ASK_ABANDONED: u32 = 5;
+
+/// One process's question (design of issue 44): a program started through a shim that
+/// builds its program's path at run time. kansoku cannot find the program before the run,
+/// so a function of "the program" is planned in [`ANY_PROGRAM`], and each process that
+/// loads the agent asks kansoku, which reads the process's `/proc/PID/exe` and maps
+/// itself (never a path the program wrote), finds the functions with its own symbol
+/// reader (symbol tables, detached debug files) and answers with their runtime addresses.
+/// Arrays are indexed by the probe's rank among the plan's [`ANY_PROGRAM`] lines.
+#[repr(C)]
+pub struct Ask {
+    /// An `ASK_*` value.
+    pub state: AtomicU32,
+    /// The asking process (`getpid`); kansoku checks that it is one of the run's.
+    pub pid: AtomicU32,
+    /// Written by kansoku: the function's runtime address in the asking process (0: not
+    /// defined there).
+    pub address: [AtomicU64; MAX_DEFERRED],
+    /// Written by kansoku: the function's size in bytes (0 when unknown).
+    pub size: [AtomicU64; MAX_DEFERRED],
+    /// Written by the agent after planting: a `POINT_*` value ([`POINT_UNSET`] where the
+    /// function is not defined).
+    pub planted: [AtomicU32; MAX_DEFERRED],
+    /// Written by the agent: for [`POINT_REFUSED`], a `REFUSE_*` code.
+    pub reason: [AtomicU32; MAX_DEFERRED],
 }
 
 /// Header of one ring, a cache line of its own.
@@ -185,8 +237,12 @@ pub const fn file_size() -> usize {
     ring_offset(MAX_RINGS)
 }
 
+/// The MODULE of a plan line for a function of whatever program runs (a shim builds its
+/// program's path at run time): each process asks kansoku for it ([`Ask`]).
+pub const ANY_PROGRAM: &str = "*";
+
 /// One line of the plan file: `ENTRY EXIT MODULE VADDR SIZE IFUNC NAME`, where EXIT is `-`
-/// for entry-only probes, MODULE is `-` for the main executable or a library's path, VADDR
+/// for entry-only probes, MODULE is `-` for the main executable, [`ANY_PROGRAM`] or a library's path, VADDR
 /// and SIZE are hex link-time values (VADDR 0 with IFUNC 1: ask the dynamic linker for
 /// NAME's implementation), and NAME is for messages. A line `calibrate ENTRY EXIT COUNT`
 /// asks the agent to call a routine of its own COUNT times with those two points on it.
@@ -199,26 +255,37 @@ pub fn plan_line(entry: u32, exit: Option<u32>, module: Option<&str>, vaddr: u64
     )
 }
 
+/// A function to probe, as a plan line names it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlannedProbe {
+    /// Point id of its entry.
+    pub entry: u32,
+    /// Point id of its exit, when returns are timed too.
+    pub exit: Option<u32>,
+    /// The library's path, [`ANY_PROGRAM`], or `None` for the main executable.
+    pub module: Option<String>,
+    /// Link-time address (0 with `ifunc`: ask the dynamic linker).
+    pub vaddr: u64,
+    /// Size in bytes (bounds the patch's decoding).
+    pub size: u64,
+    /// A GNU IFUNC: patch the implementation the linker picks.
+    pub ifunc: bool,
+    /// The function's name, for messages.
+    pub name: String,
+}
+
+impl PlannedProbe {
+    /// Whether the function is of whatever program runs, found by asking kansoku.
+    pub fn in_any_program(&self) -> bool {
+        self.module.as_deref() == Some(ANY_PROGRAM)
+    }
+}
+
 /// A plan line read back (the agent's side of [`plan_line`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PlanEntry {
     /// Probe a function.
-    Probe {
-        /// Point id of its entry.
-        entry: u32,
-        /// Point id of its exit, when returns are timed too.
-        exit: Option<u32>,
-        /// The library's path; `None` for the main executable.
-        module: Option<String>,
-        /// Link-time address (0 with `ifunc`: ask the dynamic linker).
-        vaddr: u64,
-        /// Size in bytes (bounds the patch's decoding).
-        size: u64,
-        /// A GNU IFUNC: patch the implementation the linker picks.
-        ifunc: bool,
-        /// The function's name, for messages.
-        name: String,
-    },
+    Probe(PlannedProbe),
     /// Call the agent's own routine `count` times under these two points (the probe's
     /// cost, subtracted from the timings).
     Calibrate {
@@ -258,7 +325,7 @@ pub fn parse_plan_line(line: &str) -> Option<PlanEntry> {
         _ => return None,
     };
     let name = f.next()?.to_string();
-    Some(PlanEntry::Probe { entry, exit, module, vaddr, size, ifunc, name })
+    Some(PlanEntry::Probe(PlannedProbe { entry, exit, module, vaddr, size, ifunc, name }))
 }
 
 #[cfg(test)]
@@ -270,10 +337,12 @@ mod tests {
         let l = plan_line(3, Some(4), Some("/lib/x86_64-linux-gnu/libz.so.1"), 0x1a2b, 0x40, false, "deflate");
         assert_eq!(
             parse_plan_line(&l),
-            Some(PlanEntry::Probe { entry: 3, exit: Some(4), module: Some("/lib/x86_64-linux-gnu/libz.so.1".into()), vaddr: 0x1a2b, size: 0x40, ifunc: false, name: "deflate".into() })
+            Some(PlanEntry::Probe(PlannedProbe { entry: 3, exit: Some(4), module: Some("/lib/x86_64-linux-gnu/libz.so.1".into()), vaddr: 0x1a2b, size: 0x40, ifunc: false, name: "deflate".into() }))
         );
         let l = plan_line(0, None, None, 0, 0, true, "memcpy");
-        assert!(matches!(parse_plan_line(&l), Some(PlanEntry::Probe { exit: None, module: None, ifunc: true, .. })));
+        assert!(matches!(parse_plan_line(&l), Some(PlanEntry::Probe(PlannedProbe { exit: None, module: None, ifunc: true, .. }))));
+        let l = plan_line(5, Some(6), Some(ANY_PROGRAM), 0, 0, false, "PyList_Append");
+        assert!(matches!(parse_plan_line(&l), Some(PlanEntry::Probe(p)) if p.in_any_program() && p.exit == Some(6)));
         assert_eq!(parse_plan_line("calibrate 7 8 1000"), Some(PlanEntry::Calibrate { entry: 7, exit: 8, count: 1000 }));
         for bad in ["", "x", "1 - - zz 0 0 f", "1 - - 10 0 2 f", "99999 - - 10 0 0 f", "1 - - 10 0 0"] {
             assert_eq!(parse_plan_line(bad), None, "{bad:?}");
@@ -284,6 +353,8 @@ mod tests {
     fn layout_is_page_aligned() {
         assert_eq!(control_size() % 4096, 0);
         assert_eq!(std::mem::size_of::<RingHeader>(), 64);
+        assert_eq!(std::mem::size_of::<Ask>() % 8, 0);
+        assert_eq!(std::mem::offset_of!(Control, pools) % 8, 0);
         assert_eq!(ring_size() % 64, 0);
     }
 }

@@ -20,6 +20,7 @@ use kansoku_core::ExitStatus;
 use kansoku_monitor::events::{Hit, PointRole};
 
 use crate::events::{clock_step, monotonic_ns, EventOutcome, Mechanism, Plan, SwitchLog};
+use crate::points::follow::Resolver;
 use crate::online::Online;
 use crate::perf::{PerfRecord, SampleSource, SamplingClock, Session, SessionOptions, UprobeSpec};
 use crate::spawn::{poll_child, ChildState, ExecGate, Progress};
@@ -57,10 +58,12 @@ pub fn library() -> Result<PathBuf, ProbeError> {
 }
 
 /// Why the agent cannot observe `program` (found as a shell would), if it cannot: it is
-/// loaded by the dynamic linker, so a static executable does not load it.
+/// loaded by the dynamic linker, so a static executable does not load it. A `#!` script is
+/// judged by the ELF program that runs it (a shim's interpreter loads the agent, and every
+/// program it execs inherits it).
 pub fn unsuitable(program: &Path) -> Option<String> {
-    let program = match crate::spawn::resolve_program(program) {
-        Ok(p) => p,
+    let program = match crate::spawn::resolve_program(program).and_then(|p| crate::events::elf_that_runs(&p, &[])) {
+        Ok((p, _)) => p,
         Err(e) => return Some(e.to_string()),
     };
     match kansoku_binary::Program::open(&program) {
@@ -218,6 +221,7 @@ impl SharedFile {
             (*c).magic = MAGIC;
             (*c).version = VERSION;
             (*c).clock = if tsc { CLOCK_TSC } else { CLOCK_MONOTONIC };
+            (*c).resolver = std::process::id();
         }
         Ok(SharedFile { fd, base, tails: vec![0; MAX_RINGS], last_time: vec![0; MAX_RINGS], broken_ring: vec![false; MAX_RINGS], broken: Vec::new(), checks: None })
     }
@@ -306,10 +310,12 @@ impl Drop for SharedFile {
     }
 }
 
-/// The plan as the agent reads it (see [`agent_abi::plan_line`]).
-fn plan_text(plan: &Plan) -> Result<String, ProbeError> {
+/// The plan as the agent reads it (see [`agent_abi::plan_line`]), and the names of its
+/// functions of [`ANY_PROGRAM`] in the order of their lines (a plan resolved at run time).
+fn plan_text(plan: &Plan) -> Result<(String, Vec<String>), ProbeError> {
     let program = std::fs::canonicalize(&plan.program).map_err(|e| agent_err(format!("{}: {e}", plan.program.display())))?;
     let mut text = String::new();
+    let mut deferred = Vec::new();
     let calibration = plan.calibration.map(|(a, b)| [a, b]).unwrap_or([u32::MAX; 2]);
     if plan.points.len() > MAX_POINTS {
         return Err(agent_err(format!("{} points; the agent takes at most {MAX_POINTS}", plan.points.len())));
@@ -319,29 +325,38 @@ fn plan_text(plan: &Plan) -> Result<String, ProbeError> {
         if calibration.contains(&i) {
             continue;
         }
-        let module = p.module.clone().unwrap_or_else(|| program.clone());
+        // a function of the program that runs: each process asks kansoku where it is
+        let any = plan.program_at_run_time && p.module.is_none();
+        let module = if any { PathBuf::from(ANY_PROGRAM) } else { p.module.clone().unwrap_or_else(|| program.clone()) };
         let module = module.to_string_lossy();
         if module.contains(char::is_whitespace) {
             return Err(agent_err(format!("the path {module} has white space, which the agent's plan cannot carry")));
         }
         let name = p.point.name.split([':', '@']).next().unwrap_or("?");
         let ifunc = p.module.is_some();
-        match (p.point.role.clone(), p.is_return) {
+        let line = match (p.point.role.clone(), p.is_return) {
             (PointRole::Entry(r), false) => {
                 let exit = plan.points.iter().position(|q| q.is_return && q.point.role == PointRole::Exit(r)).map(|j| j as u32);
-                text.push_str(&plan_line(i, exit, Some(&module), p.vaddr, p.size, ifunc, name));
+                plan_line(i, exit, Some(&module), p.vaddr, p.size, ifunc, name)
             }
-            (PointRole::Exit(_), true) => {} // with its entry
+            (PointRole::Exit(_), true) => continue, // with its entry
             // an exit alone: the entry is patched but records nothing (ENTRY = EXIT)
-            (PointRole::Single, true) => text.push_str(&plan_line(i, Some(i), Some(&module), p.vaddr, p.size, ifunc, name)),
-            (PointRole::Single, false) => text.push_str(&plan_line(i, None, Some(&module), p.vaddr, p.size, ifunc, name)),
+            (PointRole::Single, true) => plan_line(i, Some(i), Some(&module), p.vaddr, p.size, ifunc, name),
+            (PointRole::Single, false) => plan_line(i, None, Some(&module), p.vaddr, p.size, ifunc, name),
             _ => return Err(agent_err(format!("point {} cannot be planted by the agent", p.point.name))),
+        };
+        text.push_str(&line);
+        if any {
+            deferred.push(name.to_string());
         }
+    }
+    if deferred.len() > MAX_DEFERRED {
+        return Err(agent_err(format!("{} functions to find in the program that runs; the agent asks for at most {MAX_DEFERRED}", deferred.len())));
     }
     if let Some((a, b)) = plan.calibration {
         text.push_str(&format!("calibrate {a} {b} {CALIBRATION_CALLS}\n"));
     }
-    Ok(text)
+    Ok((text, deferred))
 }
 
 /// An anonymous shared file, without MFD_CLOEXEC: the program inherits the descriptor.
@@ -463,7 +478,8 @@ impl AgentSession {
 /// Runs the program with the agent; its hits are analysed as they are read
 /// (the crate's `online` module), and kept too with `keep_hits`.
 pub fn run_agent(mut plan: Plan, args: &[String], keep_hits: bool, progress: &mut dyn FnMut(Progress)) -> Result<EventOutcome, ProbeError> {
-    let mut session = AgentSession::new(&plan.program, &plan_text(&plan)?, false)?;
+    let (text, deferred) = plan_text(&plan)?;
+    let mut session = AgentSession::new(&plan.program, &text, false)?;
     let tsc = session.tsc;
     session.control().hold.store(1, Ordering::Release);
     let start_pair = clock_pair();
@@ -473,6 +489,7 @@ pub fn run_agent(mut plan: Plan, args: &[String], keep_hits: bool, progress: &mu
     let points: Vec<_> = plan.points.iter().map(|p| p.point.clone()).collect();
     let mut online = Online::new(points, plan.routines.len(), plan.calibration, tsc, start_pair, keep_hits);
     let gate = ExecGate::spawn_with_env(&plan.program, args, &session.env)?;
+    let mut resolver = Resolver::new(deferred, gate.pid.as_raw() as u32, session.library.path.clone());
     let mut switches = SwitchLog::open(gate.pid.as_raw());
     let start = Instant::now();
     let pid = gate.open();
@@ -484,6 +501,7 @@ pub fn run_agent(mut plan: Plan, args: &[String], keep_hits: bool, progress: &mu
     let mut held = true;
     let exit = loop {
         std::thread::sleep(Duration::from_micros(if held { 100 } else { 1000 }));
+        resolver.serve(session.control());
         if held && (session.control().ready.load(Ordering::Acquire) != 0 || start.elapsed() > Duration::from_millis(HOLD_LIMIT_MS)) {
             if session.control().ready.load(Ordering::Acquire) != 0 {
                 fallback = uprobe_fallback(&plan, session.control(), pid.as_raw(), &mut fallback_notes);
@@ -511,6 +529,7 @@ pub fn run_agent(mut plan: Plan, args: &[String], keep_hits: bool, progress: &mu
     }
     switches.drain();
     let measured_ns = start.elapsed().as_nanos() as u64;
+    resolver.serve(session.control());
     // Children that outlived the program (forked, still writing) are not waited for.
     let unstamped = session.drain(online.raw(), &mut over, true);
     // The rate is read over at least 20 ms, so that a short run still gives it to 1e-4.
@@ -528,8 +547,17 @@ pub fn run_agent(mut plan: Plan, args: &[String], keep_hits: bool, progress: &mu
         )));
     }
     let mut broken = control_broken(&session, &plan);
+    broken.extend(resolver.broken.iter().cloned());
     // what the agent planted is read from the control block: not when it was overwritten
-    let notes = if broken.is_empty() { point_notes(&mut plan, control) } else { Vec::new() };
+    let mut notes = if broken.is_empty() { point_notes(&mut plan, control) } else { Vec::new() };
+    if plan.program_at_run_time {
+        // where the functions of the program that runs were found, by process
+        notes.retain(|n| !n.contains(refusal(REFUSE_NOT_DEFINED)));
+        notes.extend(resolver.statements());
+        if resolver.unsaid > 0 {
+            notes.push(format!("{} more statements about the programs the run started were not kept", resolver.unsaid));
+        }
+    }
     // a run in which no point was planted anywhere measured nothing: an error, not an
     // empty table (hits would show that an exec'd image's agent planted them)
     let calibration = plan.calibration.map_or(Vec::new(), |(a, b)| vec![a as usize, b as usize]);
@@ -545,7 +573,6 @@ pub fn run_agent(mut plan: Plan, args: &[String], keep_hits: bool, progress: &mu
     }
     broken.extend(session.broken());
     online.step(end_pair, &mut switches, true, true, &mut |_| {});
-    let mut notes = notes;
     notes.extend(fallback_notes);
     if online.over > 0 {
         notes.push(format!("kansoku kept the first {MAX_HITS} hits for the timeline; {} more are in the report but not in the timeline", online.over));

@@ -130,6 +130,10 @@ pub struct Plan {
     pub routines: Vec<String>,
     /// Indices of the two calibration points (consecutive instructions), if any.
     pub calibration: Option<(u32, u32)>,
+    /// The points of the program (`module` `None`) are not in `program` but in whatever
+    /// program the run reaches by exec (a shim builds its program's path at run time):
+    /// their address is 0 here, and the agent asks kansoku for it in each process.
+    pub program_at_run_time: bool,
 }
 
 /// What a run produced.
@@ -294,6 +298,12 @@ fn split_library(name: &str) -> (&str, Option<&str>) {
 
 /// Resolves probe specs against the program (and, for `FUNC@LIB`, the libraries it loads).
 pub fn plan(program_path: &Path, specs: &[String], mechanism: Mechanism, calibrate: &Calibrate) -> Result<Plan, ProbeError> {
+    plan_in(program_path, specs, mechanism, calibrate, false)
+}
+
+/// [`plan`]; with `at_run_time`, the program's functions are left for the agent to find in
+/// whatever program the run reaches ([`Plan::program_at_run_time`]).
+fn plan_in(program_path: &Path, specs: &[String], mechanism: Mechanism, calibrate: &Calibrate, at_run_time: bool) -> Result<Plan, ProbeError> {
     let program = Program::open(program_path)?;
     let display = program_path.display().to_string();
     let later = matches!(mechanism, Mechanism::Agent | Mechanism::Uprobe);
@@ -314,7 +324,12 @@ pub fn plan(program_path: &Path, specs: &[String], mechanism: Mechanism, calibra
             return Err(bad(spec, "empty probe spec".into()));
         }
         let program = &modules.program;
+        // the program is known only when it runs: a place in it is named by a function
+        let unknown_program = || bad(spec, format!("the program {display} starts is known only when it runs (a shim builds its path): name a function of it (FUNC, FUNC:entry or FUNC:exit), not an address or an offset"));
         if spec.starts_with("0x") || spec.chars().all(|c| c.is_ascii_digit()) {
+            if at_run_time {
+                return Err(unknown_program());
+            }
             let vaddr = parse_number(spec).ok_or_else(|| bad(spec, "not an address".into()))?;
             if program.code_at(vaddr).is_none() {
                 return Err(bad(spec, format!("address 0x{vaddr:x} is not in an executable section of {display}")));
@@ -324,6 +339,9 @@ pub fn plan(program_path: &Path, specs: &[String], mechanism: Mechanism, calibra
         }
         if let Some((name, off)) = spec.split_once('+') {
             let (name, lib) = split_library(name);
+            if at_run_time && lib.is_none() {
+                return Err(unknown_program());
+            }
             let (module, program) = modules.module(spec, lib)?;
             let f = program.function_named(name).map_err(|_| no_such(spec, name, program))?;
             let off = parse_number(off).ok_or_else(|| bad(spec, format!("offset '{off}' is not a number")))?;
@@ -364,6 +382,8 @@ pub fn plan(program_path: &Path, specs: &[String], mechanism: Mechanism, calibra
                 let size = program.function_at(vaddr).filter(|g| g.address == vaddr).map_or(0, |g| g.size);
                 kansoku_binary::FunctionSymbol { size, ..ifunc(vaddr) }
             }
+            // the program's function, found by the agent in each program the run reaches
+            (None, _) if at_run_time => ifunc(0),
             _ => program.function_named(name).map_err(|_| no_such(spec, name, program))?.clone(),
         };
         let exits = |program: &Program| -> Vec<u64> {
@@ -416,7 +436,7 @@ pub fn plan(program_path: &Path, specs: &[String], mechanism: Mechanism, calibra
     if points.is_empty() {
         return Err(bad("", "no probes given".into()));
     }
-    Ok(Plan { program: program_path.to_path_buf(), points, routines, calibration })
+    Ok(Plan { program: program_path.to_path_buf(), points, routines, calibration, program_at_run_time: at_run_time })
 }
 
 /// The link-time address in `lib` of the implementation the dynamic linker picks for the
@@ -500,7 +520,10 @@ fn calibration_points(points: &mut Vec<PlannedPoint>, program: &Program, mechani
 }
 
 /// Plans the points and runs the program to its end (or Ctrl-C) with them armed. A `#!`
-/// script is run as the kernel runs it, and probed in the ELF program that runs it.
+/// script is run as the kernel runs it, and probed in the ELF program that runs it; a
+/// function that program lacks is planned in the one program the script's text names
+/// with it, else (a shim that builds its program's path at run time; the agent only)
+/// found in each program the run starts, as it starts (`follow`).
 pub fn record_events(options: &EventOptions, progress: &mut dyn FnMut(Progress)) -> Result<EventOutcome, ProbeError> {
     let program_path = resolve_program(&options.program)?;
     let (elf, args) = elf_that_runs(&program_path, &options.args)?;
@@ -519,11 +542,21 @@ pub fn record_events(options: &EventOptions, progress: &mut dyn FnMut(Progress))
                     p.program = elf.clone();
                     p
                 }
+                // a shim that builds its program's path at run time: the agent, in every
+                // program the run reaches, asks kansoku where the function is
+                [] if options.mechanism == Mechanism::Agent => {
+                    followed = Some(format!(
+                        "'{name}' is not in {program} (which runs the script {}) nor in a program the script's text names: it is looked up in each program the run starts, as it starts",
+                        program_path.display()
+                    ));
+                    plan_in(&elf, &options.probes, options.mechanism, &options.calibrate, true)?
+                }
                 _ => {
-                    let why = match named.as_slice() {
-                        [] => "nor does any program its text names (a shim: name that program, or probe a library function, FUNC@LIB, which is probed in every program it starts)".to_string(),
-                        [_] => "the program its text names has it, but the trap mechanism stays in the first program (ptrace does not follow exec here): use the agent or uprobes".to_string(),
-                        several => format!("and its text names several programs that have it ({}): name the one to probe", several.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")),
+                    let why = match (named.as_slice(), options.mechanism) {
+                        ([], Mechanism::Uprobe) => format!("nor does any program its text names: the program it starts is known only when it runs (its path is built then), and a uprobe is placed on a file before the run; the agent (--mechanism agent) finds '{name}' in each program the run starts"),
+                        ([], _) => format!("nor does any program its text names: the program it starts is known only when it runs, and the trap mechanism stays in the first program (ptrace does not follow exec here); the agent (--mechanism agent) finds '{name}' in each program the run starts"),
+                        ([_], _) => "the program its text names has it, but the trap mechanism stays in the first program (ptrace does not follow exec here): use the agent or uprobes".to_string(),
+                        (several, _) => format!("and its text names several programs that have it ({}): name the one to probe", several.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")),
                     };
                     return Err(ProbeError::Spec(SpecError::Bad {
                         spec,

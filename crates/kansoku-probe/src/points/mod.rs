@@ -1,9 +1,11 @@
 //! Measurement points (seed 001's event method): where they go (`events`: the agent, uprobes
 //! or ptrace traps), kansoku's side of the in-process agent (`agent`), and markers by name
-//! (`marker`: `F`, `F@LIB`, `F@plt`), and the agent's hits analysed as they are
-//! read (`online`).
+//! (`marker`: `F`, `F@LIB`, `F@plt`), the agent's hits analysed as they are
+//! read (`online`), and where a shim's program's functions are, asked by each process
+//! at run time (`follow`).
 
 pub mod agent;
 pub mod events;
+pub(crate) mod follow;
 pub mod marker;
 pub(crate) mod online;
