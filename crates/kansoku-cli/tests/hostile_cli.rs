@@ -39,8 +39,12 @@ fn module_paths_that_are_devices_or_fifos_are_not_read() {
     assert!(all.contains("/dev/zero") && all.contains("not a regular file"), "{all}");
 }
 
+/// 100,000 Module events at descending addresses, each of which landed at the front of a
+/// sorted vector before (issue 15 item 8: show took 34 s): `show --counts` reads every one,
+/// as the counts it prints say. How its time grows with the modules (n log n: twice the
+/// modules, about twice the time) is measured in bench/hostile.sh, as a ratio.
 #[test]
-fn a_hundred_thousand_modules_load_in_n_log_n() {
+fn a_hundred_thousand_modules_are_all_read() {
     let dir = tempfile::tempdir().unwrap();
     let ksk = dir.path().join("many.ksk");
     // Descending start addresses: every insertion lands at the front of a sorted vector.
@@ -50,11 +54,13 @@ fn a_hundred_thousand_modules_load_in_n_log_n() {
         events.push(Event::Instruction { addr: 0x1000_0010 + i * 0x2000 });
     }
     write_ksk(&ksk, &events);
-    let t = Instant::now();
     // --counts: every module is read (a plain --limit stops after five events)
-    let o = kansoku(&["show", ksk.to_str().unwrap(), "--limit", "5", "--counts"]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert!(t.elapsed() < Duration::from_secs(15), "show took {:?} (34 s before)", t.elapsed());
+    let v = ok_json(&["show", s(&ksk), "--limit", "5", "--counts", "--json"]);
+    assert_eq!((v["summary"]["events"].as_u64(), v["summary"]["instructions"].as_u64()), (Some(200_000), Some(100_000)), "{}", v["summary"]);
+    let modules = v["modules"].as_array().unwrap();
+    assert_eq!(modules.len(), 100_000);
+    // the map is the recording's, in its order: the last module read starts lowest
+    assert_eq!(modules.last().unwrap()["start"].as_u64(), Some(0x1000_0000), "{}", modules.last().unwrap());
 }
 
 #[test]
@@ -123,13 +129,15 @@ fn child_of(pid: u32) -> Option<u32> {
     text.split_whitespace().next()?.parse().ok()
 }
 
+/// The program kansoku (`pid`) started, once it is there. Fails when kansoku ends without
+/// one; a kansoku that neither starts a program nor ends is a hang, which the runner's
+/// timeout ends (.config/nextest.toml).
 fn wait_for_child(pid: u32) -> u32 {
-    let t = Instant::now();
     loop {
         if let Some(c) = child_of(pid) {
             return c;
         }
-        assert!(t.elapsed() < Duration::from_secs(10), "kansoku started no program");
+        assert!(alive(pid), "kansoku ended and started no program");
         std::thread::sleep(Duration::from_millis(20));
     }
 }
