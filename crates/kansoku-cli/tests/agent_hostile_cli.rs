@@ -6,11 +6,14 @@
 //! the program's own exit status and a report that says what was inconsistent, in bounded
 //! memory; a run that does not end within a generous limit is killed and fails.
 
+mod harness;
+use harness::kansoku_cmd;
+
 mod agent_build;
 use agent_build::agent;
 use kansoku_core::agent_abi::{control_size, ring_size, MAX_RINGS};
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 const HOSTILE: &str = r#"
@@ -88,20 +91,22 @@ int main(int argc, char **argv) {
 }
 "#;
 
+/// Builds a program of this file with `-O2 -g` and `flags` by the shared builder (once per
+/// source and flags in a test run).
+fn cc(name: &str, source: &str, flags: &[&str]) -> PathBuf {
+    let dir = kansoku_examples::test_build_dir().join("agent_hostile_cli");
+    kansoku_examples::build_source(name, source, &dir, &[&["-O2", "-g"], flags].concat()).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
 fn hostile() -> PathBuf {
-    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let dir = std::env::temp_dir().join(format!("kansoku-agent-hostile-{}", std::process::id()));
-            std::fs::create_dir_all(&dir).unwrap();
-            let c = dir.join("hostile.c");
-            std::fs::write(&c, HOSTILE).unwrap();
-            let out = dir.join("hostile");
-            let o = Command::new("cc").args(["-O2", "-g", "-pthread", "-o"]).arg(&out).arg(&c).output().unwrap();
-            assert!(o.status.success(), "cc: {}", String::from_utf8_lossy(&o.stderr));
-            out
-        })
-        .clone()
+    cc("hostile", HOSTILE, &["-pthread"])
+}
+
+/// This test process's directory for reports.
+fn scratch() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("kansoku-agent-hostile-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
 }
 
 /// What one run gave: the JSON report, kansoku's exit code, its stdout (the program's)
@@ -119,9 +124,8 @@ struct Run {
 /// while it runs (its rusage would include the program's, whose 256 rings of 2 MiB each
 /// are faulted in when claimed).
 fn run(mode: &str) -> Run {
-    let dir = hostile().parent().unwrap().to_path_buf();
-    let report = dir.join(format!("{mode}.json"));
-    let mut child = Command::new(env!("CARGO_BIN_EXE_kansoku"))
+    let report = scratch().join(format!("{mode}.json"));
+    let mut child = kansoku_cmd()
         .args(["monitor", "events", "--mechanism", "agent", "--json", "--probe", "work", "-o"])
         .arg(&report)
         .arg("--")
@@ -227,10 +231,9 @@ fn two_hundred_forks_are_each_counted() {
 /// SIGKILLed and kansoku exited 137).
 #[test]
 fn a_signal_to_kansoku_reaches_the_program_which_ends_as_it_chooses() {
-    let dir = hostile().parent().unwrap().to_path_buf();
-    let c = dir.join("cleanup.c");
-    std::fs::write(
-        &c,
+    let dir = scratch();
+    let program = cc(
+        "cleanup",
         r#"#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -247,14 +250,11 @@ int main(int argc, char **argv) {
     return 3;
 }
 "#,
-    )
-    .unwrap();
-    let program = dir.join("cleanup");
-    let o = Command::new("cc").args(["-O2", "-g", "-o"]).arg(&program).arg(&c).output().unwrap();
-    assert!(o.status.success(), "cc: {}", String::from_utf8_lossy(&o.stderr));
+        &[],
+    );
     for (mode, signal, code) in [("handles", libc::SIGTERM, 3), ("default", libc::SIGINT, 128 + libc::SIGINT)] {
         let report = dir.join(format!("signal-{mode}.json"));
-        let mut child = Command::new(env!("CARGO_BIN_EXE_kansoku"))
+        let mut child = kansoku_cmd()
             .args(["monitor", "events", "--mechanism", "agent", "--json", "--probe", "work", "-o"])
             .arg(&report)
             .arg("--")
@@ -303,41 +303,41 @@ int main(int argc, char **argv) {
 /// the run ends normally.
 #[test]
 fn a_program_that_stops_itself_is_announced() {
-    let dir = hostile().parent().unwrap().to_path_buf();
-    let c = dir.join("stops.c");
-    std::fs::write(&c, "#include <signal.h>\nvolatile long sink;\n__attribute__((noinline)) void work(int n) { for (int i = 0; i < n; i++) sink += i; }\nint main(void) { work(10); raise(SIGSTOP); work(10); return 0; }\n").unwrap();
-    let program = dir.join("stops");
-    let o = Command::new("cc").args(["-O2", "-g", "-o"]).arg(&program).arg(&c).output().unwrap();
-    assert!(o.status.success(), "cc: {}", String::from_utf8_lossy(&o.stderr));
+    let program = cc("stops", "#include <signal.h>\nvolatile long sink;\n__attribute__((noinline)) void work(int n) { for (int i = 0; i < n; i++) sink += i; }\nint main(void) { work(10); raise(SIGSTOP); work(10); return 0; }\n", &[]);
     let p = program.to_str().unwrap();
     for args in [
         vec!["monitor", "events", "--mechanism", "agent", "--probe", "work", "--", p],
         vec!["monitor", "events", "--mechanism", "uprobe", "--probe", "work", "--", p],
         vec!["monitor", "--interval", "50", "--", p],
     ] {
-        let child = Command::new(env!("CARGO_BIN_EXE_kansoku")).args(&args).env("KANSOKU_AGENT", agent()).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+        let mut child = kansoku_cmd().args(&args).env("KANSOKU_AGENT", agent()).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
         let k = child.id();
-        // the program, once it has stopped itself
-        let start = Instant::now();
+        // The program, once it has stopped itself; or nothing, if kansoku ends first (it then
+        // says why). Neither seen is a hang, which the runner's timeout ends.
         let stopped = loop {
+            if child.try_wait().unwrap().is_some() {
+                break None;
+            }
             let kids = std::fs::read_to_string(format!("/proc/{k}/task/{k}/children")).unwrap_or_default();
             let found = kids.split_whitespace().find(|pid| std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default().contains(") T "));
             if let Some(pid) = found {
-                break pid.parse::<i32>().unwrap();
+                break Some(pid.parse::<i32>().unwrap());
             }
-            assert!(start.elapsed() < Duration::from_secs(60), "{args:?}: the program never stopped");
             std::thread::sleep(Duration::from_millis(20));
         };
-        // kansoku notices within its polling interval
-        std::thread::sleep(Duration::from_millis(500));
-        // SAFETY: kill with integer arguments.
-        unsafe { libc::kill(stopped, libc::SIGCONT) };
+        if let Some(stopped) = stopped {
+            // kansoku notices within its polling interval
+            std::thread::sleep(Duration::from_millis(500));
+            // SAFETY: kill with integer arguments.
+            unsafe { libc::kill(stopped, libc::SIGCONT) };
+        }
         let o = child.wait_with_output().unwrap();
         let err = String::from_utf8_lossy(&o.stderr);
         if args[1] == "events" && args[3] == "uprobe" && !o.status.success() && err.contains("uprobe") {
             kansoku_examples::skip(kansoku_examples::Missing::Machine, format!("the uprobe run: {err}"));
             continue;
         }
+        assert!(stopped.is_some(), "{args:?}: kansoku ended ({}) and its program was never seen stopped: {err}", o.status);
         assert_eq!(o.status.code(), Some(0), "{args:?}: {err}");
         assert!(err.contains("is stopped by SIGSTOP") && err.contains("SIGCONT"), "{args:?}: {err}");
     }
@@ -348,13 +348,12 @@ fn a_program_that_stops_itself_is_announced() {
 #[test]
 fn a_run_where_no_point_was_planted_is_an_error() {
     let libz = "/usr/lib/x86_64-linux-gnu/libz.so.1";
-    let dir = hostile().parent().unwrap().to_path_buf();
-    let report = dir.join("unplanted.json");
+    let report = scratch().join("unplanted.json");
     let crc32 = format!("crc32@{libz}");
     // `monitor events` by the agent with these probes on the hostile program, which makes
     // 2,000 calls of `work` and loads no libz
     let run = |probes: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_kansoku"))
+        kansoku_cmd()
             .args(["monitor", "events", "--mechanism", "agent", "--json"])
             .args(probes.iter().flat_map(|p| ["--probe", p]))
             .arg("-o")

@@ -4,7 +4,7 @@
 //! slices, instants and counters are checked against kansoku's own report of the run.
 
 mod harness;
-use harness::{skip, Missing};
+use harness::{kansoku_cmd, ok, ok_json, skip, Missing};
 
 mod agent_build;
 use agent_build::agent;
@@ -260,7 +260,7 @@ fn monitor_events_perfetto_trace_decodes_to_the_reported_calls_nesting_off_cpu_a
     let dir = tempfile::tempdir().unwrap();
     let program = build_threaded();
     let (report, trace) = (dir.path().join("report.json"), dir.path().join("run.pftrace"));
-    let o = Command::new(env!("CARGO_BIN_EXE_kansoku"))
+    let o = kansoku_cmd()
         .env("KANSOKU_AGENT", agent())
         .args(["monitor", "events", "--mechanism", "agent", "--calibrate", "--json"])
         .args(["--probe", "work", "--probe", "leaf", "--probe", "nap", "--probe", "rec", "--probe", "tick:entry"])
@@ -334,7 +334,7 @@ fn monitor_events_perfetto_trace_decodes_to_the_reported_calls_nesting_off_cpu_a
 
 #[test]
 fn an_export_a_command_cannot_write_is_refused_before_the_program_runs() {
-    let o = Command::new(env!("CARGO_BIN_EXE_kansoku")).args(["monitor", "events", "--probe", "main", "--export", "pprof=x.pb.gz", "--", "echo", "ran"]).output().unwrap();
+    let o = kansoku_cmd().args(["monitor", "events", "--probe", "main", "--export", "pprof=x.pb.gz", "--", "echo", "ran"]).output().unwrap();
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("--export pprof: `kansoku monitor events` writes perfetto"), "{err}");
@@ -348,12 +348,6 @@ __attribute__((noinline)) void rec(int d) { if (d > 0) rec(d - 1); sink--; }
 __attribute__((noinline)) void work(int n) { for (int i = 0; i < n; i++) leaf(i); rec(2); }
 int main(void) { for (int i = 0; i < 5; i++) work(3); return 0; }
 "#;
-
-fn kansoku(args: &[&str]) -> std::process::Output {
-    let o = Command::new(env!("CARGO_BIN_EXE_kansoku")).args(args).output().unwrap();
-    assert!(o.status.success(), "kansoku {args:?}: {}", String::from_utf8_lossy(&o.stderr));
-    o
-}
 
 /// Calls per callee in a callgrind file (`cfn=(id) name`, then `calls=N …`).
 fn callgrind_calls(file: &Path) -> HashMap<String, u64> {
@@ -384,8 +378,8 @@ fn exact_trace_perfetto_export_has_the_calls_kansoku_counts_nested_with_markers_
     let program = build_calls();
 
     // the whole run: slices per function = the calls kansoku's callgrind export counts
-    kansoku(&["trace", "exact", "-o", &d("t.ksk"), "--", &program]);
-    kansoku(&["paths", "--source", &d("t.ksk"), "--export", &format!("perfetto={}", d("t.pftrace")), "--export", &format!("callgrind={}", d("t.cg"))]);
+    ok(&["trace", "exact", "-o", &d("t.ksk"), "--", &program]);
+    ok(&["paths", "--source", &d("t.ksk"), "--export", &format!("perfetto={}", d("t.pftrace")), "--export", &format!("callgrind={}", d("t.cg"))]);
     let t = trace_of(&decode(&schema, Path::new(&d("t.pftrace"))));
     let all = slices(&t);
     let per_function = count(all.iter().map(|s| s.name.as_str()));
@@ -405,7 +399,7 @@ fn exact_trace_perfetto_export_has_the_calls_kansoku_counts_nested_with_markers_
     assert_eq!(all.iter().filter(|s| s.name == "rec").map(|s| s.inside.iter().filter(|n| *n == "rec").count()).max(), Some(2), "rec(2) nests three deep");
     let meta = t.events.iter().find(|e| e.name.as_deref() == Some("kansoku")).expect("a kansoku metadata instant");
     assert!(meta.args["time_axis"].starts_with("instruction index"), "{:?}", meta.args);
-    let show: serde_json::Value = serde_json::from_slice(&kansoku(&["show", &d("t.ksk"), "--json", "--limit", "1", "--counts"]).stdout).unwrap();
+    let show: serde_json::Value = ok_json(&["show", &d("t.ksk"), "--json", "--limit", "1", "--counts"]);
     // the index counts each basic block entry's instructions, a `rep` string instruction
     // once per entry where the trace lists every repetition: at most the trace's count
     let (index, traced) = (meta.args["instructions"].parse::<u64>().unwrap(), show["summary"]["instructions"].as_u64().unwrap());
@@ -413,10 +407,10 @@ fn exact_trace_perfetto_export_has_the_calls_kansoku_counts_nested_with_markers_
     eprintln!("whole run: {} slices (work {}, leaf {}, rec {}), index {index} of {traced} traced instructions", all.len(), per_function["work"], per_function["leaf"], per_function["rec"]);
 
     // a marker window: one instant per marker hit, one iteration slice from each
-    kansoku(&["trace", "exact", "--marker", "work", "--iterations", "3", "-o", &d("m.ksk"), "--", &program]);
-    kansoku(&["paths", "--source", &d("m.ksk"), "--export", &format!("perfetto={}", d("m.pftrace"))]);
+    ok(&["trace", "exact", "--marker", "work", "--iterations", "3", "-o", &d("m.ksk"), "--", &program]);
+    ok(&["paths", "--source", &d("m.ksk"), "--export", &format!("perfetto={}", d("m.pftrace"))]);
     let t = trace_of(&decode(&schema, Path::new(&d("m.pftrace"))));
-    let show: serde_json::Value = serde_json::from_slice(&kansoku(&["show", &d("m.ksk"), "--json", "--limit", "1", "--counts"]).stdout).unwrap();
+    let show: serde_json::Value = ok_json(&["show", &d("m.ksk"), "--json", "--limit", "1", "--counts"]);
     let hits = show["summary"]["markers"].as_u64().unwrap();
     assert!(hits >= 3, "{show}");
     let marks: Vec<u64> = t.events.iter().filter(|e| e.kind == "TYPE_INSTANT" && e.name.as_deref() == Some("marker")).map(|e| e.at).collect();
@@ -448,7 +442,7 @@ fn wave_perfetto_export_has_a_counter_value_per_point() {
     let dir = tempfile::tempdir().unwrap();
     let d = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
     let program = build_calls();
-    kansoku(&["wave", "--exact", "--marker", "work", "--max-instructions", "3000", "--json", "-o", &d("w.json"), "--export", &format!("perfetto={}", d("w.pftrace")), "--", &program]);
+    ok(&["wave", "--exact", "--marker", "work", "--max-instructions", "3000", "--json", "-o", &d("w.json"), "--export", &format!("perfetto={}", d("w.pftrace")), "--", &program]);
     let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d("w.json")).unwrap()).unwrap();
     let t = trace_of(&decode(&schema, Path::new(&d("w.pftrace"))));
     let code = counter(&t, "code address");
@@ -473,7 +467,7 @@ fn monitor_perfetto_export_has_the_reported_series_as_counters() {
     let dir = tempfile::tempdir().unwrap();
     let d = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
     let workload = kansoku_examples::build("workload", dir.path()).unwrap();
-    kansoku(&["monitor", "--interval", "100", "--json", "-o", &d("m.json"), "--export", &format!("perfetto={}", d("m.pftrace")), "--", workload.to_str().unwrap(), "cpu", "1", "1"]);
+    ok(&["monitor", "--interval", "100", "--json", "-o", &d("m.json"), "--export", &format!("perfetto={}", d("m.pftrace")), "--", workload.to_str().unwrap(), "cpu", "1", "1"]);
     let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d("m.json")).unwrap()).unwrap();
     let t = trace_of(&decode(&schema, Path::new(&d("m.pftrace"))));
     let series = v["summary"]["series"].as_array().unwrap();
@@ -524,14 +518,14 @@ fn reconstructed_iteration_perfetto_export_has_the_calls_of_an_exact_iteration()
     let d = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
     // recursion 4 200: each iteration of work calls fib(4), which calls fib 9 times in all
     let program = kansoku_examples::build("recursion", dir.path()).unwrap();
-    kansoku(&["trace", "exact", "--marker", "work", "--iterations", "104", "-o", &d("e.ksk"), "--", program.to_str().unwrap(), "4", "200"]);
-    kansoku(&["sample", "--period", "7", &d("e.ksk"), "-o", &d("r.ksk")]);
-    kansoku(&["reconstruct", &d("r.ksk"), "--solver", "phase", "-o", &d("t.trace"), "--export", &format!("perfetto={}", d("r.pftrace"))]);
+    ok(&["trace", "exact", "--marker", "work", "--iterations", "104", "-o", &d("e.ksk"), "--", program.to_str().unwrap(), "4", "200"]);
+    ok(&["sample", "--period", "7", &d("e.ksk"), "-o", &d("r.ksk")]);
+    ok(&["reconstruct", &d("r.ksk"), "--solver", "phase", "-o", &d("t.trace"), "--export", &format!("perfetto={}", d("r.pftrace"))]);
     let t = trace_of(&decode(&schema, Path::new(&d("r.pftrace"))));
     let all = slices(&t);
     let per_function = count(all.iter().map(|s| s.name.as_str()));
     // the exact trace's iterations, exported the same way: fib calls per iteration
-    kansoku(&["paths", "--source", &d("e.ksk"), "--export", &format!("perfetto={}", d("e.pftrace"))]);
+    ok(&["paths", "--source", &d("e.ksk"), "--export", &format!("perfetto={}", d("e.pftrace"))]);
     let exact = trace_of(&decode(&schema, Path::new(&d("e.pftrace"))));
     let exact_slices = slices(&exact);
     let second = exact_slices.iter().find(|s| s.name == "iteration 2").expect("a second iteration");
