@@ -15,23 +15,21 @@ fn err(args: &[&str]) -> String {
     String::from_utf8(o.stderr).unwrap()
 }
 
-fn branchy(dir: &Path) -> PathBuf {
-    program(dir, "branchy")
+fn branchy() -> PathBuf {
+    program("branchy")
 }
 
-/// Compiles crates/kansoku-reconstruct/c/NAME.c into `dir`.
-fn program(dir: &Path, name: &str) -> PathBuf {
-    program_linked(dir, name, &[])
+/// crates/kansoku-reconstruct/c/NAME.c, built with the examples' flags by the shared
+/// builder: once per test run, whichever tests ask.
+fn program(name: &str) -> PathBuf {
+    program_linked(name, &[])
 }
 
 /// [`program`], linked with `libraries` (`-lz`).
-fn program_linked(dir: &Path, name: &str, libraries: &[&str]) -> PathBuf {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../kansoku-reconstruct/c/{name}.c"));
-    let out = dir.join(name);
-    let mut cmd = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()));
-    cmd.args(kansoku_examples::CFLAGS).arg("-o").arg(&out).arg(&src).args(libraries);
-    assert!(cmd.status().expect("cc").success(), "cc {name}.c {libraries:?} failed");
-    out
+fn program_linked(name: &str, libraries: &[&str]) -> PathBuf {
+    let src = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../kansoku-reconstruct/c/{name}.c"))).unwrap();
+    let dir = kansoku_examples::test_build_dir().join("reconstruct_cli");
+    kansoku_examples::build_source(name, &src, &dir, &[kansoku_examples::CFLAGS, libraries].concat()).unwrap_or_else(|e| panic!("{name}.c {libraries:?}: {e}"))
 }
 
 fn lcs(rec: &Path, exact: &Path, solver: &str) -> (f64, String) {
@@ -52,8 +50,8 @@ fn warning_kinds(v: &serde_json::Value) -> Vec<String> {
 }
 
 /// crates/kansoku-reconstruct/c/zblocks.c against Debian's zlib (zlib1g-dev, scripts/setup).
-fn zblocks(dir: &Path) -> PathBuf {
-    program_linked(dir, "zblocks", &["-lz"])
+fn zblocks() -> PathBuf {
+    program_linked("zblocks", &["-lz"])
 }
 
 fn json_of(stderr_or_stdout: &str) -> serde_json::Value {
@@ -68,7 +66,7 @@ fn json_of(stderr_or_stdout: &str) -> serde_json::Value {
 fn markers_name_functions_in_libraries() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let z = zblocks(d);
+    let z = zblocks();
     let trace = |marker: &str, engine: &str| -> (serde_json::Value, PathBuf) {
         let out = d.join(format!("{marker}-{engine}.ksk"));
         let o = kansoku(&["trace", "exact", "--engine", engine, "--marker", marker, "--iterations", "3", "--json", "-o", &s(&out), "--", &s(&z), "10"]);
@@ -131,7 +129,7 @@ fn markers_name_functions_in_libraries() {
 fn an_odd_first_iteration_keeps_phase_for_the_rest() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let z = zblocks(d);
+    let z = zblocks();
     let exact = d.join("e.ksk");
     ok(&["trace", "exact", "--marker", "adler32@plt", "--iterations", "70", "-o", &s(&exact), "--", &s(&z), "80"]);
     let rec = d.join("r.ksk");
@@ -175,9 +173,9 @@ fn an_odd_first_iteration_keeps_phase_for_the_rest() {
 fn loops_whose_iterations_differ_are_exact_per_class_or_warned() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let z = zblocks(d);
-    let hash = program(d, "hashlook");
-    let interp = program(d, "interp");
+    let z = zblocks();
+    let hash = program("hashlook");
+    let interp = program("interp");
     let cases: [(&str, &str, Vec<String>); 3] = [
         ("zlib", "adler32@libz", vec![s(&z), "130".into(), "vary".into()]),
         ("hash", "lookup", vec![s(&hash), "1300".into()]),
@@ -227,8 +225,8 @@ fn loops_whose_iterations_differ_are_exact_per_class_or_warned() {
 fn real_time_recordings_are_exact_or_warned() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let z = zblocks(d);
-    let hash = program(d, "hashlook");
+    let z = zblocks();
+    let hash = program("hashlook");
     let cases: [(&str, &str, &Path, [&str; 2], [&str; 2]); 2] = [
         ("zlib", "adler32@libz", z.as_path(), ["130", "vary"], ["50000", "vary"]),
         ("hash", "lookup", hash.as_path(), ["1300", ""], ["50000", ""]),
@@ -394,7 +392,7 @@ fn sampled_exact_traces_reconstruct() {
     let d = dir.path();
     let seed = kansoku_examples::build("seed000", d).unwrap();
     let rec = kansoku_examples::build("recursion", d).unwrap();
-    let br = branchy(d);
+    let br = branchy();
     // (program, marker, args): ≥ 103 iterations so period 101 covers every position.
     let cases: Vec<(PathBuf, &str, Vec<&str>)> =
         vec![(seed, "func_M", vec!["200"]), (rec, "work", vec!["4", "200"]), (br, "region", vec!["200"])];
@@ -447,7 +445,7 @@ fn cfg_likelihood_rebuilds_sparse_samples() {
     let d = dir.path();
     let seed = kansoku_examples::build("seed000", d).unwrap();
     let rec = kansoku_examples::build("recursion", d).unwrap();
-    let br = branchy(d);
+    let br = branchy();
     // (program, marker, args, iterations, period): enough iterations to cover T once.
     let cases: Vec<(PathBuf, &str, Vec<&str>, &str, &str)> = vec![
         (seed, "func_M", vec!["200"], "110", "101"),
@@ -486,7 +484,7 @@ fn cfg_likelihood_rebuilds_sparse_samples() {
 fn a_witness_where_the_samples_do_not_decide() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let prog = program(d, "sortfixed");
+    let prog = program("sortfixed");
     let (exact, rec) = (d.join("e.ksk"), d.join("p101.ksk"));
     ok(&["trace", "exact", "--marker", "region", "--iterations", "110", "-o", &s(&exact), "--", &s(&prog), "120"]);
     ok(&["sample", "--period", "101", &s(&exact), "-o", &s(&rec)]);
@@ -664,9 +662,9 @@ fn defaults_choose_the_best_method() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let seed = kansoku_examples::build("seed000", d).unwrap();
-    let br = branchy(d);
+    let br = branchy();
     // Two programs the grid did not have: calls, loops, data-dependent branches.
-    let (crc, bs) = (program(d, "crcmix"), program(d, "bsearch"));
+    let (crc, bs) = (program("crcmix"), program("bsearch"));
     for (prog, marker, name) in [(&seed, "func_M", "seed000"), (&br, "region", "branchy"), (&crc, "region", "crcmix"), (&bs, "region", "bsearch")] {
         let exact = d.join(format!("{name}.ksk"));
         ok(&["trace", "exact", "--marker", marker, "--iterations", "110", "-o", &s(&exact), "--", &s(prog), "120"]);
@@ -867,7 +865,7 @@ fn ctrl_c_returns_the_best_trace_so_far() {
     w.write(&Event::Marker { time_ns: t + 1_000, instructions: None }).unwrap();
     w.finish().unwrap();
     let started = std::time::Instant::now();
-    let k = Command::new(env!("CARGO_BIN_EXE_kansoku"))
+    let k = kansoku_cmd()
         .args(["reconstruct", &s(&rec), "--solver", "patent", "--likelihood", "seed", "--sequences", "9000", "--json", "-o"])
         .arg(d.join("best.trace"))
         .stdout(std::process::Stdio::piped())
@@ -904,16 +902,10 @@ fn compare_says_what_the_valgrind_engine_may_change() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let src = dir.path().join("strlen_region.c");
-    std::fs::write(
-        &src,
-        "#include <string.h>\n#include <stdlib.h>\nstatic char buf[64] = \"the quick brown fox jumps over the lazy dog\";\nvolatile size_t sink;\n\
-         __attribute__((noinline)) void region(long i) { sink += strlen(buf + i % 8); }\n\
-         int main(int argc, char **argv) { long n = atol(argv[1]); for (long i = 0; i < n; i++) region(i); return 0; }\n",
-    )
-    .unwrap();
-    let prog = dir.path().join("strlen_region");
-    assert!(Command::new("cc").args(["-O1", "-g", "-o"]).arg(&prog).arg(&src).status().unwrap().success());
+    let src = "#include <string.h>\n#include <stdlib.h>\nstatic char buf[64] = \"the quick brown fox jumps over the lazy dog\";\nvolatile size_t sink;\n\
+               __attribute__((noinline)) void region(long i) { sink += strlen(buf + i % 8); }\n\
+               int main(int argc, char **argv) { long n = atol(argv[1]); for (long i = 0; i < n; i++) region(i); return 0; }\n";
+    let prog = kansoku_examples::build_source("strlen_region", src, &kansoku_examples::test_build_dir().join("reconstruct_cli"), &["-O1", "-g"]).unwrap();
     let p = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
     for engine in ["valgrind", "ptrace"] {
         let exact = p(&format!("{engine}.ksk"));
