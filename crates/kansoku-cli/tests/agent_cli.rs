@@ -3,7 +3,7 @@
 //! self-timed routines, and the program's output left alone.
 
 mod harness;
-use harness::{skip, Missing};
+use harness::{kansoku_cmd, skip, Missing};
 
 mod agent_build;
 use agent_build::agent;
@@ -20,8 +20,9 @@ fn timing_alone() -> std::sync::MutexGuard<'static, ()> {
     TIMING.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn kansoku() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_kansoku"));
+/// The harness's `kansoku` command, under the optimised agent.
+fn with_agent() -> Command {
+    let mut c = kansoku_cmd();
     c.env("KANSOKU_AGENT", agent());
     c
 }
@@ -32,17 +33,15 @@ fn scratch() -> PathBuf {
     d
 }
 
-/// Compiles a C file of the repository (or a source text) with gcc; built once per name.
+/// Builds a C source text of the repository (or the test's) with `-O2 -g` and `flags` by
+/// the shared builder: once per source and flags in a test run.
 fn cc(name: &str, source: &str, flags: &[&str]) -> PathBuf {
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = scratch();
-    let c = dir.join(format!("{name}.c"));
-    std::fs::write(&c, source).unwrap();
-    let out = dir.join(name);
-    let o = Command::new("cc").args(["-O2", "-g", "-o"]).arg(&out).arg(&c).args(flags).output().unwrap();
-    assert!(o.status.success(), "cc {name}: {}", String::from_utf8_lossy(&o.stderr));
-    out
+    kansoku_examples::build_source(name, source, &build_dir(), &[&["-O2", "-g"], flags].concat()).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+/// Where this file's programs are built (beside the other tests' builds).
+fn build_dir() -> PathBuf {
+    kansoku_examples::test_build_dir().join("agent_cli")
 }
 
 fn selftimed() -> PathBuf {
@@ -67,7 +66,7 @@ fn text_input() -> PathBuf {
 /// Runs `kansoku monitor events` with the agent; returns the JSON report and the output.
 fn events(probes: &[&str], program: &Path, args: &[&str], stdin: Option<&Path>) -> (serde_json::Value, std::process::Output) {
     let report = scratch().join(format!("report-{}-{}.json", std::process::id(), rand_suffix()));
-    let mut c = kansoku();
+    let mut c = with_agent();
     c.args(["monitor", "events", "--mechanism", "agent", "--json", "-o"]).arg(&report);
     for p in probes {
         c.args(["--probe", p]);
@@ -176,7 +175,7 @@ fn corrected_times_of_self_timed_routines_are_within_ten_percent() {
     let st = selftimed();
     for (routine, args) in [("short_work", ["short", "1000000"]), ("spin_1ms", ["spin", "200"])] {
         let report = scratch().join(format!("self-{routine}.json"));
-        let out = kansoku()
+        let out = with_agent()
             .args(["monitor", "events", "--mechanism", "agent", "--calibrate", "--json", "-o"])
             .arg(&report)
             .args(["--probe", routine, "--"])
@@ -229,7 +228,7 @@ fn record_takes_marker_hits_from_the_agent_and_drops_samples_in_its_code() {
     let _alone = timing_alone();
     let program = kansoku_examples::build("seed000", &scratch()).unwrap();
     let rec = scratch().join("seed000-agent.ksk");
-    let out = kansoku()
+    let out = with_agent()
         .args(["record", "--time-period", "20000", "--marker", "func_M", "--marker-by", "agent", "--json", "-o"])
         .arg(&rec)
         .arg("--")
@@ -248,10 +247,10 @@ fn record_takes_marker_hits_from_the_agent_and_drops_samples_in_its_code() {
     assert_eq!(v["lost"], 0);
     assert!(v["samples"].as_u64().unwrap() > 100);
     // what is left reconstructs (samples and markers in one time order)
-    let r = kansoku().args(["reconstruct", "--json"]).arg(&rec).output().unwrap();
+    let r = with_agent().args(["reconstruct", "--json"]).arg(&rec).output().unwrap();
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
     // no recorded sample is in the agent's library
-    let shown = kansoku().args(["show", "--by", "function", "--limit", "100000"]).arg(&rec).output().unwrap();
+    let shown = with_agent().args(["show", "--by", "function", "--limit", "100000"]).arg(&rec).output().unwrap();
     let text = String::from_utf8_lossy(&shown.stdout).to_string() + &String::from_utf8_lossy(&shown.stderr);
     assert!(text.contains("libkansoku_agent.so"), "the agent is in the module map");
     assert!(!text.lines().any(|l| l.trim_start().starts_with("sample") && l.contains("libkansoku_agent")), "a sample in the agent was kept");
@@ -337,21 +336,15 @@ int main(void) { int n = 0; for (int i = 0; i < 100; i++) { if (setjmp(env) == 0
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!((calls(&v, "deep"), calls(&v, "mid")), (90, 90));
     // a C++ exception thrown through probed frames is caught as without probes
-    let source = scratch().join("throws.cpp");
-    std::fs::write(
-        &source,
-        r#"#include <cstdio>
+    // (g++ compiles the builder's `.c` as C++)
+    let source = r#"#include <cstdio>
 #include <stdexcept>
 volatile long sink;
 extern "C" __attribute__((noinline)) void thrower(int i) { sink += i; if (i % 10 == 9) throw std::runtime_error("nine"); }
 extern "C" __attribute__((noinline)) void middle(int i) { sink += 1; thrower(i); sink -= 1; }
 int main() { int caught = 0; for (int i = 0; i < 100; i++) { try { middle(i); } catch (const std::exception &) { caught++; } } std::printf("caught=%d\n", caught); return caught == 10 ? 0 : 1; }
-"#,
-    )
-    .unwrap();
-    let throws = scratch().join("throws");
-    let o = Command::new("g++").args(["-O2", "-o"]).arg(&throws).arg(&source).output().unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+"#;
+    let throws = kansoku_examples::build_source_by("g++", "throws", source, &build_dir(), &["-O2"]).unwrap_or_else(|e| panic!("{e}"));
     let (v, out) = events(&["thrower", "middle"], &throws, &[], None);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "caught=10");
@@ -371,7 +364,7 @@ fn library_functions_are_probed_by_every_mechanism() {
     mechanisms.push("agent");
     for m in mechanisms {
         let report = scratch().join(format!("lib-{m}.json"));
-        let out = kansoku()
+        let out = with_agent()
             .args(["monitor", "events", "--mechanism", m, "--probe", "deflate@libz", "--probe", "fread@libc", "--probe", "memcpy@libc", "--json", "-o"])
             .arg(&report)
             .arg("--")
@@ -395,20 +388,19 @@ fn compiler_reserved_patch_sites_are_used() {
     let _alone = timing_alone();
     // clang's XRay sled (`jmp +9` over a 9-byte nop) and gcc's 5-byte nop
     let source = "volatile long sink;\n__attribute__((noinline)) void work(int n) { for (int i = 0; i < n; i++) sink += i; }\nint main(void) { for (int i = 0; i < 1000; i++) work(100); return 0; }\n";
-    let c = scratch().join("sites.c");
-    std::fs::write(&c, source).unwrap();
     for (name, compiler, flags) in [
-        ("xray", "clang", &["-fxray-instrument", "-fxray-instruction-threshold=1"][..]),
-        ("nop5", "cc", &["-fpatchable-function-entry=5"][..]),
+        ("xray", "clang", &["-O2", "-fxray-instrument", "-fxray-instruction-threshold=1"][..]),
+        ("nop5", "cc", &["-O2", "-fpatchable-function-entry=5"][..]),
     ] {
-        let program = scratch().join(name);
-        let o = Command::new(compiler).args(["-O2", "-o"]).arg(&program).arg(&c).args(flags).output().unwrap();
-        if name == "xray" && !o.status.success() {
-            // clang's XRay runtime is in libclang-rt-NN-dev, which clang only recommends
-            skip(Missing::Installed { package: "libclang-rt-14-dev" }, format!("the XRay build: clang could not link it ({})", String::from_utf8_lossy(&o.stderr).lines().last().unwrap_or("")));
-            continue;
-        }
-        assert!(o.status.success(), "{name}: {}", String::from_utf8_lossy(&o.stderr));
+        let program = match kansoku_examples::build_source_by(compiler, &format!("sites-{name}"), source, &build_dir(), flags) {
+            Ok(program) => program,
+            Err(kansoku_examples::BuildError::Compile { stderr, .. }) if name == "xray" => {
+                // clang's XRay runtime is in libclang-rt-NN-dev, which clang only recommends
+                skip(Missing::Installed { package: "libclang-rt-14-dev" }, format!("the XRay build: clang could not link it ({})", stderr.lines().last().unwrap_or("")));
+                continue;
+            }
+            Err(e) => panic!("{name}: {e}"),
+        };
         let (v, out) = events(&["work"], &program, &[], None);
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success() && !err.contains("refused"), "{name}: {err}");
