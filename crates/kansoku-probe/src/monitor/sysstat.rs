@@ -12,7 +12,7 @@ use kansoku_monitor::sampling::{CpuTimes, DeviceTimes, TargetTimes};
 use crate::ProbeError;
 
 /// The `cpu` line of `/proc/stat` text.
-pub fn parse_cpu_times(stat: &str) -> Option<CpuTimes> {
+pub(crate) fn parse_cpu_times(stat: &str) -> Option<CpuTimes> {
     let line = stat.lines().find(|l| l.starts_with("cpu "))?;
     let v: Vec<u64> = line.split_whitespace().skip(1).filter_map(|x| x.parse().ok()).collect();
     let g = |i: usize| v.get(i).copied().unwrap_or(0);
@@ -21,7 +21,7 @@ pub fn parse_cpu_times(stat: &str) -> Option<CpuTimes> {
 }
 
 /// Reads `/proc/stat`.
-pub fn read_cpu_times() -> Result<CpuTimes, ProbeError> {
+pub(crate) fn read_cpu_times() -> Result<CpuTimes, ProbeError> {
     let text = std::fs::read_to_string("/proc/stat").map_err(|source| ProbeError::Proc { pid: 0, file: "stat (system)", cause: source })?;
     parse_cpu_times(&text).ok_or_else(|| ProbeError::Proc {
         pid: 0,
@@ -33,7 +33,7 @@ pub fn read_cpu_times() -> Result<CpuTimes, ProbeError> {
 /// `/proc/diskstats` text → whole block devices (names listed in `/sys/block`, or all
 /// lines when `whole` is `None`). Partitions are left out: their busy time is inside their
 /// disk's.
-pub fn parse_diskstats(text: &str, whole: Option<&[String]>) -> Vec<DeviceTimes> {
+pub(crate) fn parse_diskstats(text: &str, whole: Option<&[String]>) -> Vec<DeviceTimes> {
     text.lines()
         .filter_map(|line| {
             let f: Vec<&str> = line.split_whitespace().collect();
@@ -53,7 +53,7 @@ pub fn parse_diskstats(text: &str, whole: Option<&[String]>) -> Vec<DeviceTimes>
 
 /// The whole block devices worth watching: `/sys/block` minus loop/ram/zram devices
 /// that have never done any I/O.
-pub fn block_devices() -> Vec<String> {
+pub(crate) fn block_devices() -> Vec<String> {
     let mut out: Vec<String> = std::fs::read_dir("/sys/block")
         .map(|d| d.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect())
         .unwrap_or_default();
@@ -62,7 +62,7 @@ pub fn block_devices() -> Vec<String> {
 }
 
 /// Reads `/proc/diskstats` for `devices`.
-pub fn read_devices(devices: &[String]) -> Result<Vec<DeviceTimes>, ProbeError> {
+pub(crate) fn read_devices(devices: &[String]) -> Result<Vec<DeviceTimes>, ProbeError> {
     let text = std::fs::read_to_string("/proc/diskstats").map_err(|source| ProbeError::Proc { pid: 0, file: "diskstats", cause: source })?;
     Ok(parse_diskstats(&text, Some(devices)))
 }
@@ -70,7 +70,7 @@ pub fn read_devices(devices: &[String]) -> Result<Vec<DeviceTimes>, ProbeError> 
 /// Fields of `/proc/PID/stat` after the command name: state, ppid, utime, stime,
 /// cutime, cstime.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ProcStat {
+pub(crate) struct ProcStat {
     /// Scheduler state letter: `R` running, `S` sleeping, `D` disk wait, `T` stopped, `Z` zombie...
     pub state: char,
     /// Parent process id (used to find the target's children).
@@ -86,7 +86,7 @@ pub struct ProcStat {
 }
 
 /// Parses `/proc/PID/stat` text (the command name may contain spaces and parentheses).
-pub fn parse_proc_stat(text: &str) -> Option<ProcStat> {
+pub(crate) fn parse_proc_stat(text: &str) -> Option<ProcStat> {
     let rest = &text[text.rfind(')')? + 1..];
     let f: Vec<&str> = rest.split_whitespace().collect();
     // After ')': state(0) ppid(1) pgrp session tty tpgid flags minflt cminflt majflt cmajflt
@@ -107,13 +107,13 @@ fn read_stat(path: &Path) -> Option<ProcStat> {
 }
 
 /// Does process `pid` exist (and is it not yet reaped)?
-pub fn process_exists(pid: i32) -> bool {
+pub(crate) fn process_exists(pid: i32) -> bool {
     Path::new(&format!("/proc/{pid}/stat")).exists()
 }
 
 /// Reads the target's CPU ticks, its descendants' ticks and its threads' states.
 /// `Ok(None)` when the process has gone (or is a zombie: it will not run again).
-pub fn read_target(pid: i32) -> Result<Option<TargetTimes>, ProbeError> {
+pub(crate) fn read_target(pid: i32) -> Result<Option<TargetTimes>, ProbeError> {
     let Some(main) = read_stat(Path::new(&format!("/proc/{pid}/stat"))) else { return Ok(None) };
     if main.state == 'Z' || main.state == 'X' {
         return Ok(None);
@@ -155,13 +155,6 @@ pub fn read_target(pid: i32) -> Result<Option<TargetTimes>, ProbeError> {
         i += 1;
     }
     Ok(Some(TargetTimes { pid, target_ticks: main.utime + main.stime, children_ticks, threads }))
-}
-
-/// The clock tick the kernel reports times in (`USER_HZ`).
-pub fn clock_ticks_per_second() -> u64 {
-    // SAFETY: sysconf reads a constant of the system; no memory is passed.
-    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if t > 0 { t as u64 } else { 100 }
 }
 
 #[cfg(test)]

@@ -8,14 +8,14 @@ use kansoku_core::Module;
 use crate::ProbeError;
 
 /// The process's memory mappings.
-pub fn read_maps(pid: i32) -> Result<Vec<Mapping>, ProbeError> {
+pub(crate) fn read_maps(pid: i32) -> Result<Vec<Mapping>, ProbeError> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/maps")).map_err(|source| ProbeError::Proc { pid, file: "maps", cause: source })?;
     Ok(parse_maps(&text))
 }
 
 /// Reads executable mappings as modules, remembering build ids per file.
 #[derive(Default)]
-pub struct ModuleReader {
+pub(crate) struct ModuleReader {
     build_ids: HashMap<String, Option<String>>,
 }
 

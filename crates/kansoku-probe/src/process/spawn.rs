@@ -75,7 +75,7 @@ impl ExecGate {
     }
 
     /// As [`ExecGate::spawn`], with `env` set (or replaced) in the program's environment.
-    pub fn spawn_with_env(program: &Path, args: &[String], env: &[(String, String)]) -> Result<ExecGate, ProbeError> {
+    pub(crate) fn spawn_with_env(program: &Path, args: &[String], env: &[(String, String)]) -> Result<ExecGate, ProbeError> {
         let spawn_err = |reason: String| ProbeError::Spawn { program: program.to_path_buf(), reason };
         let (path, argv) = c_argv(program, args)?;
         // Built before the fork: the child only execs.
@@ -118,7 +118,7 @@ impl ExecGate {
 /// Forks and execs `program` with `args` under PTRACE_TRACEME, with address-space
 /// randomisation off so that runs are reproducible. Returns once the child is stopped at
 /// its first instruction (the exec stop). The child leads its own process group.
-pub fn spawn_traced(program: &Path, args: &[String]) -> Result<Pid, ProbeError> {
+pub(crate) fn spawn_traced(program: &Path, args: &[String]) -> Result<Pid, ProbeError> {
     let spawn_err = |reason: String| ProbeError::Spawn { program: program.to_path_buf(), reason };
     let (path, argv) = c_argv(program, args)?;
     let parent = nix::unistd::getpid();
@@ -163,7 +163,7 @@ pub enum Progress {
 
 /// What [`poll_child`] saw.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ChildState {
+pub(crate) enum ChildState {
     /// Neither stopped nor ended: it is running or sleeping.
     Running,
     /// Stopped by this signal (SIGSTOP, SIGTSTP, ...): it runs on after a SIGCONT.
@@ -177,7 +177,7 @@ pub enum ChildState {
 /// ([`crate::interrupt::forward`]), which ends as it chooses; then whether it runs, is
 /// stopped, or has ended.
 /// `interrupted` records whether the user stopped the run.
-pub fn poll_child(pid: Pid, interrupted: &mut bool) -> Result<ChildState, ProbeError> {
+pub(crate) fn poll_child(pid: Pid, interrupted: &mut bool) -> Result<ChildState, ProbeError> {
     use kansoku_core::ExitStatus;
     // the program gets the request (it can clean up) and ends as it chooses; a second
     // Ctrl-C ends kansoku, and the program with it (PR_SET_PDEATHSIG)
@@ -197,7 +197,7 @@ pub fn poll_child(pid: Pid, interrupted: &mut bool) -> Result<ChildState, ProbeE
 
 /// `waitpid` that retries when a signal (the user's Ctrl-C) interrupts it: the caller's
 /// loop checks for the interruption itself and finishes the recording.
-pub fn wait_retrying(pid: Pid, flags: Option<nix::sys::wait::WaitPidFlag>) -> nix::Result<WaitStatus> {
+pub(crate) fn wait_retrying(pid: Pid, flags: Option<nix::sys::wait::WaitPidFlag>) -> nix::Result<WaitStatus> {
     loop {
         match waitpid(pid, flags) {
             Err(nix::errno::Errno::EINTR) => continue,
@@ -209,7 +209,7 @@ pub fn wait_retrying(pid: Pid, flags: Option<nix::sys::wait::WaitPidFlag>) -> ni
 /// In a forked child before exec: dies with its observer. When kansoku is killed (even by
 /// SIGKILL or the OOM killer) the observed program must not run on unobserved, reparented
 /// to init. If the observer is already gone, the child ends at once.
-pub fn die_with_parent(parent: Pid) {
+pub(crate) fn die_with_parent(parent: Pid) {
     // SAFETY: prctl with integer arguments, getppid and _exit take no memory and are
     // async-signal-safe, as a forked child before exec requires.
     unsafe {

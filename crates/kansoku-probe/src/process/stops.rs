@@ -70,7 +70,7 @@ impl Stops {
     /// resumes `tid` without a signal when this returns. A new stop is told (`tell`, once)
     /// and the thread held until a SIGCONT is pending for it or the user asks to end; the
     /// reports of the other threads for a stop already over return at once.
-    pub fn group_stop(&mut self, pid: Pid, tid: Pid, signal: Signal, tell: &mut dyn FnMut(i32)) -> bool {
+    pub(crate) fn group_stop(&mut self, pid: Pid, tid: Pid, signal: Signal, tell: &mut dyn FnMut(i32)) -> bool {
         if !matches!(signal, Signal::SIGSTOP | Signal::SIGTSTP | Signal::SIGTTIN | Signal::SIGTTOU) {
             return false;
         }

@@ -21,7 +21,7 @@ use crate::{ProbeError, PTRACE_HINT};
 
 /// How [`Tracee::run_to`] ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RunTo {
+pub(crate) enum RunTo {
     /// Thread `tid` is stopped at the address, the original byte back; other threads may
     /// still run until the next wait.
     Reached {
@@ -35,7 +35,7 @@ pub enum RunTo {
 /// A program started under ptrace, stopped at its first instruction, leading a process
 /// group of its own (so the tracer waits on the group and never reaps another child of
 /// its host: tests run several tracers at once).
-pub struct Tracee {
+pub(crate) struct Tracee {
     pid: Pid,
     /// Every thread known, the main one first.
     threads: Vec<Pid>,
@@ -92,7 +92,7 @@ impl Tracee {
     }
 
     /// As [`Tracee::wait`], for one thread.
-    pub fn wait_for(&self, who: Pid) -> Result<WaitStatus, ProbeError> {
+    pub(crate) fn wait_for(&self, who: Pid) -> Result<WaitStatus, ProbeError> {
         loop {
             match waitpid(who, Some(WaitPidFlag::__WALL)) {
                 Err(Errno::EINTR) => continue,
@@ -125,7 +125,7 @@ impl Tracee {
     /// thread (a one-shot `int3`), and leaves that thread stopped there with the original
     /// byte back. Signals the program gets on the way are delivered to it (and listed in
     /// [`Tracee::signals`]); new threads are followed; the user's Ctrl-C is passed on.
-    pub fn run_to(&mut self, address: u64) -> Result<RunTo, ProbeError> {
+    pub(crate) fn run_to(&mut self, address: u64) -> Result<RunTo, ProbeError> {
         let pid = self.pid;
         let at = address as ptrace::AddressType;
         let word = ptrace::read(pid, at).map_err(ptrace_error("PEEKDATA", pid))?;
@@ -169,7 +169,7 @@ impl Tracee {
 
     /// Runs the program to its ELF entry point, where the dynamic linker has mapped every
     /// library it loads at start: the place to resolve an address in a library.
-    pub fn run_to_entry(&mut self, program_path: &Path) -> Result<RunTo, ProbeError> {
+    pub(crate) fn run_to_entry(&mut self, program_path: &Path) -> Result<RunTo, ProbeError> {
         let program = Program::open(program_path)?;
         let modules = crate::procfs::ModuleReader::default().code_modules(self.pid.as_raw())?;
         let entry = runtime_address(&modules, &program, &program_path.to_string_lossy(), program.entry)
@@ -179,7 +179,7 @@ impl Tracee {
 
     /// Is this stop a thread's first (the SIGSTOP of a new thread, which may come before
     /// its parent's clone event)? Registers the thread.
-    pub fn is_new_thread(&mut self, tid: Pid) -> bool {
+    pub(crate) fn is_new_thread(&mut self, tid: Pid) -> bool {
         if let Some(i) = self.fresh.iter().position(|&t| t == tid) {
             self.fresh.swap_remove(i);
             return true;
@@ -197,12 +197,12 @@ impl Tracee {
     /// SIGTSTP... was delivered)? Then it has been said (once per stop, [`crate::stops::tell`])
     /// and held until a SIGCONT came (or the user's Ctrl-C): the caller resumes `tid`
     /// without a signal, and records no signal (its delivery was the stop before).
-    pub fn program_stopped(&mut self, tid: Pid, signal: Signal) -> bool {
+    pub(crate) fn program_stopped(&mut self, tid: Pid, signal: Signal) -> bool {
         self.stops.group_stop(self.pid, tid, signal, &mut crate::stops::tell)
     }
 
     /// Registers the thread that `parent`'s clone event announces.
-    pub fn note_clone(&mut self, parent: Pid) {
+    pub(crate) fn note_clone(&mut self, parent: Pid) {
         if let Ok(new) = ptrace::getevent(parent) {
             let new = Pid::from_raw(new as i32);
             if let Some(i) = self.seen_early.iter().position(|&t| t == new) {
@@ -216,7 +216,7 @@ impl Tracee {
 
     /// Stops observing: detaches every thread (`stopped` is stopped now; the others are
     /// waited for, mid-step or running) and waits for the program to end on its own.
-    pub fn detach_all(&mut self, stopped: Pid) -> Result<ExitStatus, ProbeError> {
+    pub(crate) fn detach_all(&mut self, stopped: Pid) -> Result<ExitStatus, ProbeError> {
         let _ = ptrace::detach(stopped, None);
         loop {
             let status = match waitpid(Pid::from_raw(-self.pid.as_raw()), Some(WaitPidFlag::__WALL)) {

@@ -39,6 +39,7 @@ impl std::fmt::Display for SamplingClock {
 
 /// Why a perf event could not be opened, with the setting that decides it.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum PerfError {
     /// `perf_event_open` refused an event.
     #[error("perf_event_open for {what} failed: {errno}{hint}")]
@@ -64,6 +65,10 @@ pub enum PerfError {
     /// A uprobe's file path (given here) cannot be passed to the kernel.
     #[error("path {0} contains a NUL byte")]
     BadPath(String),
+    /// The hardware `instructions` counter cannot be opened ([`hardware_counters`]); the
+    /// kernel's error.
+    #[error("hardware counter 'instructions' unavailable: {0} (no PMU exposed to this machine?)")]
+    NoHardwareCounter(nix::errno::Errno),
 }
 
 fn paranoid_hint(errno: nix::errno::Errno) -> String {
@@ -81,7 +86,7 @@ fn paranoid_hint(errno: nix::errno::Errno) -> String {
 
 /// The CPUs that are online (`/sys/devices/system/cpu/online`, e.g. `0-3,6`); CPU 0 alone
 /// when that file cannot be read.
-pub fn online_cpus() -> Vec<i32> {
+pub(crate) fn online_cpus() -> Vec<i32> {
     let text = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
     let mut cpus = Vec::new();
     for part in text.trim().split(',').filter(|p| !p.is_empty()) {
@@ -98,14 +103,14 @@ pub fn online_cpus() -> Vec<i32> {
 }
 
 /// Is the hardware `instructions` counter usable for user-space sampling here? `Err` says why not.
-pub fn hardware_counters() -> Result<(), String> {
+pub fn hardware_counters() -> Result<(), PerfError> {
     let mut attr = base_attr(sys::PERF_TYPE_HARDWARE, sys::PERF_COUNT_HW_INSTRUCTIONS as u64);
     attr.__bindgen_anon_1.sample_period = 1_000_000;
     attr.sample_type = sys::PERF_SAMPLE_IP as u64;
     match open(&mut attr, 0, -1, -1, "instructions:u") {
         Ok(_) => Ok(()),
-        Err(PerfError::Open { errno, .. }) => Err(format!("hardware counter 'instructions' unavailable: {errno} (no PMU exposed to this machine?)")),
-        Err(e) => Err(e.to_string()),
+        Err(PerfError::Open { errno, .. }) => Err(PerfError::NoHardwareCounter(errno)),
+        Err(e) => Err(e),
     }
 }
 
@@ -135,7 +140,7 @@ fn open(attr: &mut perf_event_attr, pid: i32, cpu: i32, group: i32, what: &str) 
 
 /// A uprobe to plant: a file and an offset in it (not a virtual address).
 #[derive(Clone, Debug)]
-pub struct UprobeSpec {
+pub(crate) struct UprobeSpec {
     /// The ELF file (program or shared library) that holds the instruction to probe.
     pub path: std::path::PathBuf,
     /// Offset in that file of the instruction to probe (not a link-time address).
@@ -146,7 +151,7 @@ pub struct UprobeSpec {
 
 /// What a sample in a [`Session`] came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SampleSource {
+pub(crate) enum SampleSource {
     /// The sampling clock (instructions or CPU time).
     Clock,
     /// The uprobe with this index in the session's list.
@@ -155,7 +160,7 @@ pub enum SampleSource {
 
 /// One sample record.
 #[derive(Clone, Debug)]
-pub struct PerfSample {
+pub(crate) struct PerfSample {
     /// Which event of the session took it.
     pub source: SampleSource,
     /// Runtime address of the user-space instruction the task was at.
@@ -175,9 +180,7 @@ pub struct PerfSample {
 
 /// An executable file mapped into the task.
 #[derive(Clone, Debug)]
-pub struct PerfMmap {
-    /// Process id of the process that mapped it.
-    pub pid: u32,
+pub(crate) struct PerfMmap {
     /// Runtime address where the mapping starts.
     pub start: u64,
     /// Length of the mapping in bytes.
@@ -195,7 +198,7 @@ pub struct PerfMmap {
 
 /// A record from the ring buffer.
 #[derive(Clone, Debug)]
-pub enum PerfRecord {
+pub(crate) enum PerfRecord {
     /// A sample of the clock or a uprobe hit.
     Sample(PerfSample),
     /// The task mapped an executable file.
@@ -220,19 +223,19 @@ pub mod regs {
     /// perf's number of RAX, its bit in a register mask.
     pub const AX: u32 = 0;
     /// perf's number of RBX, its bit in a register mask.
-    pub const BX: u32 = 1;
+    pub(crate) const BX: u32 = 1;
     /// perf's number of RCX, its bit in a register mask.
-    pub const CX: u32 = 2;
+    pub(crate) const CX: u32 = 2;
     /// perf's number of RDX, its bit in a register mask.
-    pub const DX: u32 = 3;
+    pub(crate) const DX: u32 = 3;
     /// perf's number of RSI, its bit in a register mask.
-    pub const SI: u32 = 4;
+    pub(crate) const SI: u32 = 4;
     /// perf's number of RDI, its bit in a register mask.
-    pub const DI: u32 = 5;
+    pub(crate) const DI: u32 = 5;
     /// perf's number of RBP (frame pointer), its bit in a register mask.
-    pub const BP: u32 = 6;
+    pub(crate) const BP: u32 = 6;
     /// perf's number of RSP (stack pointer), its bit in a register mask.
-    pub const SP: u32 = 7;
+    pub(crate) const SP: u32 = 7;
     /// perf's number of RIP (instruction pointer), its bit in a register mask.
     pub const IP: u32 = 8;
     /// perf's number of RFLAGS, its bit in a register mask.
@@ -257,7 +260,7 @@ pub fn register(values: &[u64], mask: u64, reg: u32) -> Option<u64> {
 
 /// How to open a [`Session`].
 #[derive(Clone, Debug)]
-pub struct SessionOptions {
+pub(crate) struct SessionOptions {
     /// The group leader: what it counts and how often it samples.
     pub clock: SamplingClock,
     /// Uprobes to add to the group; their samples are [`SampleSource::Uprobe`] by index here.
@@ -296,7 +299,7 @@ impl Default for SessionOptions {
 
 /// A group of perf events on one task sharing one ring buffer: the sampling clock as
 /// leader, optionally an instruction counter, and uprobes.
-pub struct Session {
+pub(crate) struct Session {
     leader: OwnedFd,
     _members: Vec<OwnedFd>,
     /// Event id → source; `None` for the pure counter.
@@ -416,7 +419,7 @@ impl Session {
     }
 
     /// Enables the group now (when not waiting for exec).
-    pub fn enable(&self) {
+    pub(crate) fn enable(&self) {
         // SAFETY: the leader is an open perf event owned by this session; the ioctl takes a flag, no memory.
         unsafe {
             perf_event_open_sys::ioctls::ENABLE(self.leader.as_raw_fd(), sys::PERF_IOC_FLAG_GROUP);
@@ -524,7 +527,7 @@ fn parse_record(
             Some(PerfRecord::Sample(PerfSample { source, ip, pid, tid, time_ns, instructions, regs }))
         }
         sys::PERF_RECORD_MMAP2 => {
-            let pid = c.u32()?;
+            let _pid = c.u32()?;
             let _tid = c.u32()?;
             let start = c.u64()?;
             let len = c.u64()?;
@@ -536,7 +539,6 @@ fn parse_record(
             let _flags = c.u32()?;
             let name = c.0.split(|&b| b == 0).next().unwrap_or(&[]);
             Some(PerfRecord::Mmap(PerfMmap {
-                pid,
                 start,
                 len,
                 file_offset,

@@ -29,7 +29,7 @@ use crate::spawn::{poll_child, resolve_program, ChildState, ExecGate};
 use crate::ProbeError;
 
 /// cpu-clock period used when instruction sampling was asked for but no counter exists.
-pub const FALLBACK_TIME_PERIOD_NS: u64 = 10_000;
+pub(crate) const FALLBACK_TIME_PERIOD_NS: u64 = 10_000;
 
 /// The sampling clock: every `time_period` ns of CPU time if given; else every `period`
 /// instructions (100,003 by default) where a hardware counter exists, else cpu-clock every

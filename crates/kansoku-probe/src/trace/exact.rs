@@ -53,7 +53,7 @@ impl Engine {
 
     /// The fastest engine this build has: Valgrind when kansoku's tool was built, with the
     /// reason when it falls back to ptrace.
-    pub fn best() -> (Engine, Option<String>) {
+    pub fn best() -> (Engine, Option<crate::valgrind::ToolMissing>) {
         match crate::valgrind::tool_dir() {
             Ok(_) => (Engine::Valgrind, None),
             Err(why) => (Engine::Ptrace, Some(why)),

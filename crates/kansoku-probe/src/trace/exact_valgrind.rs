@@ -48,7 +48,7 @@ pub struct Shape {
 }
 
 /// Where the transcribed trace goes.
-pub trait ExactSink {
+pub(crate) trait ExactSink {
     /// A code module (an executable mapping of a file) the tool reported.
     fn module(&mut self, module: &Module) -> Result<(), ProbeError>;
     /// The following events belong to this thread.
@@ -126,7 +126,7 @@ fn synchronous(signal: i32) -> bool {
 }
 
 /// Turns the tool's exact-mode stream into an exact trace (see the module documentation).
-pub struct Transcriber<'w, S: ExactSink> {
+pub(crate) struct Transcriber<'w, S: ExactSink> {
     out: &'w mut S,
     shapes: FxHashMap<u64, Rc<Shape>>,
     pending: Option<Pending>,
@@ -378,7 +378,7 @@ impl<'w, S: ExactSink> Transcriber<'w, S> {
 
     /// The program was killed by `signal`, which Valgrind does not deliver (there is no
     /// handler): its log named the faulting instruction `ip`, if any.
-    pub fn fatal_signal(&mut self, signal: i32, ip: Option<u64>) {
+    pub(crate) fn fatal_signal(&mut self, signal: i32, ip: Option<u64>) {
         if self.done() {
             return;
         }
@@ -413,14 +413,14 @@ impl<'w, S: ExactSink> Transcriber<'w, S> {
 /// Runs the program under kansoku's Valgrind tool and streams what it executes into `out`
 /// (same options, events and outcome as the ptrace engine, [`crate::exact::trace_exact`]),
 /// with every memory access when the options ask for data addresses.
-pub fn trace_valgrind<W: Write>(options: &ExactTraceOptions, out: &mut RecordingWriter<W>, progress: &mut dyn FnMut(u64)) -> Result<TraceOutcome, ProbeError> {
+pub(crate) fn trace_valgrind<W: Write>(options: &ExactTraceOptions, out: &mut RecordingWriter<W>, progress: &mut dyn FnMut(u64)) -> Result<TraceOutcome, ProbeError> {
     run_transcribed(options, options.data, true, out, progress)
 }
 
 /// Runs the program under the tool (`data`: with every memory access) into `sink`.
 /// `drain`: after the window or the limit, let the program run on to its end (an exact
 /// trace, as ptrace detaches); otherwise end it (the waveform, as its ptrace mode does).
-pub fn run_transcribed<S: ExactSink>(options: &ExactTraceOptions, data: bool, drain: bool, out: &mut S, progress: &mut dyn FnMut(u64)) -> Result<TraceOutcome, ProbeError> {
+pub(crate) fn run_transcribed<S: ExactSink>(options: &ExactTraceOptions, data: bool, drain: bool, out: &mut S, progress: &mut dyn FnMut(u64)) -> Result<TraceOutcome, ProbeError> {
     let program_path = resolve_program(&options.program)?;
     let marker = match &options.marker {
         Some(spec) => {

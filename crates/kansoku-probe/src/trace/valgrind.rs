@@ -29,7 +29,7 @@ use crate::ProbeError;
 
 /// The instruction limit per superblock we ask VEX for (its default); the path analysis
 /// treats a superblock of this many instructions that ends in a non-branch as a continuation.
-pub const MAX_INSNS: usize = 50;
+pub(crate) const MAX_INSNS: usize = 50;
 
 /// How to run Lackey.
 #[derive(Clone, Debug)]
@@ -44,7 +44,7 @@ pub struct LackeyOptions {
 
 /// Valgrind's arguments for a superblock trace on log fd `fd` (shared with the benchmarks,
 /// so the baseline runs exactly what kansoku runs).
-pub fn lackey_arguments(fd: i32) -> Vec<String> {
+pub(crate) fn lackey_arguments(fd: i32) -> Vec<String> {
     vec![
         "--tool=lackey".into(),
         "--trace-superblocks=yes".into(),
@@ -123,7 +123,7 @@ fn cloexec_pipe(program: &Path) -> Result<(OwnedFd, OwnedFd), ProbeError> {
 fn spawn_valgrind(options: &LackeyOptions, tool: bool, extra: &[String]) -> Result<(Child, File, Option<File>, PathBuf), ProbeError> {
     let program = resolve_program(&options.program)?;
     let valgrind = find_valgrind(&options.valgrind)?;
-    let lib = if tool { Some(tool_dir().map_err(|reason| ProbeError::Spawn { program: program.clone(), reason })?) } else { None };
+    let lib = if tool { Some(tool_dir().map_err(|e| ProbeError::Spawn { program: program.clone(), reason: e.to_string() })?) } else { None };
     let (read_end, write_end) = cloexec_pipe(&program)?;
     let wfd = write_end.as_raw_fd();
     // A larger pipe lets Valgrind run ahead of the analysis for longer between wake-ups.
@@ -169,24 +169,43 @@ fn spawn_valgrind(options: &LackeyOptions, tool: bool, extra: &[String]) -> Resu
 
 /// The `VALGRIND_LIB` directory holding kansoku's own Valgrind tool (built by this crate's
 /// `build.rs`), or why there is none.
-pub fn tool_dir() -> Result<PathBuf, String> {
+pub fn tool_dir() -> Result<PathBuf, ToolMissing> {
     match option_env!("KANSOKU_VALGRIND_TOOL_DIR") {
         Some(d) => {
             let dir = PathBuf::from(d);
             if dir.join("kansoku-amd64-linux").is_file() && dir.join("vgpreload_core-amd64-linux.so").exists() {
                 Ok(dir)
             } else {
-                Err(format!("kansoku's Valgrind tool is missing from {} (was the build directory removed?)", dir.display()))
+                Err(ToolMissing::Removed { dir })
             }
         }
-        None => Err(option_env!("KANSOKU_VALGRIND_TOOL_ERROR").unwrap_or("kansoku's Valgrind tool was not built").to_string()),
+        None => Err(ToolMissing::NotBuilt { why: option_env!("KANSOKU_VALGRIND_TOOL_ERROR").unwrap_or("kansoku's Valgrind tool was not built") }),
     }
+}
+
+/// Why kansoku's Valgrind tool cannot be used ([`tool_dir`]): callers fall back to ptrace
+/// or Lackey and say this.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ToolMissing {
+    /// `build.rs` could not build the tool (no Valgrind headers, no C compiler).
+    #[error("{why}")]
+    NotBuilt {
+        /// `build.rs`'s reason, fixed at compile time.
+        why: &'static str,
+    },
+    /// The tool was built, but its directory no longer holds it.
+    #[error("kansoku's Valgrind tool is missing from {} (was the build directory removed?)", dir.display())]
+    Removed {
+        /// The directory the build put it in.
+        dir: PathBuf,
+    },
 }
 
 /// Valgrind's arguments for our tool: the binary superblock stream on `out_fd`, Valgrind's
 /// own messages (a crash's signal and faulting instruction) on `log_fd`. The same VEX
 /// settings as for Lackey, so superblocks end where the splitter expects.
-pub fn tool_arguments(out_fd: i32, log_fd: i32) -> Vec<String> {
+pub(crate) fn tool_arguments(out_fd: i32, log_fd: i32) -> Vec<String> {
     vec![
         "--tool=kansoku".into(),
         format!("--out-fd={out_fd}"),
@@ -227,7 +246,7 @@ impl ToolRun {
 
     /// Ends the program so that Valgrind still ends the run (its tool writes what it holds):
     /// SIGTERM to Valgrind's process group, SIGKILL after `grace` if the run has not ended.
-    pub fn end_gently(&mut self, grace: std::time::Duration) {
+    pub(crate) fn end_gently(&mut self, grace: std::time::Duration) {
         let pid = self.child.id();
         let _ = killpg(pid, Signal::SIGTERM);
         // a program stopped (SIGSTOP) acts on the SIGTERM only once continued
@@ -270,7 +289,7 @@ pub fn spawn_tool_with(options: &LackeyOptions, extra: &[String]) -> Result<Tool
 }
 
 /// Finds the valgrind launcher, with a message that says how to get it.
-pub fn find_valgrind(valgrind: &Path) -> Result<PathBuf, ProbeError> {
+pub(crate) fn find_valgrind(valgrind: &Path) -> Result<PathBuf, ProbeError> {
     resolve_program(valgrind).map_err(|e| {
         let reason = match e {
             ProbeError::Spawn { reason, .. } => reason,
