@@ -10,6 +10,8 @@
 # Prints the strongly connected components of two or more files, with every edge inside them
 # (file:line of the reference) and the room (folder under src/, or "root") of each file.
 #   bench/house-circles.sh [DIR]        (default: this repository)
+#   DOT=CRATE bench/house-circles.sh    the crate's file graph as Graphviz DOT instead, a cluster
+#                                       per room, circles in red: `| dot -Tsvg > rooms.svg`
 set -euo pipefail
 cd "${1:-$(dirname "$0")/..}"
 python3 - <<'PY'
@@ -217,6 +219,35 @@ def sccs(nodes, adj):
 def room(f):
     rel = f.split('/src/', 1)[1]
     return rel.split('/')[0] if '/' in rel else 'root'
+
+def dot(crate):
+    """The crate's file graph as Graphviz DOT: a cluster per room, a circle's edges red."""
+    edges, mods = analyse(crate)
+    adj = {}
+    for (a, b) in edges:
+        adj.setdefault(a, set()).add(b)
+    circle_of = {f: i for i, c in enumerate(sccs(set(mods.values()), adj)) if len(c) > 1 for f in c}
+    short = lambda f: f.split('/src/', 1)[1]
+    name = os.path.basename(crate)
+    print(f'digraph "{name}" {{')
+    print(f'  label="{name}: files by room (folder under src/); an arrow: a file uses another; red: a circle";')
+    print('  labelloc=t; rankdir=LR; fontname="sans-serif"; node [shape=box, fontname="monospace", fontsize=10]; edge [color=gray40];')
+    by_room = {}
+    for f in sorted(set(mods.values())):
+        by_room.setdefault(room(f), []).append(f)
+    for r, files in sorted(by_room.items()):
+        print(f'  subgraph "cluster_{r}" {{ label="{r}"; style=rounded; color=steelblue;')
+        for f in files:
+            print(f'    "{short(f)}";')
+        print('  }')
+    for (a, b) in sorted(edges):
+        red = a in circle_of and circle_of.get(b) == circle_of[a]
+        print(f'  "{short(a)}" -> "{short(b)}"' + (' [color=red, penwidth=2];' if red else ';'))
+    print('}')
+
+if os.environ.get('DOT'):
+    dot(os.path.join('crates', os.environ['DOT']))
+    sys.exit(0)
 
 total = 0
 crates_with = 0

@@ -19,18 +19,16 @@ use kansoku_core::agent_abi::{self, *};
 use kansoku_core::ExitStatus;
 use kansoku_monitor::events::{Hit, PointRole};
 
-use crate::events::{clock_step, monotonic_ns, EventOutcome, Mechanism, Plan, SwitchLog};
+use crate::events::{EventOutcome, Mechanism, Plan};
+use crate::online::{Online, SwitchLog, MAX_HITS};
+use crate::points::clock::{clock_pair, monotonic_ns, TimeBase};
 use crate::points::follow::Resolver;
-use crate::online::Online;
 use crate::perf::{PerfRecord, SampleSource, SamplingClock, Session, SessionOptions, UprobeSpec};
 use crate::spawn::{poll_child, ChildState, ExecGate, Progress};
 use crate::ProbeError;
 
 /// Calls of the agent's empty routine it times before `main` (the calibration).
 pub const CALIBRATION_CALLS: u32 = 2000;
-/// Hits kept in memory (16 bytes each): a program that runs on for hours under a hot probe
-/// must not exhaust kansoku's memory. Later hits are counted as lost.
-pub const MAX_HITS: usize = 64 << 20;
 /// File name of the agent library.
 pub const LIBRARY: &str = "libkansoku_agent.so";
 
@@ -62,7 +60,7 @@ pub fn library() -> Result<PathBuf, ProbeError> {
 /// judged by the ELF program that runs it (a shim's interpreter loads the agent, and every
 /// program it execs inherits it).
 pub fn unsuitable(program: &Path) -> Option<String> {
-    let program = match crate::spawn::resolve_program(program).and_then(|p| crate::events::elf_that_runs(&p, &[])) {
+    let program = match crate::spawn::resolve_program(program).and_then(|p| crate::spawn::elf_that_runs(&p, &[])) {
         Ok((p, _)) => p,
         Err(e) => return Some(e.to_string()),
     };
@@ -82,50 +80,6 @@ fn invariant_tsc() -> bool {
     has("constant_tsc") && has("nonstop_tsc")
 }
 
-
-/// One (TSC, CLOCK_MONOTONIC) pair: the counter read between two clock reads.
-pub(crate) fn clock_pair() -> (u64, u64) {
-    let a = monotonic_ns();
-    // SAFETY: rdtsc exists on every x86-64 CPU and reads no memory.
-    let t = unsafe { core::arch::x86_64::_rdtsc() };
-    let b = monotonic_ns();
-    (t, a + (b - a) / 2)
-}
-
-/// Turns agent time stamps into CLOCK_MONOTONIC ns.
-#[derive(Clone, Copy, Debug)]
-pub struct TimeBase {
-    tsc: bool,
-    start: (u64, u64),
-    ns_per_tick: f64,
-}
-
-impl TimeBase {
-    pub(crate) fn new(tsc: bool, start: (u64, u64), end: (u64, u64)) -> TimeBase {
-        let ticks = end.0.saturating_sub(start.0).max(1) as f64;
-        TimeBase { tsc, start, ns_per_tick: end.1.saturating_sub(start.1) as f64 / ticks }
-    }
-
-    /// The step the agent's time stamps move in, ns (see `clock_step`).
-    pub fn resolution_ns(&self) -> f64 {
-        if self.tsc {
-            // SAFETY: rdtsc exists on every x86-64 CPU and reads no memory.
-            clock_step(|| unsafe { core::arch::x86_64::_rdtsc() }) * self.ns_per_tick
-        } else {
-            clock_step(monotonic_ns)
-        }
-    }
-
-    /// Converts one of the agent's time stamps to CLOCK_MONOTONIC ns (TSC ticks through the
-    /// rate measured over the run; monotonic stamps are returned as they are).
-    pub fn ns(&self, stamp: u64) -> u64 {
-        if !self.tsc {
-            return stamp;
-        }
-        let ticks = stamp.wrapping_sub(self.start.0) as i64;
-        (self.start.1 as i64).saturating_add((ticks as f64 * self.ns_per_tick) as i64).max(0) as u64
-    }
-}
 
 /// The memfd shared with the agent, mapped.
 ///

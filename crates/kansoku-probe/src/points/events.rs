@@ -35,37 +35,18 @@ use nix::unistd::Pid;
 
 use kansoku_binary::{FunctionCfg, InstructionKind, Program};
 use kansoku_core::ExitStatus;
-use kansoku_monitor::events::{Calibration, EventReport, Hit, OffCpu, Point, PointRole};
+use kansoku_monitor::events::{Hit, Point, PointRole};
 
+use crate::online::SwitchLog;
 use crate::perf::{PerfRecord, SampleSource, SamplingClock, Session, SessionOptions, UprobeSpec};
-use crate::spawn::{poll_child, resolve_program, wait_retrying, ChildState, ExecGate, Progress};
+use crate::points::clock::{clock_step, monotonic_ns};
+pub use crate::points::plan::{EventOutcome, Mechanism, Plan, PlannedPoint};
+use crate::spawn::{elf_that_runs, poll_child, programs_a_script_names, resolve_program, wait_retrying, ChildState, ExecGate, Progress};
 use crate::tracee::{ptrace_error as ptrace_err, Tracee};
 use crate::{interrupt, ProbeError};
 
 /// At most this many uprobes share one perf group (the kernel caps a group's read size at 16 KiB).
 pub const UPROBES_PER_SESSION: usize = 500;
-
-/// How points are planted.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mechanism {
-    /// kansoku's in-process agent (LD_PRELOAD, patched entries, shared-memory rings).
-    Agent,
-    /// The kernel's uprobes and uretprobes through perf_event, hits read from its ring buffers.
-    Uprobe,
-    /// ptrace breakpoints (int3) at a function's entry and at each of its return instructions: no kernel
-    /// support needed beyond ptrace, but a stop of the program per hit.
-    Trap,
-}
-
-impl std::fmt::Display for Mechanism {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Mechanism::Agent => "agent",
-            Mechanism::Uprobe => "uprobe",
-            Mechanism::Trap => "trap",
-        })
-    }
-}
 
 /// What to measure.
 #[derive(Clone, Debug)]
@@ -82,7 +63,7 @@ pub struct EventOptions {
     pub mechanism: Mechanism,
     /// Where the calibration pair goes, if anywhere.
     pub calibrate: Calibrate,
-    /// Keep every hit in [`EventOutcome::hits`] (at most [`crate::agent::MAX_HITS`]), for a
+    /// Keep every hit in [`EventOutcome::hits`] (at most [`crate::online::MAX_HITS`]), for a
     /// timeline. The agent's hits are otherwise analysed as they are read and not kept
     /// (uprobe and trap hits are always kept).
     pub keep_hits: bool,
@@ -100,74 +81,6 @@ pub enum Calibrate {
     /// user chose, often called and not itself measured, so the result does not depend on
     /// the order of the probes.
     At(String),
-}
-
-/// A point to plant, at a link-time address of the program.
-#[derive(Clone, Debug)]
-pub struct PlannedPoint {
-    /// The point as analyses and reports know it (name, role; its address is `vaddr` until
-    /// it is planted).
-    pub point: Point,
-    /// The shared library the point is in (`FUNC@LIB`); `None`: the program itself.
-    pub module: Option<PathBuf>,
-    /// Link-time address of the point in `module` (or in the program).
-    pub vaddr: u64,
-    /// The function's size in bytes (0 for a point that is not a function's entry).
-    pub size: u64,
-    /// For the uprobe mechanism: this point is a uretprobe on the function at `vaddr`.
-    pub is_return: bool,
-}
-
-/// The points resolved from specs, before anything runs.
-#[derive(Clone, Debug)]
-pub struct Plan {
-    /// The ELF program the points are in.
-    pub program: PathBuf,
-    /// Every point to plant; a routine's entry and exit points refer to `routines` by index.
-    pub points: Vec<PlannedPoint>,
-    /// Names of the routines measured (entry and exit pairs), as reports show them;
-    /// several names at one address are one routine, `a = b`.
-    pub routines: Vec<String>,
-    /// Indices of the two calibration points (consecutive instructions), if any.
-    pub calibration: Option<(u32, u32)>,
-    /// The points of the program (`module` `None`) are not in `program` but in whatever
-    /// program the run reaches by exec (a shim builds its program's path at run time):
-    /// their address is 0 here, and the agent asks kansoku for it in each process.
-    pub program_at_run_time: bool,
-}
-
-/// What a run produced.
-#[derive(Clone, Debug)]
-pub struct EventOutcome {
-    /// The points that were planted.
-    pub plan: Plan,
-    /// How they were planted.
-    pub mechanism: Mechanism,
-    /// The hits, sorted by time (uprobe, trap); the agent's, when kept, in the order they
-    /// were analysed (each thread's in the order they happened).
-    pub hits: Vec<Hit>,
-    /// The agent's run, analysed while it ran (with the calibration, if asked for); `None`
-    /// when the hits are to be analysed ([`kansoku_monitor::events::analyse_on_cpu`]).
-    pub analysed: Option<(Option<Calibration>, EventReport)>,
-    /// Exec (or first trap) to exit, ns.
-    pub measured_ns: u64,
-    /// How the program ended.
-    pub exit: ExitStatus,
-    /// The user stopped the run (Ctrl-C or SIGTERM) before the program ended by itself.
-    pub interrupted: bool,
-    /// Hits the kernel dropped (uprobe ring buffers full) or the agent could not write.
-    pub lost: u64,
-    /// What the user should know about how the points were planted.
-    pub notes: Vec<String>,
-    /// The threads' stretches off the CPU (agent and uprobe runs: from the kernel's
-    /// context-switch records), for on-CPU times; empty when not recorded.
-    pub off_cpu: Vec<OffCpu>,
-    /// The step the hits' clock moves in, ns, measured at the end of the run (0: it moved
-    /// on every read, finer than a read takes). This VM's TSC moves in 10 ns steps.
-    pub clock_resolution_ns: f64,
-    /// What was found inconsistent in the agent's shared memory (the program wrote into
-    /// it): the hits are those read before each inconsistency. Empty when nothing was.
-    pub broken: Vec<String>,
 }
 
 /// Why a probe spec could not be planted.
@@ -576,94 +489,6 @@ pub fn record_events(options: &EventOptions, progress: &mut dyn FnMut(Progress))
     Ok(outcome)
 }
 
-/// The ELF programs that the text of `script` names and that define a function `name`:
-/// words that are a path to one (absolute, or from the script's folder) or a program
-/// found on `PATH` — what a shim execs. Bounded: the first 64 KiB, 64 programs looked at.
-pub fn programs_a_script_names(script: &Path, name: &str) -> Vec<PathBuf> {
-    use std::io::Read;
-    let mut text = Vec::new();
-    if std::fs::File::open(script).and_then(|f| f.take(1 << 16).read_to_end(&mut text)).is_err() {
-        return Vec::new();
-    }
-    let text = String::from_utf8_lossy(&text);
-    let folder = script.parent().unwrap_or(Path::new("."));
-    let mut seen: Vec<PathBuf> = Vec::new();
-    let mut found = Vec::new();
-    let words = text.lines().skip(1).flat_map(|l| l.split(|c: char| c.is_whitespace() || "\"'`;|&(){}<>=".contains(c)));
-    for word in words.filter(|w| !w.is_empty() && !w.starts_with(['-', '$', '#'])) {
-        let candidate = if word.contains('/') { folder.join(word) } else { PathBuf::from(word) };
-        let Ok(path) = resolve_program(&candidate) else { continue };
-        if seen.contains(&path) {
-            continue;
-        }
-        seen.push(path.clone());
-        if seen.len() > 64 {
-            break;
-        }
-        if Program::open(&path).is_ok_and(|p| p.function_named(name).is_ok()) {
-            found.push(path);
-        }
-    }
-    found
-}
-
-/// How the kernel runs `program` with `args`: a `#!` script is run by its interpreter
-/// (with the line's one optional argument, then the script's path, then `args`), up to
-/// four scripts deep as the kernel allows, and `#!/usr/bin/env NAME` (or `env -S NAME
-/// ARGS`) by the program env would find on `PATH`. Returns the ELF program that runs
-/// and its arguments: what a probe of the program's functions is planted in. (A script
-/// that runs another program as a child or by exec, a shim, is followed at run time: the
-/// agent is loaded into every program it starts, and a uprobe is on a library's file.)
-pub fn elf_that_runs(program: &Path, args: &[String]) -> Result<(PathBuf, Vec<String>), ProbeError> {
-    use std::io::Read;
-    let mut program = program.to_path_buf();
-    let mut args = args.to_vec();
-    for _ in 0..5 {
-        let mut head = [0u8; 256];
-        let n = std::fs::File::open(&program).and_then(|mut f| f.read(&mut head)).map_err(|e| ProbeError::Spawn { program: program.clone(), reason: e.to_string() })?;
-        let head = &head[..n];
-        if !head.starts_with(b"#!") {
-            return Ok((program, args));
-        }
-        let bad = |reason: String| ProbeError::Spawn { program: program.clone(), reason };
-        let line = head[2..].split(|&b| b == b'\n').next().unwrap_or_default();
-        if line.len() == head.len() - 2 && n == head.len() {
-            return Err(bad("its #! line is longer than the kernel reads (255 bytes)".into()));
-        }
-        let line = String::from_utf8_lossy(line);
-        let line = line.trim();
-        // the kernel's split: the interpreter, then the rest of the line as one argument
-        let (interpreter, optional) = match line.split_once([' ', '\t']) {
-            Some((i, rest)) if !rest.trim().is_empty() => (i, Some(rest.trim().to_string())),
-            Some((i, _)) => (i, None),
-            None => (line, None),
-        };
-        if interpreter.is_empty() {
-            return Err(bad("its #! line names no interpreter".into()));
-        }
-        let mut next: Vec<String> = optional.iter().cloned().collect();
-        next.push(program.to_string_lossy().into_owned());
-        next.extend(args);
-        let mut interpreter = PathBuf::from(interpreter);
-        if interpreter.file_name().is_some_and(|f| f == "env") {
-            // `env NAME` and `env -S NAME ARGS`: what env would exec (any other option of
-            // env's, or a variable, leaves env to run, and the exec is followed)
-            let split: Option<Vec<String>> = match optional.as_deref() {
-                Some(o) if o.starts_with("-S") => Some(o[2..].split_whitespace().map(String::from).collect()),
-                Some(o) if !o.starts_with('-') && !o.contains('=') && !o.contains(char::is_whitespace) => Some(vec![o.to_string()]),
-                _ => None,
-            };
-            if let Some(words) = split.filter(|w| !w.is_empty() && !w[0].contains('=')) {
-                interpreter = PathBuf::from(&words[0]);
-                next = words[1..].iter().cloned().chain(next.into_iter().skip(1)).collect();
-            }
-        }
-        program = resolve_program(&interpreter)?;
-        args = next;
-    }
-    Err(ProbeError::Spawn { program, reason: "more than four #! interpreters deep (the kernel refuses that too)".into() })
-}
-
 /// Lifts the soft limit on open files to the hard limit (each uprobe is a file descriptor).
 fn raise_fd_limit(need: u64) {
     // SAFETY: an rlimit of ours (all-zero is a valid value) that the calls read and fill.
@@ -753,112 +578,6 @@ fn run_uprobes(plan: Plan, args: &[String], progress: &mut dyn FnMut(Progress)) 
     let notes = switches.problem.iter().map(|why| format!("times are wall-clock times: context switches could not be recorded ({why})")).collect();
     let clock_resolution_ns = clock_step(monotonic_ns);
     Ok(EventOutcome { plan, mechanism: Mechanism::Uprobe, hits, analysed: None, measured_ns, exit, interrupted, lost, notes, off_cpu: switches.off_cpu(), clock_resolution_ns, broken: Vec::new() })
-}
-
-pub(crate) fn monotonic_ns() -> u64 {
-    let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: `t` is a timespec of ours that the call fills.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
-    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
-}
-
-/// The step a clock moves in, in its own units, or 0 when it looks continuous. It is read
-/// around waits of varying length: a continuous clock gives every difference, a stepping
-/// one only multiples of its step (±1 where the step is not a whole number of units). A
-/// VM's TSC can step by 24.45 ticks (10 ns) and take 2–3 steps to read, so a clock read
-/// twice in a row never repeats: the step shows only as the gap between those clusters.
-pub(crate) fn clock_step(read: impl Fn() -> u64) -> f64 {
-    let mut deltas: Vec<u64> = (0..8192u64)
-        .map(|i| {
-            let t0 = read();
-            let mut x = 0u64;
-            for j in 0..i % 61 {
-                x = std::hint::black_box(x + j);
-            }
-            read().wrapping_sub(t0)
-        })
-        .collect();
-    deltas.sort_unstable();
-    // Clusters: runs of differences each within 2 units of the one before; only clusters
-    // of real weight count (an interrupt puts a stray difference far out).
-    let mut clusters: Vec<(f64, usize)> = Vec::new();
-    let mut run: Vec<u64> = Vec::new();
-    for &d in &deltas {
-        if run.last().is_some_and(|&l| d > l + 2) {
-            clusters.push((run.iter().sum::<u64>() as f64 / run.len() as f64, run.len()));
-            run.clear();
-        }
-        run.push(d);
-    }
-    clusters.push((run.iter().sum::<u64>() as f64 / run.len() as f64, run.len()));
-    let heavy: Vec<f64> = clusters.iter().filter(|c| c.1 * 100 >= deltas.len()).map(|c| c.0).collect();
-    if heavy.len() < 3 {
-        return 0.0;
-    }
-    heavy.windows(2).map(|w| w[1] - w[0]).fold(f64::INFINITY, f64::min)
-}
-
-/// The program's context switches, from one inherited perf session per CPU (software
-/// events: no PMU needed), turned into per-thread off-CPU stretches at the end: a thread
-/// that leaves on one CPU comes back on another, so the records of all CPUs are put in
-/// time order before outs and ins are paired.
-pub(crate) struct SwitchLog {
-    sessions: Vec<Session>,
-    /// (time, tid, out, preempted) as drained.
-    records: Vec<(u64, u32, bool, bool)>,
-    /// Per thread, its switch out not yet paired with the switch back in.
-    open: std::collections::HashMap<u32, (u64, bool)>,
-    pub(crate) problem: Option<String>,
-}
-
-impl SwitchLog {
-    pub(crate) fn open(pid: i32) -> SwitchLog {
-        let mut log = SwitchLog { sessions: Vec::new(), records: Vec::new(), open: Default::default(), problem: None };
-        for cpu in crate::perf::online_cpus() {
-            let options = SessionOptions {
-                clock: SamplingClock::CpuClock { period_ns: 1 << 40 },
-                context_switches: true,
-                inherit_on_cpu: Some(cpu),
-                enable_on_exec: true,
-                buffer_pages: 64,
-                ..SessionOptions::default()
-            };
-            match Session::open(pid, &options) {
-                Ok(s) => log.sessions.push(s),
-                Err(e) => {
-                    log.problem = Some(e.to_string());
-                    log.sessions.clear();
-                    break;
-                }
-            }
-        }
-        log
-    }
-
-    pub(crate) fn drain(&mut self) {
-        let records = &mut self.records;
-        for s in &mut self.sessions {
-            s.drain(&mut |r| {
-                if let PerfRecord::Switch { tid, time_ns, out, preempted } = r {
-                    records.push((time_ns, tid, out, preempted));
-                }
-            });
-        }
-    }
-
-    /// Every thread's stretches off the CPU (those not yet taken by [`Self::stretches_until`]).
-    pub(crate) fn off_cpu(mut self) -> Vec<OffCpu> {
-        self.drain();
-        self.stretches_until(u64::MAX)
-    }
-
-    /// The stretches of the switches drained so far up to `until_ns` (every switch before
-    /// it, when it was drained after that time), in time order; the later ones wait.
-    pub(crate) fn stretches_until(&mut self, until_ns: u64) -> Vec<OffCpu> {
-        self.records.sort_by_key(|r| r.0);
-        let upto = self.records.partition_point(|r| r.0 <= until_ns);
-        crate::online::pair_switches(self.records.drain(..upto), &mut self.open)
-    }
 }
 
 /// One armed address: the original byte and the points planted there.

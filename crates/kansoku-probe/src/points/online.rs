@@ -21,8 +21,12 @@
 
 use kansoku_monitor::events::{calibrate, calibration_differences, Analysis, Calibration, EventReport, Hit, OffCpu, Point};
 
-use crate::agent::TimeBase;
-use crate::events::SwitchLog;
+use crate::perf::{PerfRecord, SamplingClock, Session, SessionOptions};
+use crate::points::clock::TimeBase;
+
+/// Hits kept in memory (16 bytes each): a program that runs on for hours under a hot probe
+/// must not exhaust kansoku's memory. Later hits are counted as lost.
+pub const MAX_HITS: usize = 64 << 20;
 
 /// Hits wait this long (ns of CLOCK_MONOTONIC) for the next (TSC, CLOCK_MONOTONIC) pair.
 pub const KNOT_NS: u64 = 20_000_000;
@@ -123,7 +127,7 @@ impl Online {
             }
         }
         if let Some(kept) = self.kept.as_mut() {
-            let room = crate::agent::MAX_HITS.saturating_sub(kept.len());
+            let room = MAX_HITS.saturating_sub(kept.len());
             self.over += self.waiting.len().saturating_sub(room) as u64;
             kept.extend(self.waiting.iter().take(room));
         }
@@ -150,4 +154,67 @@ pub(crate) fn pair_switches(records: impl Iterator<Item = (u64, u32, bool, bool)
         }
     }
     off
+}
+
+/// The program's context switches, from one inherited perf session per CPU (software
+/// events: no PMU needed), turned into per-thread off-CPU stretches at the end: a thread
+/// that leaves on one CPU comes back on another, so the records of all CPUs are put in
+/// time order before outs and ins are paired.
+pub(crate) struct SwitchLog {
+    sessions: Vec<Session>,
+    /// (time, tid, out, preempted) as drained.
+    records: Vec<(u64, u32, bool, bool)>,
+    /// Per thread, its switch out not yet paired with the switch back in.
+    open: std::collections::HashMap<u32, (u64, bool)>,
+    pub(crate) problem: Option<String>,
+}
+
+impl SwitchLog {
+    pub(crate) fn open(pid: i32) -> SwitchLog {
+        let mut log = SwitchLog { sessions: Vec::new(), records: Vec::new(), open: Default::default(), problem: None };
+        for cpu in crate::perf::online_cpus() {
+            let options = SessionOptions {
+                clock: SamplingClock::CpuClock { period_ns: 1 << 40 },
+                context_switches: true,
+                inherit_on_cpu: Some(cpu),
+                enable_on_exec: true,
+                buffer_pages: 64,
+                ..SessionOptions::default()
+            };
+            match Session::open(pid, &options) {
+                Ok(s) => log.sessions.push(s),
+                Err(e) => {
+                    log.problem = Some(e.to_string());
+                    log.sessions.clear();
+                    break;
+                }
+            }
+        }
+        log
+    }
+
+    pub(crate) fn drain(&mut self) {
+        let records = &mut self.records;
+        for s in &mut self.sessions {
+            s.drain(&mut |r| {
+                if let PerfRecord::Switch { tid, time_ns, out, preempted } = r {
+                    records.push((time_ns, tid, out, preempted));
+                }
+            });
+        }
+    }
+
+    /// Every thread's stretches off the CPU (those not yet taken by [`Self::stretches_until`]).
+    pub(crate) fn off_cpu(mut self) -> Vec<OffCpu> {
+        self.drain();
+        self.stretches_until(u64::MAX)
+    }
+
+    /// The stretches of the switches drained so far up to `until_ns` (every switch before
+    /// it, when it was drained after that time), in time order; the later ones wait.
+    pub(crate) fn stretches_until(&mut self, until_ns: u64) -> Vec<OffCpu> {
+        self.records.sort_by_key(|r| r.0);
+        let upto = self.records.partition_point(|r| r.0 <= until_ns);
+        pair_switches(self.records.drain(..upto), &mut self.open)
+    }
 }

@@ -10,6 +10,8 @@ use nix::sys::ptrace;
 use nix::sys::wait::{waitpid, WaitStatus};
 use nix::unistd::{execv, fork, ForkResult, Pid};
 
+use kansoku_binary::Program;
+
 use crate::ProbeError;
 
 /// Finds `program` the way a shell would: a path with a slash as is, else along `$PATH`.
@@ -218,4 +220,92 @@ pub(crate) fn die_with_parent(parent: Pid) {
             libc::_exit(126);
         }
     }
+}
+
+/// The ELF programs that the text of `script` names and that define a function `name`:
+/// words that are a path to one (absolute, or from the script's folder) or a program
+/// found on `PATH` — what a shim execs. Bounded: the first 64 KiB, 64 programs looked at.
+pub fn programs_a_script_names(script: &Path, name: &str) -> Vec<PathBuf> {
+    use std::io::Read;
+    let mut text = Vec::new();
+    if std::fs::File::open(script).and_then(|f| f.take(1 << 16).read_to_end(&mut text)).is_err() {
+        return Vec::new();
+    }
+    let text = String::from_utf8_lossy(&text);
+    let folder = script.parent().unwrap_or(Path::new("."));
+    let mut seen: Vec<PathBuf> = Vec::new();
+    let mut found = Vec::new();
+    let words = text.lines().skip(1).flat_map(|l| l.split(|c: char| c.is_whitespace() || "\"'`;|&(){}<>=".contains(c)));
+    for word in words.filter(|w| !w.is_empty() && !w.starts_with(['-', '$', '#'])) {
+        let candidate = if word.contains('/') { folder.join(word) } else { PathBuf::from(word) };
+        let Ok(path) = resolve_program(&candidate) else { continue };
+        if seen.contains(&path) {
+            continue;
+        }
+        seen.push(path.clone());
+        if seen.len() > 64 {
+            break;
+        }
+        if Program::open(&path).is_ok_and(|p| p.function_named(name).is_ok()) {
+            found.push(path);
+        }
+    }
+    found
+}
+
+/// How the kernel runs `program` with `args`: a `#!` script is run by its interpreter
+/// (with the line's one optional argument, then the script's path, then `args`), up to
+/// four scripts deep as the kernel allows, and `#!/usr/bin/env NAME` (or `env -S NAME
+/// ARGS`) by the program env would find on `PATH`. Returns the ELF program that runs
+/// and its arguments: what a probe of the program's functions is planted in. (A script
+/// that runs another program as a child or by exec, a shim, is followed at run time: the
+/// agent is loaded into every program it starts, and a uprobe is on a library's file.)
+pub fn elf_that_runs(program: &Path, args: &[String]) -> Result<(PathBuf, Vec<String>), ProbeError> {
+    use std::io::Read;
+    let mut program = program.to_path_buf();
+    let mut args = args.to_vec();
+    for _ in 0..5 {
+        let mut head = [0u8; 256];
+        let n = std::fs::File::open(&program).and_then(|mut f| f.read(&mut head)).map_err(|e| ProbeError::Spawn { program: program.clone(), reason: e.to_string() })?;
+        let head = &head[..n];
+        if !head.starts_with(b"#!") {
+            return Ok((program, args));
+        }
+        let bad = |reason: String| ProbeError::Spawn { program: program.clone(), reason };
+        let line = head[2..].split(|&b| b == b'\n').next().unwrap_or_default();
+        if line.len() == head.len() - 2 && n == head.len() {
+            return Err(bad("its #! line is longer than the kernel reads (255 bytes)".into()));
+        }
+        let line = String::from_utf8_lossy(line);
+        let line = line.trim();
+        // the kernel's split: the interpreter, then the rest of the line as one argument
+        let (interpreter, optional) = match line.split_once([' ', '\t']) {
+            Some((i, rest)) if !rest.trim().is_empty() => (i, Some(rest.trim().to_string())),
+            Some((i, _)) => (i, None),
+            None => (line, None),
+        };
+        if interpreter.is_empty() {
+            return Err(bad("its #! line names no interpreter".into()));
+        }
+        let mut next: Vec<String> = optional.iter().cloned().collect();
+        next.push(program.to_string_lossy().into_owned());
+        next.extend(args);
+        let mut interpreter = PathBuf::from(interpreter);
+        if interpreter.file_name().is_some_and(|f| f == "env") {
+            // `env NAME` and `env -S NAME ARGS`: what env would exec (any other option of
+            // env's, or a variable, leaves env to run, and the exec is followed)
+            let split: Option<Vec<String>> = match optional.as_deref() {
+                Some(o) if o.starts_with("-S") => Some(o[2..].split_whitespace().map(String::from).collect()),
+                Some(o) if !o.starts_with('-') && !o.contains('=') && !o.contains(char::is_whitespace) => Some(vec![o.to_string()]),
+                _ => None,
+            };
+            if let Some(words) = split.filter(|w| !w.is_empty() && !w[0].contains('=')) {
+                interpreter = PathBuf::from(&words[0]);
+                next = words[1..].iter().cloned().chain(next.into_iter().skip(1)).collect();
+            }
+        }
+        program = resolve_program(&interpreter)?;
+        args = next;
+    }
+    Err(ProbeError::Spawn { program, reason: "more than four #! interpreters deep (the kernel refuses that too)".into() })
 }

@@ -177,7 +177,7 @@ pub fn record_samples<W: Write>(
         pid,
         pending: Vec::new(),
         kansoku_code: Vec::new(),
-        clock_anchor: crate::agent::clock_pair(),
+        clock_anchor: crate::points::clock::clock_pair(),
         linker: None,
         with_agent: agent.is_some(),
         agent_library: agent.as_ref().map(|a| a.library.clone()),
@@ -246,12 +246,12 @@ const MERGE_SLACK_NS: u64 = 2_000_000;
 
 impl<W: Write> SampleWriter<'_, W> {
     fn take(&mut self, session: &mut Session, agent: Option<&mut AgentSession>, last: bool) -> Result<(), ProbeError> {
-        let mark = crate::agent::clock_pair().1.saturating_sub(MERGE_SLACK_NS);
+        let mark = crate::points::clock::clock_pair().1.saturating_sub(MERGE_SLACK_NS);
         let mut records = Vec::new();
         session.drain(&mut |r| records.push(r));
         if let Some(agent) = agent {
             let mut hits = Vec::new();
-            let base = crate::agent::TimeBase::new(agent.tsc, self.clock_anchor, crate::agent::clock_pair());
+            let base = crate::points::clock::TimeBase::new(agent.tsc, self.clock_anchor, crate::points::clock::clock_pair());
             agent.drain(&mut hits, &mut 0, last);
             for h in hits {
                 let time_ns = base.ns(h.time_ns);
