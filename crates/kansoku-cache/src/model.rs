@@ -882,7 +882,7 @@ pub fn horizon(k: &Kernel, family: &Family, layout: &LayoutSpec, caches: &[Cache
     h
 }
 
-fn gcd64(a: u64, b: u64) -> u64 {
+pub(crate) fn gcd64(a: u64, b: u64) -> u64 {
     if b == 0 {
         a
     } else {

@@ -395,12 +395,9 @@ struct Moving {
     inner: i64,
 }
 
+/// The gcd of two coefficients, whatever their signs (0 with 0: none).
 fn gcd(a: i64, b: i64) -> i64 {
-    let (mut a, mut b) = (a.unsigned_abs(), b.unsigned_abs());
-    while b != 0 {
-        (a, b) = (b, a % b);
-    }
-    a as i64
+    crate::model::gcd64(a.unsigned_abs(), b.unsigned_abs()) as i64
 }
 
 /// Every reference in `body` (of the loop at `depth` stepping by `step`) as it moves from
