@@ -2,6 +2,41 @@
 
 use thiserror::Error;
 
+/// Where the set method found its time budget spent ([`CacheError::OutOfTime`]). The
+/// budget is meant to hold *inside* one long isl operation or one long count, not only
+/// between steps (one lexmax once ran 3 minutes past a 10 s budget, one sum 90 s): this
+/// says which held, and how much work went on past the deadline, in units that do not
+/// depend on the machine.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum BudgetStop {
+    /// isl's abort hook stopped `operation` while it ran (the watchdog at the deadline).
+    InsideIsl {
+        /// The kansoku-isl operation that was stopped (`"map_lexmax"`, …).
+        operation: &'static str,
+    },
+    /// The counter stopped inside its work (between residue classes of one sum, between
+    /// chambers, while enumerating, or inside isl's scanner).
+    InsideCount(kansoku_ehrhart::CountStop),
+    /// A check between two steps of the build found the budget spent.
+    BetweenSteps {
+        /// isl operations that ran to their end after the deadline (`None`: not known
+        /// where the error was made).
+        late_isl_operations: Option<u64>,
+    },
+}
+
+impl std::fmt::Display for BudgetStop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BudgetStop::InsideIsl { operation } => write!(f, "stopped inside isl's {operation}"),
+            BudgetStop::InsideCount(c) => write!(f, "stopped in the counter, {c}"),
+            BudgetStop::BetweenSteps { late_isl_operations: Some(n) } => write!(f, "found spent between steps, {n} isl operations after the deadline"),
+            BudgetStop::BetweenSteps { late_isl_operations: None } => write!(f, "found spent between steps"),
+        }
+    }
+}
+
 /// Everything that can go wrong in this crate.
 #[derive(Debug, Error)]
 pub enum CacheError {
@@ -40,8 +75,14 @@ pub enum CacheError {
     Model(String),
     /// The model ran out of its time budget (`--budget`): more time may get there, and a
     /// race may retry the reference with another construction.
-    #[error("model: {0}")]
-    OutOfTime(String),
+    #[error("model: {msg}")]
+    OutOfTime {
+        /// What ran out, for the user (the reference, the stage, where it stopped).
+        msg: String,
+        /// Where the budget was found spent: inside an isl operation, inside the counter,
+        /// or between two steps.
+        stop: BudgetStop,
+    },
     /// isl's sets grew past its operation budget: a larger budget may get there.
     #[error("model: {0}")]
     OutOfOperations(String),
@@ -80,13 +121,13 @@ pub enum CacheError {
 impl CacheError {
     /// Whether a larger budget (time or isl operations) may get there.
     pub(crate) fn is_budget(&self) -> bool {
-        matches!(self, Self::OutOfTime(_) | Self::OutOfOperations(_))
+        matches!(self, Self::OutOfTime { .. } | Self::OutOfOperations(_))
     }
 
     /// The model's message, for a model error of any kind.
     pub(crate) fn model_message(&self) -> Option<&str> {
         match self {
-            Self::Model(m) | Self::OutOfTime(m) | Self::OutOfOperations(m) => Some(m),
+            Self::Model(m) | Self::OutOfTime { msg: m, .. } | Self::OutOfOperations(m) => Some(m),
             _ => None,
         }
     }
@@ -101,7 +142,7 @@ impl CacheError {
     pub(crate) fn map_model_message(self, f: impl FnOnce(String) -> String) -> Self {
         match self {
             Self::Model(m) => Self::Model(f(m)),
-            Self::OutOfTime(m) => Self::OutOfTime(f(m)),
+            Self::OutOfTime { msg, stop } => Self::OutOfTime { msg: f(msg), stop },
             Self::OutOfOperations(m) => Self::OutOfOperations(f(m)),
             e => e,
         }

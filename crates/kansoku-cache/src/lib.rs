@@ -46,7 +46,7 @@ pub mod sets;
 pub mod sim;
 
 pub use config::{parse_params, CacheConfig, LayoutSpec, ParamValues};
-pub use error::{CacheError, Result};
+pub use error::{BudgetStop, CacheError, Result};
 pub use info::kernel_info;
 pub use kansoku_isl::INTEGERS as ISL_INTEGERS;
 pub use kernel::Kernel;

@@ -37,7 +37,7 @@
 
 use crate::affine::Affine;
 use crate::config::{resolve_layout, CacheConfig, LayoutSpec, ParamValues};
-use crate::error::{CacheError, Result};
+use crate::error::{BudgetStop, CacheError, Result};
 use crate::kernel::{Kernel, Node};
 use kansoku_ehrhart::qpoly::{Constraint, Domain, PwQp};
 use kansoku_isl::{Ctx, Map, Set};
@@ -644,7 +644,7 @@ fn reaching_accesses(k: &Kernel, access_text: &[String], reaching: &[String], de
     let ctx = Ctx::new();
     let out = ctx.with_deadline(deadline, || restrict_to_reaching(&ctx, k, access_text, reaching));
     if ctx.aborted() {
-        return Err(budget_exceeded("restricting the accesses to those that reach this level"));
+        return Err(budget_exceeded("restricting the accesses to those that reach this level", stopped(&ctx)));
     }
     out
 }
@@ -711,7 +711,7 @@ struct Built {
 
 /// Whether a reference failed for want of time (the construction may be retried).
 fn out_of_budget(e: &CacheError) -> bool {
-    matches!(e, CacheError::OutOfTime(_))
+    matches!(e, CacheError::OutOfTime { .. })
 }
 
 /// Builds the references `refs` on `opts.jobs` threads (each reference has its own isl
@@ -959,7 +959,7 @@ impl Race {
                 if self.running[i].is_empty() && !more_to_come {
                     // A reference whose only failure is a preempted attempt's cannot be
                     // here: the preempting attempt ran after it, and failed or decided.
-                    let e = self.failure[i].take().unwrap_or_else(|| budget_exceeded(&format!("reference {i}")));
+                    let e = self.failure[i].take().unwrap_or_else(|| budget_exceeded(&format!("reference {i}"), BudgetStop::BetweenSteps { late_isl_operations: None }));
                     self.results[i] = Some(Built { result: Err(e), seconds, by: None });
                 }
                 false
@@ -979,10 +979,21 @@ fn reference_formulas(k: &Kernel, r: usize, access_text: &[String], opts: &SetMo
     let name = format!("P{r}");
     // The budget holds inside isl too: one lexmax once ran 3 minutes past a 10 s budget.
     let r = ctx.with_watchdog(deadline, cancel, || reference_sets(&ctx, k, (r, &name), access_text, opts, context, deadline));
-    if ctx.aborted() {
-        return Err(budget_exceeded(&name));
+    match r {
+        // The counter stopped itself (it has a context of its own): it says where.
+        Err(e @ CacheError::OutOfTime { stop: BudgetStop::InsideCount(_), .. }) => Err(e),
+        _ if ctx.aborted() => Err(budget_exceeded(&name, stopped(&ctx))),
+        r => r,
     }
-    r
+}
+
+/// Where an aborted context's work stopped: inside the operation the watchdog
+/// interrupted, or between two operations (and how many ran to their end past the deadline).
+fn stopped(ctx: &Ctx) -> BudgetStop {
+    match ctx.interrupted() {
+        Some(operation) => BudgetStop::InsideIsl { operation },
+        None => BudgetStop::BetweenSteps { late_isl_operations: Some(ctx.late_operations()) },
+    }
 }
 
 fn reference_sets(ctx: &Ctx, k: &Kernel, (r, name): (usize, &str), access_text: &[String], opts: &SetModelOptions, context: &Domain, deadline: Option<Instant>) -> Result<RefCounts> {
@@ -1051,7 +1062,7 @@ fn reference_sets(ctx: &Ctx, k: &Kernel, (r, name): (usize, &str), access_text: 
     let names = k.params.clone();
     let tabulated = std::cell::Cell::new(0);
     let c = |s: &Set<'_>| count(ctx, s, context, &names, name, deadline, &tabulated);
-    out_of_time(deadline, name)?;
+    out_of_time(ctx, deadline, name)?;
     let t = Instant::now();
     let (accesses, compulsory) = (c(&domain)?, c(&compulsory_set)?);
     trace(name, "count accesses + compulsory", t, || 0);
@@ -1248,7 +1259,7 @@ fn distinct_line_chain<'c>(b: &Builder<'c>, lines: &Map<'c>, opts: &SetModelOpti
             return Ok(None);
         }
         out.push(e_k.clone());
-        out_of_time(deadline, name)?;
+        out_of_time(b.ctx, deadline, name)?;
         let t = Instant::now();
         if let Some(limit) = opts.lexmin_chain_above {
             chain = chain || e_k.to_string().len() > limit;
@@ -1485,15 +1496,16 @@ fn is_empty(set: &Set<'_>, what: &str, reference: &str) -> Result<bool> {
     m(set.set_is_empty(), what, reference)
 }
 
-fn out_of_time(deadline: Option<Instant>, reference: &str) -> Result<()> {
+/// The budget checked between two steps of `ctx`'s build.
+fn out_of_time(ctx: &Ctx, deadline: Option<Instant>, reference: &str) -> Result<()> {
     if deadline.is_some_and(|d| Instant::now() > d) {
-        return Err(budget_exceeded(reference));
+        return Err(budget_exceeded(reference, BudgetStop::BetweenSteps { late_isl_operations: Some(ctx.late_operations()) }));
     }
     Ok(())
 }
 
-fn budget_exceeded(reference: &str) -> CacheError {
-    CacheError::OutOfTime(format!("{reference}: the set method exceeded its time budget"))
+fn budget_exceeded(reference: &str, stop: BudgetStop) -> CacheError {
+    CacheError::OutOfTime { msg: format!("{reference}: the set method exceeded its time budget ({stop})"), stop }
 }
 
 /// Longest a lifted piece is summed before, when the parameters have few values, it is
@@ -1518,7 +1530,7 @@ fn count_piece(poly: &kansoku_ehrhart::Polytope, context: &Domain, names: &[Stri
 fn count_piece_within(poly: &kansoku_ehrhart::Polytope, context: &Domain, names: &[String], (reference, deadline): (&str, Option<Instant>), (whole_slice, piece_slice): (std::time::Duration, std::time::Duration), tabulated: &std::cell::Cell<usize>) -> Result<PwQp> {
     use kansoku_ehrhart::EhrhartError::OutOfTime;
     let failed = |e: kansoku_ehrhart::EhrhartError| match e {
-        OutOfTime => CacheError::OutOfTime(format!("{reference}: counting: {e}")),
+        OutOfTime(stop) => CacheError::OutOfTime { msg: format!("{reference}: counting: {e}"), stop: BudgetStop::InsideCount(stop) },
         e => CacheError::Model(format!("{reference}: counting: {e}")),
     };
     // One point (every size fixed) is counted by enumeration, which slices would not help.
@@ -1531,13 +1543,13 @@ fn count_piece_within(poly: &kansoku_ehrhart::Polytope, context: &Domain, names:
     let budget_left = || deadline.map_or(true, |d| Instant::now() < d);
     let tabulable = kansoku_ehrhart::table_box(context, poly.n_params).is_some();
     let whole = kansoku_ehrhart::enumerate_until(poly, context, names, until(whole_slice));
-    if !(matches!(whole, Err(OutOfTime)) && budget_left()) {
+    if !(matches!(whole, Err(OutOfTime(_))) && budget_left()) {
         return whole.map_err(failed);
     }
     let t = Instant::now();
     let sliced = kansoku_ehrhart::enumerate_in_box_slices_until(poly, context, names, if tabulable { until(piece_slice) } else { deadline });
     trace(reference, &format!("piece cut into slices over the sizes' box: {}", if sliced.is_ok() { "counted" } else { "not counted" }), t, || 0);
-    if !(tabulable && matches!(sliced, Err(OutOfTime)) && budget_left()) {
+    if !(tabulable && matches!(sliced, Err(OutOfTime(_))) && budget_left()) {
         return sliced.map_err(failed);
     }
     let t = Instant::now();
@@ -1566,7 +1578,7 @@ fn count(ctx: &Ctx, set: &Set<'_>, context: &Domain, names: &[String], reference
         // context's abort flag (set by the watchdog on either) ends a lost attempt
         // (correlation 8-way waited for P29's lost chain attempt: 82.6 s; now 56.0 s).
         if ctx.aborted() {
-            return Err(budget_exceeded(reference));
+            return Err(budget_exceeded(reference, stopped(ctx)));
         }
         let poly = kansoku_ehrhart::Polytope { n_vars: p.n_set, n_params: p.n_param, equalities: p.equalities, inequalities: p.inequalities };
         // Before, too: a piece that runs out of the budget prints nothing after.
@@ -1596,7 +1608,7 @@ mod tests {
     }
 
     fn late(r: &str) -> Result<RefCounts> {
-        Err(budget_exceeded(r))
+        Err(budget_exceeded(r, BudgetStop::BetweenSteps { late_isl_operations: None }))
     }
 
     const SECOND: std::time::Duration = std::time::Duration::from_secs(1);

@@ -190,8 +190,8 @@ fn seven_groups_of_lines_combine_by_exact_counts() {
 
 /// Builds gemm's B[k][j] on a 32 KiB 8-way L1 at `sizes` (also the extents; the formulas
 /// at that point alone when `at_point`) with `budget` seconds, which it must not finish in:
-/// the error and how long it took to give up.
-fn gemm_b_out_of_budget(sizes: [(&str, &str); 3], at_point: bool, budget: u64) -> (CacheError, Duration) {
+/// the error.
+fn gemm_b_out_of_budget(sizes: [(&str, &str); 3], at_point: bool, budget: u64) -> CacheError {
     let k = lowered("gemm", &sizes).kernel;
     let values: ParamValues = sizes.iter().map(|(n, v)| (n.to_string(), v.parse().unwrap())).collect();
     let k = k.with_fixed_extents(&values).unwrap();
@@ -202,35 +202,35 @@ fn gemm_b_out_of_budget(sizes: [(&str, &str); 3], at_point: bool, budget: u64) -
     }
     opts.refs = vec![k.find_ref("S2:right:3").unwrap()];
     opts.time_budget = Some(Duration::from_secs(budget));
-    let t = std::time::Instant::now();
-    let e = build_set_model(&k, &opts).expect_err("B[k][j] does not build within the budget");
-    (e, t.elapsed())
+    build_set_model(&k, &opts).expect_err("B[k][j] does not build within the budget")
 }
 
 /// The time budget holds inside a single isl operation: gemm at SMALL sizes on a 32 KiB
 /// 8-way L1, reference B[k][j] alone, ran for minutes inside one isl call before the
-/// watchdog (190 s with a 10 s budget, measured); with a 2 s budget it now stops at about
-/// 2 s and says which reference ran out.
+/// watchdog (190 s with a 10 s budget, measured). With a 2 s budget the error says the
+/// watchdog stopped an isl operation while it ran (isl's abort hook), not that a check
+/// after the call found the budget spent: a build that checked only between steps fails
+/// here (by where it stopped, not by a clock), and names the reference.
 #[test]
 fn the_set_method_keeps_to_its_time_budget_inside_isl() {
-    let (e, took) = gemm_b_out_of_budget([("NI", "40"), ("NJ", "50"), ("NK", "60")], false, 2);
-    assert!(took < Duration::from_secs(10), "took {took:?}");
+    let e = gemm_b_out_of_budget([("NI", "40"), ("NJ", "50"), ("NK", "60")], false, 2);
     // Out of time, as a kind (what a race retries and the CLI's hint is for), and said so.
-    assert!(matches!(e, CacheError::OutOfTime(_)), "{e:?}");
-    assert!(e.to_string().contains("exceeded its time budget"), "{e}");
+    assert!(matches!(e, CacheError::OutOfTime { stop: BudgetStop::InsideIsl { .. }, .. }), "{e:?}");
+    assert!(e.to_string().contains("P4: the set method exceeded its time budget (stopped inside isl's "), "{e}");
 }
 
-/// The budget holds in the counter too: gemm's B[k][j] at MEDIUM sizes, fixed as a point
-/// (`at`), ran 90 s past a 10 s budget in one sum over residue classes before the counter
-/// checked its deadline per class. Since the groups' domains get explicit divisions before
-/// the rounds, MEDIUM builds in under 3 s (2.7 s in CI, 3.8 s in a release build here);
-/// at LARGE sizes the sets are done in about 1 s and the counter runs past a minute
-/// (release, traced: four slow pieces of 13–14 variables), so LARGE it is.
+/// The budget holds in whatever long work runs when it ends: gemm's B[k][j] at LARGE
+/// sizes, fixed as a point (`at`), builds its sets in about 1 s in release (5.5 s in the
+/// test build at load 7) and then counts for a minute (four pieces of 13–14 variables
+/// enumerated, 6–8 s each); it once ran 90 s past a 10 s budget in one sum before the
+/// counter checked its deadline inside a sum. With 3 s the error says the budget was
+/// found inside the running work — an isl operation stopped by the watchdog, or the
+/// counter stopped part-way — and not between two steps after it. (kansoku-ehrhart's
+/// `a_deadline_inside_one_long_count_stops_it_there` stops one of these pieces itself.)
 #[test]
 fn the_set_method_keeps_to_its_time_budget_while_counting() {
-    let (e, took) = gemm_b_out_of_budget([("NI", "1000"), ("NJ", "1100"), ("NK", "1200")], true, 3);
-    assert!(took < Duration::from_secs(12), "took {took:?}");
-    assert!(matches!(e, CacheError::OutOfTime(_)), "{e:?}");
+    let e = gemm_b_out_of_budget([("NI", "1000"), ("NJ", "1100"), ("NK", "1200")], true, 3);
+    assert!(matches!(e, CacheError::OutOfTime { stop: BudgetStop::InsideIsl { .. } | BudgetStop::InsideCount(_), .. }), "{e:?}");
     assert!(e.to_string().contains("time budget"), "{e}");
 }
 

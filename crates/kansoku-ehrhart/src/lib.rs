@@ -41,6 +41,46 @@ pub struct Polytope {
     pub inequalities: Vec<Vec<i64>>,
 }
 
+/// Where a count found its deadline passed ([`EhrhartError::OutOfTime`]): a caller that
+/// must tell a budget held *inside* a long count (one sum over many residue classes ran
+/// 90 s past a 10 s budget before it was checked per class) from one found spent between
+/// counts reads it here, in work units rather than seconds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CountStop {
+    /// Inside one sum over residue classes, before class `class` of `classes` (classes
+    /// `0..class` summed; none begun after the deadline).
+    ResidueClass {
+        /// The class that was not begun (0-based).
+        class: u64,
+        /// The sum's residue classes.
+        classes: u64,
+    },
+    /// Before splitting one more chamber (`chambers` split so far).
+    Chamber {
+        /// Chambers split before the deadline was seen passed.
+        chambers: usize,
+    },
+    /// Enumerating points one by one, after `steps` steps.
+    Enumeration {
+        /// Enumeration steps made (checked every 65,536).
+        steps: u64,
+    },
+    /// Inside isl's point scanner, aborted by its watchdog.
+    IslScan,
+}
+
+impl std::fmt::Display for CountStop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CountStop::ResidueClass { class, classes } => write!(f, "inside a sum, before residue class {} of {classes}", class + 1),
+            CountStop::Chamber { chambers } => write!(f, "before a chamber, {chambers} split"),
+            CountStop::Enumeration { steps } => write!(f, "enumerating, after {steps} steps"),
+            CountStop::IslScan => write!(f, "inside isl's point scanner"),
+        }
+    }
+}
+
 /// Why a count was not made.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -59,9 +99,9 @@ pub enum EhrhartError {
     /// Summation split the space into more chambers than the limit (the limit given).
     #[error("counting grew beyond {0} chambers")]
     TooManyChambers(usize),
-    /// The deadline passed before the count was finished.
-    #[error("counting exceeded its time budget")]
-    OutOfTime,
+    /// The deadline passed before the count was finished; where the counter noticed.
+    #[error("counting exceeded its time budget ({0})")]
+    OutOfTime(CountStop),
     /// isl refused an operation the counter asked of it (isl's message).
     #[error("isl: {0}")]
     Isl(String),
@@ -494,10 +534,10 @@ fn substitute_residue(f: &Poly, x: usize, d: i64, r: i64, atoms: &mut Atoms) -> 
     out
 }
 
-/// [`EhrhartError::OutOfTime`] once `deadline` has passed.
-fn out_of_time(deadline: Option<std::time::Instant>) -> Result<(), EhrhartError> {
+/// [`EhrhartError::OutOfTime`] at `stop` once `deadline` has passed.
+fn out_of_time(deadline: Option<std::time::Instant>, stop: impl FnOnce() -> CountStop) -> Result<(), EhrhartError> {
     match deadline {
-        Some(d) if std::time::Instant::now() > d => Err(EhrhartError::OutOfTime),
+        Some(d) if std::time::Instant::now() > d => Err(EhrhartError::OutOfTime(stop())),
         _ => Ok(()),
     }
 }
@@ -519,7 +559,7 @@ fn sum_over(f: &Poly, x: usize, (lo, a): (&Row, i64), (hi, b): (&Row, i64), atom
     }
     let mut total = Poly::default();
     for r in 0..d {
-        out_of_time(deadline)?;
+        out_of_time(deadline, || CountStop::ResidueClass { class: r as u64, classes: d as u64 })?;
         let g = substitute_residue(f, x, d, r, atoms);
         // q from ceil((lo - a r)/(a d)) to floor((hi - b r)/(b d)).
         let mut neg_lo: Row = lo.iter().map(|v| -v).collect();
@@ -592,7 +632,7 @@ impl Counter<'_> {
         if self.chambers > MAX_CHAMBERS {
             return Err(EhrhartError::TooManyChambers(MAX_CHAMBERS));
         }
-        out_of_time(self.deadline)?;
+        out_of_time(self.deadline, || CountStop::Chamber { chambers: self.chambers - 1 })?;
         // Prefer a variable that no floor term of the summand contains (no residue
         // classes: one Faulhaber sum), then the one with the fewest chamber pairs.
         let pick = (0..self.n_vars).filter(|&v| live[v]).min_by_key(|&v| {
@@ -1129,9 +1169,9 @@ mod tests {
         // { (i, j, k) : 0 <= i, j, k < N }
         let cube = Polytope { n_vars: 3, n_params: 1, equalities: vec![], inequalities: vec![vec![1, 0, 0, 0, 0], vec![0, 1, 0, 0, 0], vec![0, 0, 1, 0, 0], vec![-1, 0, 0, 1, -1], vec![0, -1, 0, 1, -1], vec![0, 0, -1, 1, -1]] };
         let free = Domain { constraints: vec![ge(vec![1], -1)] };
-        assert!(matches!(enumerate_until(&cube, &free, &names, past), Err(EhrhartError::OutOfTime)));
+        assert!(matches!(enumerate_until(&cube, &free, &names, past), Err(EhrhartError::OutOfTime(CountStop::Chamber { chambers: 0 }))));
         let fixed = Domain { constraints: vec![Constraint { equality: true, coeffs: vec![-1], constant: 464 }] };
-        assert!(matches!(enumerate_until(&cube, &fixed, &names, past), Err(EhrhartError::OutOfTime)));
+        assert!(matches!(enumerate_until(&cube, &fixed, &names, past), Err(EhrhartError::OutOfTime(CountStop::Enumeration { steps: 65_536 }))));
         assert_eq!(enumerate(&cube, &fixed, &names).unwrap().eval(&[464]).unwrap(), 464i64.pow(3));
     }
 
@@ -1368,5 +1408,33 @@ mod tests {
                 assert_eq!(f.eval(&[n, m]).unwrap(), n.min(m), "{f}");
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod deadline_inside_tests {
+    use super::*;
+
+    /// One lifted piece of gemm's B[k][j] conflict set at LARGE (NI, NJ, NK = 1000,
+    /// 1100, 1200 fixed, 32 KiB 8-way L1; 13 variables): seconds to count.
+    fn gemm_large_piece() -> (Polytope, Domain) {
+        let eq = vec![vec![0, 0, 0, -1, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0], vec![0, 0, 0, 0, 0, -1, 0, 0, 0, 0, 0, 8, 0, 0, 0, 0, 0], vec![0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, -2], vec![0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], vec![0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], vec![0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, -1], vec![1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], vec![0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, -1200], vec![0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, -1100], vec![0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, -1000]];
+        let ineq = vec![vec![0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, -1], vec![0, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 999], vec![0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], vec![0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, -8], vec![0, 0, 0, -1100, 0, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1318888], vec![0, 0, 0, 0, 0, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1096], vec![0, 0, 0, 0, 0, -1, 0, 0, 1100, 0, 0, 0, 0, 0, 0, 0, 1088], vec![0, 0, 0, 0, 0, 1, 0, 0, -1100, 0, 0, 0, 0, 0, 0, 0, 4], vec![0, -193600, 0, 82500, 0, 1099, 0, 0, 0, 563200, 0, 0, 0, 0, 0, 0, 624792], vec![0, 193600, 0, -82500, 0, -1099, 0, 0, 0, -563200, 0, 0, 0, 0, 0, 0, -616000], vec![0, -76, 0, 76, 0, 1, 0, 0, 0, 0, 512, 0, 0, 0, 0, 0, 688], vec![0, 76, 0, -76, 0, -1, 0, 0, 0, 0, -512, 0, 0, 0, 0, 0, -536]];
+        let point = [1000i64, 1100, 1200].iter().enumerate().map(|(i, v)| Constraint { equality: true, coeffs: (0..3).map(|j| i64::from(i == j)).collect(), constant: -v }).collect();
+        (Polytope { n_vars: 13, n_params: 3, equalities: eq, inequalities: ineq }, Domain { constraints: point })
+    }
+
+    /// The deadline holds inside one long count, not only between counts: this piece
+    /// takes seconds to enumerate (6.3 s here, 14 million steps), and with a deadline
+    /// 100 ms after its start the enumeration stops itself part-way. Checked by where it
+    /// stopped, not by a clock: a counter that looked at the deadline only between
+    /// pieces or chambers would return the whole count.
+    #[test]
+    fn a_deadline_inside_one_long_count_stops_it_there() {
+        let (p, c) = gemm_large_piece();
+        let names: Vec<String> = ["NI", "NJ", "NK"].iter().map(|s| s.to_string()).collect();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_millis(100);
+        let r = enumerate_until(&p, &c, &names, Some(deadline));
+        assert!(matches!(r, Err(EhrhartError::OutOfTime(CountStop::Enumeration { .. }))), "{r:?}");
     }
 }

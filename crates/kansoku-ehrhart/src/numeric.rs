@@ -78,7 +78,7 @@ pub fn count_by_isl(rows: &[Vec<i64>], vars: &[usize], deadline: Option<Instant>
     let n = ctx.with_deadline(Some(deadline.map_or(slot, |d| d.min(slot))), || ctx.set(&text).and_then(|s| s.set_count()));
     if ctx.aborted() {
         return match deadline {
-            Some(d) if Instant::now() > d => Err(EhrhartError::OutOfTime),
+            Some(d) if Instant::now() > d => Err(EhrhartError::OutOfTime(crate::CountStop::IslScan)),
             _ => Ok(None),
         };
     }
@@ -121,7 +121,7 @@ impl Enumeration {
                 return Ok(None);
             }
             if self.steps & 0xffff == 0 && self.deadline.is_some_and(|d| Instant::now() > d) {
-                return Err(EhrhartError::OutOfTime);
+                return Err(EhrhartError::OutOfTime(crate::CountStop::Enumeration { steps: self.steps }));
             }
             self.values[v] = x;
             let Some(n) = self.level(j + 1)? else { return Ok(None) };

@@ -39,6 +39,27 @@ pub const INTEGERS: &str = env!("KANSOKU_ISL_INTEGERS");
 /// per computation.
 pub struct Ctx {
     raw: *mut ffi::isl_ctx,
+    /// The running operation, shared with the watchdog's thread.
+    book: CallBook,
+    /// The watchdog's deadline while [`Ctx::with_watchdog`] runs.
+    deadline: std::cell::Cell<Option<std::time::Instant>>,
+    /// Operations that returned after `deadline`, isl not aborted: they ran to their end.
+    late: std::cell::Cell<u64>,
+    /// The operation the watchdog's abort stopped while it ran ([`Ctx::interrupted`]).
+    interrupted: std::cell::Cell<Option<&'static str>>,
+}
+
+/// What the watchdog's thread reads and writes of the calls: which operation runs now, and
+/// which one it found running when it aborted the context. Locked around each operation's
+/// start and end and around the abort, so the operation recorded is the one isl was in.
+#[derive(Default)]
+struct CallBook {
+    running: std::sync::Mutex<Option<&'static str>>,
+    aborted_in: std::sync::Mutex<Option<&'static str>>,
+}
+
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl Ctx {
@@ -49,7 +70,7 @@ impl Ctx {
         assert!(!raw.is_null(), "isl_ctx_alloc failed (out of memory)");
         // SAFETY: `raw` is the live context just allocated (checked non-null).
         unsafe { ffi::isl_options_set_on_error(raw, ffi::ISL_ON_ERROR_CONTINUE) };
-        Ctx { raw }
+        Ctx { raw, book: CallBook::default(), deadline: Default::default(), late: Default::default(), interrupted: Default::default() }
     }
 
     /// Bounds the work of each later operation (0 = unbounded); exceeding it is an error.
@@ -80,7 +101,9 @@ impl Ctx {
         }
         let (done, wait) = std::sync::mpsc::channel::<()>();
         let raw = AbortHandle(self.raw);
-        std::thread::scope(|s| {
+        let book = &self.book;
+        let outer = self.deadline.replace(deadline);
+        let r = std::thread::scope(|s| {
             s.spawn(move || {
                 let raw = raw;
                 let poll = std::time::Duration::from_millis(20);
@@ -96,6 +119,10 @@ impl Ctx {
                     }
                     let late = deadline.is_some_and(|d| std::time::Instant::now() >= d);
                     if late || cancel.is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed)) {
+                        // Held across the abort: the operation seen running cannot end
+                        // (in this layer) before the flag is set.
+                        let running = lock(&book.running);
+                        *lock(&book.aborted_in) = *running;
                         // SAFETY: the scope keeps the context alive until this thread ends;
                         // isl_ctx_abort only sets a flag that isl's operations poll (isl's
                         // manual offers it for signal handlers, i.e. asynchronous callers).
@@ -107,7 +134,37 @@ impl Ctx {
             let r = work();
             let _ = done.send(());
             r
-        })
+        });
+        self.deadline.set(outer);
+        r
+    }
+
+    /// Runs one isl operation `f` named `op`, booked for the watchdog: which operation
+    /// runs (so an abort knows it stopped one mid-call), and whether it ended past the
+    /// deadline.
+    fn call<T>(&self, op: &'static str, f: impl FnOnce() -> T) -> T {
+        *lock(&self.book.running) = Some(op);
+        let r = f();
+        *lock(&self.book.running) = None;
+        if self.deadline.get().is_some_and(|d| std::time::Instant::now() > d) && !self.aborted() {
+            self.late.set(self.late.get() + 1);
+        }
+        r
+    }
+
+    /// The operation the watchdog's abort (deadline or cancel) stopped while it ran: it
+    /// was running when the abort came and failed for it. `None` when the abort came
+    /// between two operations (the next one failed at once), or there was none. Tells a
+    /// budget held *inside* a long operation from one found spent after it ended.
+    pub fn interrupted(&self) -> Option<&'static str> {
+        self.interrupted.get()
+    }
+
+    /// Operations that ran to their end after the watchdog's deadline (isl not yet
+    /// aborted when they returned): work done past the deadline, counted in isl
+    /// operations rather than seconds, so the same on any machine for the same work.
+    pub fn late_operations(&self) -> u64 {
+        self.late.get()
     }
 
     /// Whether [`Ctx::with_deadline`]'s watchdog aborted this context.
@@ -117,10 +174,20 @@ impl Ctx {
     }
 
     fn error(&self, op: &'static str) -> IslError {
+        let aborted = self.aborted();
+        if aborted && self.interrupted.get().is_none() && *lock(&self.book.aborted_in) == Some(op) {
+            self.interrupted.set(Some(op));
+        }
         // SAFETY: the message pointer is owned by the context and valid until the next error.
         let msg = unsafe {
             let p = ffi::isl_ctx_last_error_msg(self.raw);
-            let m = if p.is_null() { "operation failed".to_string() } else { CStr::from_ptr(p).to_string_lossy().into_owned() };
+            let m = if !p.is_null() {
+                CStr::from_ptr(p).to_string_lossy().into_owned()
+            } else if aborted {
+                "aborted".to_string()
+            } else {
+                "operation failed".to_string()
+            };
             ffi::isl_ctx_reset_error(self.raw);
             m
         };
@@ -131,14 +198,14 @@ impl Ctx {
     pub fn set(&self, text: &str) -> Result<Set<'_>> {
         let c = CString::new(text).map_err(|_| IslError { op: "read set", msg: "NUL in text".into() })?;
         // SAFETY: a live context and a NUL-terminated string that outlives the call (isl copies it); wrap checks for NULL.
-        Set::wrap(self, unsafe { ffi::isl_set_read_from_str(self.raw, c.as_ptr()) }, "read set")
+        Set::wrap(self, self.call("read set", || unsafe { ffi::isl_set_read_from_str(self.raw, c.as_ptr()) }), "read set")
     }
 
     /// Reads a map in isl syntax, e.g. `[N] -> { S[i] -> L[floor(i/4)] }`.
     pub fn map(&self, text: &str) -> Result<Map<'_>> {
         let c = CString::new(text).map_err(|_| IslError { op: "read map", msg: "NUL in text".into() })?;
         // SAFETY: as in `set`.
-        Map::wrap(self, unsafe { ffi::isl_map_read_from_str(self.raw, c.as_ptr()) }, "read map")
+        Map::wrap(self, self.call("read map", || unsafe { ffi::isl_map_read_from_str(self.raw, c.as_ptr()) }), "read map")
     }
 }
 
@@ -193,7 +260,7 @@ macro_rules! set_op1 {
         pub fn $name(self) -> Result<Set<'c>> {
             let ctx = self.ctx;
             // SAFETY: into_raw hands isl the pointers it takes (__isl_take) and forgets the Rust owners, so each is freed once, by isl; wrap checks the result for NULL.
-            Set::wrap(ctx, unsafe { ffi::$f(self.into_raw()) }, stringify!($name))
+            Set::wrap(ctx, ctx.call(stringify!($name), || unsafe { ffi::$f(self.into_raw()) }), stringify!($name))
         }
     };
 }
@@ -203,7 +270,7 @@ macro_rules! set_op2 {
         pub fn $name(self, other: Set<'c>) -> Result<Set<'c>> {
             let ctx = self.ctx;
             // SAFETY: into_raw hands isl the pointers it takes (__isl_take) and forgets the Rust owners, so each is freed once, by isl; wrap checks the result for NULL.
-            Set::wrap(ctx, unsafe { ffi::$f(self.into_raw(), other.into_raw()) }, stringify!($name))
+            Set::wrap(ctx, ctx.call(stringify!($name), || unsafe { ffi::$f(self.into_raw(), other.into_raw()) }), stringify!($name))
         }
     };
 }
@@ -213,7 +280,7 @@ macro_rules! map_op1 {
         pub fn $name(self) -> Result<Map<'c>> {
             let ctx = self.ctx;
             // SAFETY: into_raw hands isl the pointers it takes (__isl_take) and forgets the Rust owners, so each is freed once, by isl; wrap checks the result for NULL.
-            Map::wrap(ctx, unsafe { ffi::$f(self.into_raw()) }, stringify!($name))
+            Map::wrap(ctx, ctx.call(stringify!($name), || unsafe { ffi::$f(self.into_raw()) }), stringify!($name))
         }
     };
 }
@@ -223,7 +290,7 @@ macro_rules! map_op2 {
         pub fn $name(self, other: Map<'c>) -> Result<Map<'c>> {
             let ctx = self.ctx;
             // SAFETY: into_raw hands isl the pointers it takes (__isl_take) and forgets the Rust owners, so each is freed once, by isl; wrap checks the result for NULL.
-            Map::wrap(ctx, unsafe { ffi::$f(self.into_raw(), other.into_raw()) }, stringify!($name))
+            Map::wrap(ctx, ctx.call(stringify!($name), || unsafe { ffi::$f(self.into_raw(), other.into_raw()) }), stringify!($name))
         }
     };
 }
@@ -263,7 +330,7 @@ impl<'c> Set<'c> {
     /// Whether the set has no point (for any parameter value).
     pub fn set_is_empty(&self) -> Result<bool> {
         // SAFETY: self.raw is live while self is (freed only in Drop); isl only reads it (__isl_keep).
-        match unsafe { ffi::isl_set_is_empty(self.raw) } {
+        match self.ctx.call("set_is_empty", || unsafe { ffi::isl_set_is_empty(self.raw) }) {
             r if r < 0 => Err(self.ctx.error("set_is_empty")),
             r => Ok(r != 0),
         }
@@ -272,8 +339,14 @@ impl<'c> Set<'c> {
     /// Number of points of a set without parameters (or with all parameters fixed).
     pub fn set_count(&self) -> Result<i64> {
         // SAFETY: self.raw is live (__isl_keep); the result is a new isl_val we own, checked for NULL.
-        let v = unsafe { ffi::isl_set_count_val(self.raw) };
+        let v = self.ctx.call("set_count", || unsafe { ffi::isl_set_count_val(self.raw) });
         if v.is_null() {
+            return Err(self.ctx.error("set_count"));
+        }
+        // Aborted, isl returns the points counted so far: not the count.
+        if self.ctx.aborted() {
+            // SAFETY: `v` is the non-null isl_val we own, freed once and not used after.
+            unsafe { ffi::isl_val_free(v) };
             return Err(self.ctx.error("set_count"));
         }
         // SAFETY: `v` is the non-null isl_val we own: read, then freed once.
@@ -318,7 +391,7 @@ impl<'c> Set<'c> {
         let mut acc = Acc { out: Vec::new(), failed: false };
         // SAFETY: self.raw is live (__isl_keep); `user` points at `acc`, which outlives the
         // call and which only `each` touches, during the call, as the one &mut to it.
-        let r = unsafe { ffi::isl_set_foreach_basic_set(self.raw, each, &mut acc as *mut Acc as *mut c_void) };
+        let r = self.ctx.call("set_lifted_basic_sets", || unsafe { ffi::isl_set_foreach_basic_set(self.raw, each, &mut acc as *mut Acc as *mut c_void) });
         if r < 0 || acc.failed {
             return Err(self.ctx.error("set_lifted_basic_sets"));
         }
@@ -387,30 +460,30 @@ impl<'c> Map<'c> {
     pub fn map_domain(self) -> Result<Set<'c>> {
         let ctx = self.ctx;
         // SAFETY: into_raw hands isl the pointers it takes (__isl_take) and forgets the Rust owners, so each is freed once, by isl; wrap checks the result for NULL.
-        Set::wrap(ctx, unsafe { ffi::isl_map_domain(self.into_raw()) }, "map_domain")
+        Set::wrap(ctx, ctx.call("map_domain", || unsafe { ffi::isl_map_domain(self.into_raw()) }), "map_domain")
     }
     /// The elements that are the image of at least one element.
     pub fn map_range(self) -> Result<Set<'c>> {
         let ctx = self.ctx;
         // SAFETY: into_raw hands isl the pointers it takes (__isl_take) and forgets the Rust owners, so each is freed once, by isl; wrap checks the result for NULL.
-        Set::wrap(ctx, unsafe { ffi::isl_map_range(self.into_raw()) }, "map_range")
+        Set::wrap(ctx, ctx.call("map_range", || unsafe { ffi::isl_map_range(self.into_raw()) }), "map_range")
     }
     /// The relation restricted to domain elements in `s`.
     pub fn map_intersect_domain(self, s: Set<'c>) -> Result<Map<'c>> {
         let ctx = self.ctx;
         // SAFETY: into_raw hands isl the pointers it takes (__isl_take) and forgets the Rust owners, so each is freed once, by isl; wrap checks the result for NULL.
-        Map::wrap(ctx, unsafe { ffi::isl_map_intersect_domain(self.into_raw(), s.into_raw()) }, "map_intersect_domain")
+        Map::wrap(ctx, ctx.call("map_intersect_domain", || unsafe { ffi::isl_map_intersect_domain(self.into_raw(), s.into_raw()) }), "map_intersect_domain")
     }
     /// The relation restricted to images in `s`.
     pub fn map_intersect_range(self, s: Set<'c>) -> Result<Map<'c>> {
         let ctx = self.ctx;
         // SAFETY: into_raw hands isl the pointers it takes (__isl_take) and forgets the Rust owners, so each is freed once, by isl; wrap checks the result for NULL.
-        Map::wrap(ctx, unsafe { ffi::isl_map_intersect_range(self.into_raw(), s.into_raw()) }, "map_intersect_range")
+        Map::wrap(ctx, ctx.call("map_intersect_range", || unsafe { ffi::isl_map_intersect_range(self.into_raw(), s.into_raw()) }), "map_intersect_range")
     }
     /// Whether the relation relates nothing (for any parameter value).
     pub fn map_is_empty(&self) -> Result<bool> {
         // SAFETY: self.raw is live while self is (freed only in Drop); isl only reads it (__isl_keep).
-        match unsafe { ffi::isl_map_is_empty(self.raw) } {
+        match self.ctx.call("map_is_empty", || unsafe { ffi::isl_map_is_empty(self.raw) }) {
             r if r < 0 => Err(self.ctx.error("map_is_empty")),
             r => Ok(r != 0),
         }
@@ -573,6 +646,9 @@ mod tests {
             ctx.with_watchdog(None, Some(&cancel), || ctx.set("{ S[i, j, k] : 0 <= i, j, k < 2000 }").and_then(|s| s.set_count()))
         });
         assert!(ctx.aborted() && !matches!(r, Ok(8_000_000_000)), "{r:?}");
+        // Stopped inside the scan, which says so: not a value, an error of the scan.
+        assert_eq!(ctx.interrupted(), Some("set_count"), "{r:?}");
+        assert!(r.is_err(), "{r:?}");
     }
 
     #[test]
