@@ -61,7 +61,9 @@ enum PNode {
     /// `repeat`: for a loop of loops that is `invariant`, every reference of its body and how
     /// it moves from one iteration to the next ([`Moving`]), so that iterations touching the
     /// lines of the one before in the same order can be counted, not simulated.
-    Loop { depth: usize, lower: LinForm, upper: LinForm, step: i64, body: Vec<PNode>, innermost: bool, invariant: bool, repeat: Vec<Moving> },
+    /// `warp`: for such a loop whose references of one array all move alike, what translating
+    /// whole stretches of its iterations needs ([`warp_iterations`]).
+    Loop { depth: usize, lower: LinForm, upper: LinForm, step: i64, body: Vec<PNode>, innermost: bool, invariant: bool, repeat: Vec<Moving>, warp: Option<Box<WarpInfo>> },
     /// A statement's references, and its guards (each `g >= 0`; empty: always runs).
     Stmt(Vec<(usize, LinForm)>, Vec<LinForm>),
 }
@@ -142,7 +144,11 @@ impl Program {
             let vars: Vec<(String, usize)> = r.loops.iter().map(|&l| (k.loops[l].var.clone(), k.loops[l].depth)).collect();
             ref_forms.push(subst(&lin, params, &vars));
         }
-        fn build(k: &Kernel, nodes: &[Node], params: &ParamValues, vars: &mut Vec<(String, usize)>, rf: &[LinForm]) -> Vec<PNode> {
+        // per reference its array, per array its first and last byte (for `WarpInfo`)
+        let ref_array: Vec<usize> = k.refs.iter().map(|r| r.array).collect();
+        let spans: Vec<(i64, i64)> = data.iter().map(|d| (d.start as i64, (d.start + d.elems * d.elem_size) as i64 - 1)).collect();
+        let arrays = (ref_array.as_slice(), spans.as_slice());
+        fn build(k: &Kernel, nodes: &[Node], params: &ParamValues, vars: &mut Vec<(String, usize)>, rf: &[LinForm], arrays: (&[usize], &[(i64, i64)])) -> Vec<PNode> {
             nodes
                 .iter()
                 .map(|n| match n {
@@ -155,18 +161,20 @@ impl Program {
                         let lower = subst(&l.lower, params, vars);
                         let upper = subst(&l.upper, params, vars);
                         vars.push((l.var.clone(), l.depth));
-                        let body_nodes = build(k, body, params, vars, rf);
+                        let body_nodes = build(k, body, params, vars, rf, arrays);
                         vars.pop();
                         // Unguarded statements only: their addresses advance by a constant.
                         let innermost = body_nodes.iter().all(|b| matches!(b, PNode::Stmt(_, g) if g.is_empty()));
                         let invariant = !mentions(&body_nodes, l.depth);
                         let repeat = if invariant && !innermost { moving(&body_nodes, l.depth, l.step) } else { Vec::new() };
-                        PNode::Loop { depth: l.depth, lower, upper, step: l.step, body: body_nodes, innermost, invariant, repeat }
+                        let loops_inside = body_nodes.iter().any(|b| matches!(b, PNode::Loop { .. }));
+                        let warp = if invariant && loops_inside { warp_info(&body_nodes, l.depth, l.step, arrays) } else { None };
+                        PNode::Loop { depth: l.depth, lower, upper, step: l.step, body: body_nodes, innermost, invariant, repeat, warp }
                     }
                 })
                 .collect()
         }
-        let nodes = build(k, &k.body, params, &mut vec![], &ref_forms);
+        let nodes = build(k, &k.body, params, &mut vec![], &ref_forms, arrays);
         let addr_lo = data.iter().map(|d| d.start as i64).min().unwrap_or(0);
         let addr_hi = data.iter().map(|d| (d.start + d.elems * d.elem_size) as i64).max().unwrap_or(0);
         Ok(Program { nodes, nrefs: k.refs.len(), depth: k.max_depth(), data, addr_lo, addr_hi, warmup: None, touched_before: Vec::new(), every_access: false })
@@ -285,7 +293,7 @@ impl Program {
         if self.every_access {
             return self.work(limit);
         }
-        self.count_work(limit, Some((cache.line as i64, cache.assoc as usize)))
+        self.count_work(limit, Some(Counted { line: cache.line as i64, assoc: cache.assoc as usize, sets: cache.sets as i64, warp: true }))
     }
 
     fn count_work(&self, limit: u64, lines: Lines) -> Work {
@@ -502,7 +510,7 @@ fn count_node(n: &PNode, vars: &mut [i64], limit: u64, w: &mut Work, lines: Line
                 w.accesses = w.accesses.saturating_add(refs.len() as u64);
             }
         }
-        PNode::Loop { depth, lower, upper, step, body, invariant, repeat, .. } => {
+        PNode::Loop { depth, lower, upper, step, body, invariant, repeat, warp, .. } => {
             let (lo, hi) = (lower.eval(vars), upper.eval(vars));
             if lo >= hi {
                 return;
@@ -511,7 +519,29 @@ fn count_node(n: &PNode, vars: &mut [i64], limit: u64, w: &mut Work, lines: Line
                 count_statements(body, vars, *depth, (lo, hi, *step), w, lines);
                 return;
             }
-            if let Some((line, _)) = lines.filter(|_| *invariant) {
+            if let Some(c) = lines.filter(|c| c.warp && *invariant) {
+                if let Some(plan) = plan_for(warp.as_deref(), body, repeat, vars, (*depth, lo, hi, *step), (c.line, c.sets)) {
+                    // as `warp_iterations` runs it when the first window's end state is the
+                    // translation of its start: the first iteration, one window (no other
+                    // translation inside it), the whole windows after it counted, the rest
+                    let n = trips(lo, hi, *step);
+                    let p = plan.period;
+                    let inside = Some(Counted { warp: false, ..c });
+                    let window_end = 1 + p;
+                    let rest = window_end + (n - window_end) / p * p;
+                    for t in (0..window_end).chain(rest..n) {
+                        vars[*depth] = lo + step * t as i64;
+                        w.iterations = w.iterations.saturating_add(1);
+                        count_nodes(body, vars, limit, w, if (1..window_end).contains(&t) { inside } else { lines });
+                        if !w.complete || w.steps() > limit {
+                            w.complete = false;
+                            return;
+                        }
+                    }
+                    return;
+                }
+            }
+            if let Some(Counted { line, .. }) = lines.filter(|_| *invariant) {
                 // as `run_nodes` runs it: two iterations of each stretch that touches the
                 // same lines in the same order, the rest counted
                 let n = trips(lo, hi, *step);
@@ -582,8 +612,18 @@ fn count_statements(body: &[PNode], vars: &mut [i64], depth: usize, (lo, hi, ste
     }
 }
 
-/// The cache whose runs of hits [`Program::simulated_work`] counts: line size and ways.
-type Lines = Option<(i64, usize)>;
+/// The cache whose runs of hits [`Program::simulated_work`] counts (`None`: every access).
+type Lines = Option<Counted>;
+
+/// The cache [`Program::simulated_work`] counts for, and whether a loop may be warped by a
+/// translation here (not inside the window of another one: [`warp_iterations`]).
+#[derive(Clone, Copy, Debug)]
+struct Counted {
+    line: i64,
+    assoc: usize,
+    sets: i64,
+    warp: bool,
+}
 
 /// The accesses [`CacheSim::runs`] makes one at a time in an innermost loop of unguarded
 /// statements (`vars[depth]` = 0), counted in closed form, or `None` where it does not run
@@ -591,7 +631,7 @@ type Lines = Option<(i64, usize)>;
 /// line or more). At most one iteration per line change is simulated (with no more accesses
 /// than ways, the iterations between are counted); the references that advance alike from
 /// the same offset in a line change lines together, so each such group counts once.
-fn run_accesses(body: &[PNode], vars: &[i64], depth: usize, (lo, hi, step): (i64, i64, i64), (line, assoc): (i64, usize)) -> Option<u64> {
+fn run_accesses(body: &[PNode], vars: &[i64], depth: usize, (lo, hi, step): (i64, i64, i64), Counted { line, assoc, .. }: Counted) -> Option<u64> {
     // per reference (first address, advance); no allocation: counted once per loop instance
     let mut refs = [(0i64, 0i64); RUN_REFS];
     let mut m = 0;
@@ -651,6 +691,22 @@ trait Sink {
     /// that `k` more repeat exactly); returns the accesses added.
     fn repeat(&mut self, _since: &[RefStats], _k: u64) -> u64 {
         0
+    }
+    /// The line size and number of sets when the sink can warp a loop by translating its
+    /// cache state ([`warp_iterations`]) now; `None` when it cannot, or while it is already
+    /// recording the window of another loop.
+    #[inline(always)]
+    fn warp_shape(&self) -> Option<(i64, i64)> {
+        None
+    }
+    /// A window of `plan.period` iterations starts: keep the state and the counts, and
+    /// record the misses of the lines of arrays that move.
+    fn warp_begin(&mut self, _plan: &WarpPlan) {}
+    /// The window has ended: when the state is the one it started from translated by
+    /// `plan`, adds up to `windows` more windows' counts at once and translates the state
+    /// to where they end. Returns the windows added and their accesses.
+    fn warp_end(&mut self, _plan: &WarpPlan, _windows: u64) -> (u64, u64) {
+        (0, 0)
     }
     /// Runs all `n` iterations (`n ≥ 1`) of an innermost loop whose accesses are `cur`
     /// (reference, address in the first iteration, advance per iteration), in this order.
@@ -733,6 +789,18 @@ impl<S: Sink, P: FnMut(u64)> Sink for Reporting<'_, S, P> {
         added
     }
     #[inline(always)]
+    fn warp_shape(&self) -> Option<(i64, i64)> {
+        self.sink.warp_shape()
+    }
+    fn warp_begin(&mut self, plan: &WarpPlan) {
+        self.sink.warp_begin(plan)
+    }
+    fn warp_end(&mut self, plan: &WarpPlan, windows: u64) -> (u64, u64) {
+        let (k, added) = self.sink.warp_end(plan, windows);
+        self.count(added);
+        (k, added)
+    }
+    #[inline(always)]
     fn inner(&mut self, cur: &mut [(usize, i64, i64)], n: u64) {
         self.sink.inner(cur, n);
         self.count(n.saturating_mul(cur.len() as u64));
@@ -750,10 +818,14 @@ fn run_nodes(nodes: &[PNode], vars: &mut [i64], f: &mut impl Sink) {
                     }
                 }
             }
-            PNode::Loop { depth, lower, upper, step, body, innermost, invariant, repeat } => {
+            PNode::Loop { depth, lower, upper, step, body, innermost, invariant, repeat, warp } => {
                 let lo = lower.eval(vars);
                 let hi = upper.eval(vars);
                 if lo >= hi {
+                    continue;
+                }
+                if let Some(plan) = f.warp_shape().filter(|_| *invariant && !*innermost).and_then(|c| plan_for(warp.as_deref(), body, repeat, vars, (*depth, lo, hi, *step), c)) {
+                    warp_iterations(body, vars, f, (*depth, lo, hi, *step), &plan);
                     continue;
                 }
                 if let Some(line) = f.repeat_line().filter(|_| *invariant && !*innermost) {
@@ -826,6 +898,186 @@ fn repeat_iterations(body: &[PNode], vars: &mut [i64], f: &mut impl Sink, (depth
             f.repeat(&mark, k);
             t += k;
         }
+    }
+}
+
+/// What warping a loop of loops by translation needs, from its body alone
+/// (`PNode::Loop::warp`; see [`warp_iterations`]).
+#[derive(Clone, Debug)]
+struct WarpInfo {
+    /// The arrays the body moves: (array, bytes all its references move from one iteration
+    /// to the next, never 0).
+    shifts: Vec<(usize, i64)>,
+    /// Per reference of the kernel, its array.
+    ref_array: Vec<usize>,
+    /// Per array, its first and last byte.
+    spans: Vec<(i64, i64)>,
+}
+
+/// The [`WarpInfo`] of a loop at `depth` stepping by `step` whose bounds and guards inside do
+/// not use its variable, or `None` when one array has references that move differently (one
+/// translation per array is what makes a window's end state comparable with its start) or
+/// none moves (the identity: `repeat_iterations`).
+fn warp_info(body: &[PNode], depth: usize, step: i64, (ref_array, spans): (&[usize], &[(i64, i64)])) -> Option<Box<WarpInfo>> {
+    fn walk(nodes: &[PNode], depth: usize, step: i64, ref_array: &[usize], by_array: &mut Vec<(usize, i64)>) -> bool {
+        nodes.iter().all(|n| match n {
+            PNode::Stmt(refs, _) => refs.iter().all(|(r, f)| {
+                let (a, d) = (ref_array[*r], f.coeff(depth).saturating_mul(step));
+                match by_array.iter().find(|(b, _)| *b == a) {
+                    Some(&(_, e)) => e == d,
+                    None => {
+                        by_array.push((a, d));
+                        true
+                    }
+                }
+            }),
+            PNode::Loop { body, .. } => walk(body, depth, step, ref_array, by_array),
+        })
+    }
+    let mut by_array = Vec::new();
+    if !walk(body, depth, step, ref_array, &mut by_array) {
+        return None;
+    }
+    by_array.retain(|&(_, d)| d != 0);
+    (!by_array.is_empty()).then(|| Box::new(WarpInfo { shifts: by_array, ref_array: ref_array.to_vec(), spans: spans.to_vec() }))
+}
+
+/// A loop instance's warping for one cache shape ([`plan_for`]).
+#[derive(Clone, Debug)]
+struct WarpPlan {
+    /// Iterations in one window: the fewest after which every array's move is a whole
+    /// number of times sets × line (each line stays in its set).
+    period: u64,
+    /// Per array that moves: its first and last line, and the lines it moves per window.
+    arrays: Vec<(i64, i64, i64)>,
+    /// Per reference, the index in `arrays` of its array when that array moves.
+    moving: Vec<Option<usize>>,
+}
+
+impl WarpPlan {
+    /// The index in `arrays` of the moving array that holds `line`.
+    #[inline]
+    fn array_of(&self, line: i64) -> Option<usize> {
+        self.arrays.iter().position(|&(first, last, _)| (first..=last).contains(&line))
+    }
+}
+
+/// The plan to warp the loop at `depth` (from `lo` below `hi` by `step`, the outer loops'
+/// variables in `vars`) on a cache of `sets` sets of `line`-byte lines, or `None` where it
+/// does not apply: no [`WarpInfo`]; no reference moves out of its lines from one iteration
+/// to the next (then `same_lines_ahead` finds stretches for `repeat_iterations` where it
+/// would take windows of sets × line / delta iterations); fewer than 1 + 2 windows of
+/// iterations; two arrays share a line; or a reference may leave its array's bytes within
+/// this loop (by intervals of the loop variables, guards left out: an over-approximation).
+/// The last two make the translation of a line decided by the array its address lies in
+/// the same as the one its reference moves by. Both the simulator and
+/// [`Program::simulated_work`] ask this, so they warp the same loops.
+fn plan_for(info: Option<&WarpInfo>, body: &[PNode], repeat: &[Moving], vars: &mut [i64], (depth, lo, hi, step): (usize, i64, i64, i64), (line, sets): (i64, i64)) -> Option<WarpPlan> {
+    let info = info?;
+    // where a reference moves within its lines, stretches of the identity are found instead
+    if !repeat.iter().any(|m| m.delta != 0 && m.delta.abs() >= gcd(m.inner, line)) {
+        return None;
+    }
+    let n = trips(lo, hi, step);
+    let whole = line.checked_mul(sets)?;
+    let mut period = 1u64;
+    for &(_, d) in &info.shifts {
+        let p = (whole / gcd(d, whole)) as u64;
+        period = period.checked_mul(p / crate::model::gcd64(period, p))?;
+        if period.checked_mul(2)?.checked_add(1)? > n {
+            return None;
+        }
+    }
+    // no two arrays share a line
+    let mut spans: Vec<(i64, i64)> = info.spans.iter().copied().filter(|(a, b)| a <= b).collect();
+    spans.sort();
+    if spans.windows(2).any(|w| w[0].1.div_euclid(line) >= w[1].0.div_euclid(line)) {
+        return None;
+    }
+    // every reference inside its array over the whole loop
+    let mut bx: Vec<(i128, i128)> = vars.iter().map(|&v| (v as i128, v as i128)).collect();
+    bx[depth] = (lo as i128, lo as i128 + (n as i128 - 1) * step as i128);
+    fn range(f: &LinForm, bx: &[(i128, i128)]) -> (i128, i128) {
+        f.terms.iter().fold((f.constant as i128, f.constant as i128), |(lo, hi), &(d, c)| {
+            let (a, b) = (c as i128 * bx[d].0, c as i128 * bx[d].1);
+            (lo + a.min(b), hi + a.max(b))
+        })
+    }
+    fn inside(nodes: &[PNode], bx: &mut [(i128, i128)], info: &WarpInfo) -> bool {
+        nodes.iter().all(|n| match n {
+            PNode::Stmt(refs, _) => refs.iter().all(|(r, f)| {
+                let (lo, hi) = range(f, bx);
+                let (first, last) = info.spans[info.ref_array[*r]];
+                first as i128 <= lo && hi <= last as i128
+            }),
+            PNode::Loop { depth, lower, upper, body, .. } => {
+                let (from, to) = (range(lower, bx).0, range(upper, bx).1);
+                if from >= to {
+                    return true; // never runs
+                }
+                bx[*depth] = (from, to - 1);
+                inside(body, bx, info)
+            }
+        })
+    }
+    if !inside(body, &mut bx, info) {
+        return None;
+    }
+    let mut arrays = Vec::new();
+    for &(a, d) in &info.shifts {
+        let (first, last) = info.spans[a];
+        arrays.push((first.div_euclid(line), last.div_euclid(line), d.checked_mul(period as i64)? / line));
+    }
+    let moving = info.ref_array.iter().map(|a| info.shifts.iter().position(|(b, _)| b == a)).collect();
+    Some(WarpPlan { period, arrays, moving })
+}
+
+/// The iterations of a loop of loops whose bounds and guards inside do not use its
+/// variable, warped by translation (Morelli and Reineke, PLDI 2022). Iteration t + p makes
+/// iteration t's accesses with each array's references moved by the same `p·delta` bytes,
+/// a whole number of times sets × line (`WarpPlan::period`): the translation φ that moves
+/// each line of a moving array by its array's lines, and leaves every other line, keeps
+/// each line in its set. After a first iteration (which may bring in what came before),
+/// windows of p iterations are simulated; when the state (each set's tags, most recent
+/// first) at a window's end is φ of the state at its start, every later window repeats it
+/// under φ. Why: LRU decides hit or miss and the next state from which lines are equal and
+/// which share a set; φ is injective and keeps sets on the window's start state and the
+/// lines it accesses (two arrays share no line, every reference stays in its array:
+/// `plan_for`; a cached line whose translations would leave its array limits how many
+/// windows are added), so the window after, whose accesses are φ of this one's, from φ of
+/// this one's start state, makes the same hits and misses and ends in φ of its end state —
+/// and so on for every whole window that follows. Its counts are added that many times;
+/// what differs is only which misses are first touches of a line: a miss in a later window
+/// on a line of an array that does not move is of a line this window touched; on a moving
+/// array's line y = φʲ(x) it is a first touch exactly when y was never seen, and only the
+/// first miss of each such x in this window can be (a line first touched by a hit was
+/// cached at the start, and so is its translate), so those are recorded and their
+/// translates looked up in the lines seen, window after window, in order. The state is
+/// then translated to the last window's end. When the states differ, the next window is
+/// tried; the rest of the loop is simulated.
+fn warp_iterations(body: &[PNode], vars: &mut [i64], f: &mut impl Sink, (depth, lo, hi, step): (usize, i64, i64, i64), plan: &WarpPlan) {
+    let n = trips(lo, hi, step);
+    let p = plan.period;
+    vars[depth] = lo;
+    run_nodes(body, vars, f);
+    let mut t = 1u64;
+    while t + 2 * p <= n {
+        f.warp_begin(plan);
+        for _ in 0..p {
+            vars[depth] = lo + step * t as i64;
+            run_nodes(body, vars, f);
+            t += 1;
+        }
+        let (windows, _) = f.warp_end(plan, (n - t) / p);
+        if windows > 0 {
+            t += windows * p;
+            break;
+        }
+    }
+    while t < n {
+        vars[depth] = lo + step * t as i64;
+        run_nodes(body, vars, f);
+        t += 1;
     }
 }
 
@@ -980,6 +1232,44 @@ pub struct CacheSim {
     seen: Seen,
     /// Counts so far, indexed by reference number (the kernel's `refs` order).
     pub stats: Vec<RefStats>,
+    /// The window of a loop being warped ([`warp_iterations`]), while it runs.
+    recording: Option<Box<Recording>>,
+}
+
+/// A window of a warped loop as it runs ([`Sink::warp_begin`]): the state and counts at its
+/// start, and the first miss in it of each line of a moving array.
+struct Recording {
+    tags: Vec<i64>,
+    stats: Vec<RefStats>,
+    /// Per reference, the index of its array in the plan's `arrays` when that array moves.
+    moving: Vec<Option<usize>>,
+    /// Per moving array, its first line and where its bits start in `missed`.
+    base: Vec<(i64, i64, usize)>,
+    /// One bit per line of the moving arrays: missed already in this window.
+    missed: Vec<u64>,
+    /// (reference, line): the first miss in this window of each line of a moving array, in order.
+    firsts: Vec<(usize, i64)>,
+    /// A reference missed outside its array's lines (`plan_for` rules that out): no warp.
+    broken: bool,
+}
+
+impl Recording {
+    /// A miss by reference `r` on `line`.
+    #[inline]
+    fn missed(&mut self, r: usize, line: i64) {
+        let Some(&Some(a)) = self.moving.get(r) else { return };
+        let (first, last, off) = self.base[a];
+        if !(first..=last).contains(&line) {
+            self.broken = true;
+            return;
+        }
+        let bit = off + (line - first) as usize;
+        let (w, b) = (bit / 64, bit % 64);
+        if self.missed[w] & (1 << b) == 0 {
+            self.missed[w] |= 1 << b;
+            self.firsts.push((r, line));
+        }
+    }
 }
 
 impl CacheSim {
@@ -998,6 +1288,7 @@ impl CacheSim {
             tags: vec![i64::MIN; c.assoc as usize * c.sets as usize],
             seen: Seen::new(),
             stats: vec![RefStats::default(); nrefs],
+            recording: None,
         }
     }
 
@@ -1031,6 +1322,9 @@ impl CacheSim {
             st.compulsory += 1;
         } else {
             st.other += 1;
+        }
+        if let Some(rec) = self.recording.as_deref_mut() {
+            rec.missed(r, line);
         }
         false
     }
@@ -1245,6 +1539,82 @@ impl Sink for CacheSim {
     fn mark(&self, into: &mut Vec<RefStats>) {
         into.clear();
         into.extend_from_slice(&self.stats);
+    }
+    #[inline(always)]
+    fn warp_shape(&self) -> Option<(i64, i64)> {
+        self.recording.is_none().then_some((self.line, self.sets))
+    }
+    fn warp_begin(&mut self, plan: &WarpPlan) {
+        let mut base = Vec::with_capacity(plan.arrays.len());
+        let mut bits = 0usize;
+        for &(first, last, _) in &plan.arrays {
+            base.push((first, last, bits));
+            bits += (last - first + 1) as usize;
+        }
+        self.recording = Some(Box::new(Recording {
+            tags: self.tags.clone(),
+            stats: self.stats.clone(),
+            moving: plan.moving.clone(),
+            base,
+            missed: vec![0; bits.div_ceil(64)],
+            firsts: Vec::new(),
+            broken: false,
+        }));
+    }
+    fn warp_end(&mut self, plan: &WarpPlan, windows: u64) -> (u64, u64) {
+        let Some(rec) = self.recording.take() else { return (0, 0) };
+        if windows == 0 || rec.broken {
+            return (0, 0);
+        }
+        // the state now is φ of the state at the window's start; and how many more windows
+        // keep every line cached then inside its array (φ injective)
+        let mut m = windows;
+        for (&then, &now) in rec.tags.iter().zip(&self.tags) {
+            match plan.array_of(then).filter(|_| then != i64::MIN) {
+                None if now == then => {}
+                None => return (0, 0),
+                Some(a) => {
+                    let (first, last, shift) = plan.arrays[a];
+                    if now != then + shift {
+                        return (0, 0);
+                    }
+                    let room = if shift > 0 { (last - then) / shift } else { (then - first) / -shift };
+                    if room < 1 {
+                        return (0, 0);
+                    }
+                    m = m.min(room as u64 - 1);
+                }
+            }
+        }
+        if m == 0 {
+            return (0, 0);
+        }
+        // the first touches of lines in the windows added, in order
+        let mut first = vec![0u64; self.stats.len()];
+        for j in 1..=m as i64 {
+            for &(r, x) in &rec.firsts {
+                let a = rec.moving[r].expect("recorded for a moving array only");
+                if self.seen.insert(x + j * plan.arrays[a].2) {
+                    first[r] += 1;
+                }
+            }
+        }
+        let mut added = 0u64;
+        for ((s, b), f) in self.stats.iter_mut().zip(&rec.stats).zip(first) {
+            let (accesses, hits, misses) = (s.accesses - b.accesses, s.hits - b.hits, s.misses() - b.misses());
+            added += accesses * m;
+            s.accesses += accesses * m;
+            s.hits += hits * m;
+            s.compulsory += f;
+            s.other += misses * m - f;
+        }
+        let mj = m as i64;
+        for t in self.tags.iter_mut().filter(|t| **t != i64::MIN) {
+            if let Some(a) = plan.array_of(*t) {
+                *t += mj * plan.arrays[a].2;
+            }
+        }
+        (m, added)
     }
     fn repeat(&mut self, since: &[RefStats], k: u64) -> u64 {
         let mut added = 0u64;
