@@ -1084,29 +1084,59 @@ fn warp_iterations(body: &[PNode], vars: &mut [i64], f: &mut impl Sink, (depth, 
 /// Set of lines touched so far: a bitmap in pages of `PAGE_LINES` lines, allocated only
 /// where lines are touched. Arrays at ordinary process addresses (`0x5555…`, `0x7fff…`) lie
 /// terabytes apart; one bitmap from the lowest to the highest line would need gigabytes,
-/// pages need memory in proportion to the lines actually used.
+/// pages need memory in proportion to the lines actually used. The pages stay where they
+/// are; the few most recently used are found by comparing their keys, the others through
+/// a hash map by a multiplicative hash. (Before, one page was kept aside and swapped with
+/// the map's whenever the key changed: a column walk over two arrays, syr2k at LARGE,
+/// spent 64 % of its time hashing with SipHash and moving pages in and out, perf.)
 struct Seen {
-    pages: std::collections::HashMap<i64, Box<[u64; PAGE_WORDS]>>,
-    /// The page of the last insertion (most accesses stay in it).
-    last_key: i64,
-    last: Option<Box<[u64; PAGE_WORDS]>>,
+    pages: Vec<Box<[u64; PAGE_WORDS]>>,
+    index: std::collections::HashMap<i64, usize, std::hash::BuildHasherDefault<KeyHash>>,
+    /// (key, page) of the most recently used pages, most recent first; `i64::MIN`: none.
+    recent: [(i64, usize); RECENT_PAGES],
 }
 
-const PAGE_WORDS: usize = 512;
+const PAGE_WORDS: usize = 4096;
 const PAGE_LINES: i64 = PAGE_WORDS as i64 * 64;
+const RECENT_PAGES: usize = 4;
+
+/// A page key's hash: a multiplication by an odd constant, its high bits folded down
+/// (hashbrown takes both the low bits and the top seven).
+#[derive(Default)]
+struct KeyHash(u64);
+
+impl std::hash::Hasher for KeyHash {
+    fn finish(&self) -> u64 {
+        self.0 ^ (self.0 >> 29)
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ b as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+    fn write_i64(&mut self, k: i64) {
+        self.0 = (k as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
 
 impl Seen {
     fn new() -> Seen {
-        Seen { pages: std::collections::HashMap::new(), last_key: 0, last: None }
+        Seen { pages: Vec::new(), index: Default::default(), recent: [(i64::MIN, 0); RECENT_PAGES] }
     }
 
     #[inline]
     fn insert(&mut self, line: i64) -> bool {
         let key = line.div_euclid(PAGE_LINES);
-        if self.last.is_none() || self.last_key != key {
-            self.switch_page(key);
-        }
-        let page = self.last.as_mut().expect("switch_page sets the page");
+        let p = if self.recent[0].0 == key {
+            self.recent[0].1
+        } else if self.recent[1].0 == key {
+            // two arrays walked in turn: their pages take turns in front
+            self.recent.swap(0, 1);
+            self.recent[0].1
+        } else {
+            self.page(key)
+        };
+        let page = &mut self.pages[p];
         let off = line.rem_euclid(PAGE_LINES);
         let (w, b) = ((off >> 6) as usize, off & 63);
         let new = page[w] & (1 << b) == 0;
@@ -1114,14 +1144,28 @@ impl Seen {
         new
     }
 
+    /// The page of `key` (allocated if new), made the most recent.
     #[cold]
-    fn switch_page(&mut self, key: i64) {
-        if let Some(page) = self.last.take() {
-            self.pages.insert(self.last_key, page);
+    fn page(&mut self, key: i64) -> usize {
+        let at = match self.recent.iter().position(|&(k, _)| k == key) {
+            Some(i) => i,
+            None => {
+                let next = self.pages.len();
+                let p = *self.index.entry(key).or_insert(next);
+                if p == next {
+                    self.pages.push(Box::new([0; PAGE_WORDS]));
+                }
+                self.recent[RECENT_PAGES - 1] = (key, p);
+                RECENT_PAGES - 1
+            }
+        };
+        // not `rotate_right`, which goes through memmove (perf: a fifth of syr2k's time)
+        let front = self.recent[at];
+        for j in (1..=at).rev() {
+            self.recent[j] = self.recent[j - 1];
         }
-        let page = self.pages.remove(&key).unwrap_or_else(|| Box::new([0; PAGE_WORDS]));
-        self.last = Some(page);
-        self.last_key = key;
+        self.recent[0] = front;
+        front.1
     }
 }
 
