@@ -225,12 +225,21 @@ fn the_set_method_keeps_to_its_time_budget_inside_isl() {
 /// enumerated, 6–8 s each); it once ran 90 s past a 10 s budget in one sum before the
 /// counter checked its deadline inside a sum. With 3 s the error says the budget was
 /// found inside the running work — an isl operation stopped by the watchdog, or the
-/// counter stopped part-way — and not between two steps after it. (kansoku-ehrhart's
+/// counter stopped part-way — or, when the deadline fell between two isl operations, that
+/// no operation ran to its end after it (`late_isl_operations: Some(0)`; 1 of 27 budgets
+/// from 0.5 to 7 s fell there, the rest inside isl or the counter). A build that checks
+/// only between steps fails: the isl operation running at the deadline runs on to its end
+/// (with isl's abort hook made a no-op, the test above finds 22 late). (kansoku-ehrhart's
 /// `a_deadline_inside_one_long_count_stops_it_there` stops one of these pieces itself.)
 #[test]
 fn the_set_method_keeps_to_its_time_budget_while_counting() {
     let e = gemm_b_out_of_budget([("NI", "1000"), ("NJ", "1100"), ("NK", "1200")], true, 3);
-    assert!(matches!(e, CacheError::OutOfTime { stop: BudgetStop::InsideIsl { .. } | BudgetStop::InsideCount(_), .. }), "{e:?}");
+    let stop = match &e {
+        CacheError::OutOfTime { stop, .. } => stop,
+        _ => panic!("not out of time: {e:?}"),
+    };
+    let held = matches!(stop, BudgetStop::InsideIsl { .. } | BudgetStop::InsideCount(_) | BudgetStop::BetweenSteps { late_isl_operations: Some(0) });
+    assert!(held, "{e:?}");
     assert!(e.to_string().contains("time budget"), "{e}");
 }
 
