@@ -8,15 +8,21 @@
 # machine the CPU time is the steadier figure, the wall time is what the issue's ratio asks.
 # `--tool=none` is also run with the VEX options the tool needs (no chasing, 50 instructions,
 # no unrolling), to show what they cost the baseline (the issue's baseline is plain none).
-# ROUNDS=N repeats the four runs N times, alternating (default 1).
+# ROUNDS=N repeats the four runs N times, alternating (default 1). KANSOKU=FILE runs that
+# kansoku binary (a copy kept aside, e.g. HEAD's, to compare with a later build) instead of
+# building the work tree's; the tool is the work tree's build either way.
 # Usage: bench/paths-heavy.sh [INPUT_MB]   (default 10)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mb=${1:-10}
 rounds=${ROUNDS:-1}
-cargo build --release -q -p kansoku-cli
 target=${CARGO_TARGET_DIR:-$PWD/target}
-K=$target/release/kansoku
+if [ -n "${KANSOKU:-}" ]; then
+  K=$(realpath "$KANSOKU")
+else
+  cargo build --release -q -p kansoku-cli
+  K=$target/release/kansoku
+fi
 TOOL_LIB=$(dirname "$(ls -t "$target"/release/build/kansoku-probe-*/out/valgrind-lib/kansoku-amd64-linux | head -1)")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
