@@ -1,7 +1,9 @@
 //! Counts, without simulating, what one 32 KiB 8-way 64-byte L1 simulation of each
 //! PolyBench-style C file costs at a dataset preset (issue 46): every access, and the
 //! accesses the simulator makes one at a time (`Program::simulated_work`: innermost loops
-//! from one line change to the next, outer iterations that repeat the one before counted).
+//! from one line change to the next, outer iterations that repeat the one before counted,
+//! and whole windows of outer iterations that repeat the first one translated, counted as
+//! when the first comparison of the cache states matches).
 //! `cargo run --release -p kansoku-cache --example simulated_work -- LARGE FILE.c...`
 //! prints TSV: file, accesses, accesses made one at a time, their share, loop iterations;
 //! with `--simulate` (or `--every-access`: one access at a time) after the preset it also

@@ -238,7 +238,8 @@ impl Program {
     /// This program simulated one access at a time, as the plain simulator did (the same
     /// counts, for benchmarks): without it, an innermost loop's runs of iterations that
     /// only hit and change nothing are counted, not simulated (`CacheSim::skippable`), and
-    /// so are the iterations of a loop of loops that repeat the one before (`repeat_iterations`).
+    /// so are the iterations of a loop of loops that repeat the one before (`repeat_iterations`)
+    /// or a window of them translated (`warp_iterations`).
     pub fn every_access(mut self) -> Program {
         self.every_access = true;
         self
@@ -287,8 +288,11 @@ impl Program {
     /// [`Program::work`] as the simulator of one `cache` pays it: in an innermost loop it runs
     /// from one line change to the next (`CacheSim::runs`), and of a loop of loops' stretch of
     /// iterations that repeat the lines of the one before it simulates two
-    /// (`repeat_iterations`): `accesses` counts the ones it makes one at a time, not the
-    /// iterations it counts as hits or as repeats.
+    /// (`repeat_iterations`), and of a loop warped by translation the first iteration, one
+    /// window and the iterations after the last whole window (`warp_iterations`, counted as
+    /// when the first window's end state is its start translated; where it is not, the
+    /// simulator tries the next window and makes more): `accesses` counts the ones it makes
+    /// one at a time, not the iterations it counts as hits or as repeats.
     pub fn simulated_work(&self, limit: u64, cache: &CacheConfig) -> Work {
         if self.every_access {
             return self.work(limit);
