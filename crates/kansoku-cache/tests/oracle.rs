@@ -244,6 +244,16 @@ fn counted_runs_of_hits_equal_every_access() {
     }
 }
 
+/// One statement `W = R1 + R2 …;` (or `W = 1;`) of a random nest: `st`'s first index picks
+/// the reference written, the others those read, each modulo `refs` (the three nest
+/// generators below share it).
+fn assignment<S: AsRef<str>>(st: &[usize], refs: &[S], indent: &str) -> String {
+    let (w, r) = st.split_first().unwrap();
+    let rhs: Vec<&str> = r.iter().map(|&i| refs[i % refs.len()].as_ref()).collect();
+    let rhs = if rhs.is_empty() { "1".to_string() } else { rhs.join(" + ") };
+    format!("{indent}{} = {rhs};\n", refs[w % refs.len()].as_ref())
+}
+
 /// A random loop nest in the kernel language: two or three loops (the innermost from 0 or
 /// from the outer variable, stepping by 1 to 3), one or two innermost statements of one
 /// to six references each (rows, columns, diagonals, reversed vectors and invariants), arrays
@@ -271,10 +281,7 @@ fn random_nest(depth3: bool, types: &[usize], lower_from_outer: bool, step: i64,
     let lower = if lower_from_outer { o } else { "0" };
     s += &format!("for ({v} = {lower}; {v} < N; {v} += {step}) {{\n");
     for st in stmts {
-        let (w, r) = st.split_first().unwrap();
-        let rhs: Vec<&str> = r.iter().map(|&i| refs[i % refs.len()].as_str()).collect();
-        let rhs = if rhs.is_empty() { "1".to_string() } else { rhs.join(" + ") };
-        s += &format!("  {} = {rhs};\n", refs[w % refs.len()]);
+        s += &assignment(st, &refs, "  ");
     }
     s += "}\n";
     s
@@ -365,17 +372,13 @@ fn repeating_nest(types: &[usize], before: &[usize], lower_from_i: bool, step: i
     let outer = ["x[j]", "A[i][j]", "y[i]", "y[j]", "B[j][i]"];
     let mut s = format!("param N, M;\n{t0} A[N + 2][M];\n{t1} B[N + 2][M];\n{t2} x[N + 2];\n{t2} y[N + 2];\n", t0 = TYPES[types[0]], t1 = TYPES[types[1]], t2 = TYPES[types[2]]);
     s += "for (i = 0; i < N; i++)\nfor (j = 0; j < N; j++) {\n";
-    if let Some((w, r)) = before.split_first() {
-        let rhs: Vec<&str> = r.iter().map(|&i| outer[i % outer.len()]).collect();
-        s += &format!("  {} = {};\n", outer[w % outer.len()], if rhs.is_empty() { "1".to_string() } else { rhs.join(" + ") });
+    if !before.is_empty() {
+        s += &assignment(before, &outer, "  ");
     }
     let lower = if lower_from_i { "i" } else { "0" };
     s += &format!("  for (k = {lower}; k < N; k += {step}) {{\n");
     for st in stmts {
-        let (w, r) = st.split_first().unwrap();
-        let rhs: Vec<&str> = r.iter().map(|&i| refs[i % refs.len()]).collect();
-        let rhs = if rhs.is_empty() { "1".to_string() } else { rhs.join(" + ") };
-        s += &format!("    {} = {rhs};\n", refs[w % refs.len()]);
+        s += &assignment(st, &refs, "    ");
     }
     s += "  }\n}\n";
     s
@@ -464,16 +467,12 @@ fn warping_nest(types: &[usize], prior: usize, before: &[usize], stmts: &[Vec<us
         _ => {}
     }
     s += "for (i = 0; i < N; i++) {\n";
-    if let Some((w, r)) = before.split_first() {
-        let rhs: Vec<&str> = r.iter().map(|&i| outer[i % outer.len()]).collect();
-        s += &format!("  for (j = 0; j < M; j++)\n    {} = {};\n", outer[w % outer.len()], if rhs.is_empty() { "1".to_string() } else { rhs.join(" + ") });
+    if !before.is_empty() {
+        s += &format!("  for (j = 0; j < M; j++)\n{}", assignment(before, &outer, "    "));
     }
     s += "  for (k = 0; k < K; k++)\n    for (j = 0; j < M; j++) {\n";
     for st in stmts {
-        let (w, r) = st.split_first().unwrap();
-        let rhs: Vec<&str> = r.iter().map(|&i| refs[i % refs.len()]).collect();
-        let rhs = if rhs.is_empty() { "1".to_string() } else { rhs.join(" + ") };
-        s += &format!("      {} = {rhs};\n", refs[w % refs.len()]);
+        s += &assignment(st, &refs, "      ");
     }
     s += "    }\n}\n";
     s
