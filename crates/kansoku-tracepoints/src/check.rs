@@ -94,7 +94,7 @@ pub fn check(original: &[u8], optimised: &[u8], opts: &RunOptions, timing_repeat
     };
     let timing = if timing_repeats > 0 {
         let untraced = optimize(original, &OptimizeOptions { strip_all: true, ..Default::default() })?.wasm;
-        let nopts = RunOptions { clock: Clock::Ns, ..opts.clone() };
+        let nopts = RunOptions { clock: Clock::Ns, optimise_code: true, ..opts.clone() };
         let once = |w: &[u8]| -> Result<u64> { Ok(run_to_vec(w, &nopts)?.0.wall_ns.max(1)) };
         // interleave the variants so drifts of the machine hit all three alike
         let mut u = u64::MAX;

@@ -20,6 +20,12 @@ pub struct RunOptions {
     /// Stop a module that runs longer than this (one that never returns would run
     /// forever); the trace up to then is kept.
     pub time_limit: Option<std::time::Duration>,
+    /// Let Cranelift optimise the module's machine code (the default). Off, compiling is
+    /// cheaper and the run slower: for many short runs of small modules, where compiling is
+    /// most of the cost (the property test of `check`). The trace and results are the same
+    /// (Cranelift's optimisations keep the module's meaning; fuel is counted per wasm
+    /// operator); `check`'s timing runs always optimise.
+    pub optimise_code: bool,
 }
 
 /// The time limit of [`RunOptions::default`].
@@ -27,7 +33,7 @@ pub const DEFAULT_TIME_LIMIT: std::time::Duration = std::time::Duration::from_se
 
 impl Default for RunOptions {
     fn default() -> Self {
-        RunOptions { clock: Clock::Instructions, entry: None, args: Vec::new(), time_limit: Some(DEFAULT_TIME_LIMIT) }
+        RunOptions { clock: Clock::Instructions, entry: None, args: Vec::new(), time_limit: Some(DEFAULT_TIME_LIMIT), optimise_code: true }
     }
 }
 
@@ -82,7 +88,7 @@ pub fn run_module(wasm: &[u8], opts: &RunOptions, out: Box<dyn Write + Send>) ->
             });
         }
     }
-    let (engine, module) = compiled(wasm, opts.clock == Clock::Instructions, opts.time_limit.is_some())?;
+    let (engine, module) = compiled(wasm, opts.clock == Clock::Instructions, opts.time_limit.is_some(), opts.optimise_code)?;
     let header = TraceHeader { clock: opts.clock, module_hash: module_hash(wasm) };
     let mut writer = TraceWriter::new(out, header)?;
     // The header goes out first: a run stopped from outside still leaves a readable trace.
@@ -202,6 +208,7 @@ pub fn run_module(wasm: &[u8], opts: &RunOptions, out: Box<dyn Write + Send>) ->
 struct Compiled {
     fuel: bool,
     epoch: bool,
+    optimise: bool,
     wasm: Vec<u8>,
     engine: Engine,
     module: Module,
@@ -217,24 +224,28 @@ thread_local! {
     static COMPILED: std::cell::RefCell<Vec<Compiled>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// The engine (fuel counted, epoch interruption on or off) and `wasm` compiled for it:
-/// from the thread's cache when the same bytes were compiled for the same configuration.
-fn compiled(wasm: &[u8], fuel: bool, epoch: bool) -> Result<(Engine, Module)> {
+/// The engine (fuel counted, epoch interruption on or off, Cranelift optimising or not) and
+/// `wasm` compiled for it: from the thread's cache when the same bytes were compiled for the
+/// same configuration.
+fn compiled(wasm: &[u8], fuel: bool, epoch: bool, optimise: bool) -> Result<(Engine, Module)> {
     COMPILED.with(|cache| {
         let mut cache = cache.borrow_mut();
-        if let Some(k) = cache.iter().position(|c| c.fuel == fuel && c.epoch == epoch && c.wasm == wasm) {
+        if let Some(k) = cache.iter().position(|c| c.fuel == fuel && c.epoch == epoch && c.optimise == optimise && c.wasm == wasm) {
             let hit = cache.remove(k);
             let found = (hit.engine.clone(), hit.module.clone());
             cache.push(hit);
             return Ok(found);
         }
-        let engine = match cache.iter().find(|c| c.fuel == fuel && c.epoch == epoch) {
+        let engine = match cache.iter().find(|c| c.fuel == fuel && c.epoch == epoch && c.optimise == optimise) {
             Some(c) => c.engine.clone(),
             None => {
                 let mut config = Config::new();
                 config.consume_fuel(fuel);
                 // The time limit interrupts the module at its next loop back edge or call.
                 config.epoch_interruption(epoch);
+                if !optimise {
+                    config.cranelift_opt_level(wasmtime::OptLevel::None);
+                }
                 Engine::new(&config).map_err(|e| TpError::Runtime(format!("{e:#}")))?
             }
         };
@@ -242,7 +253,7 @@ fn compiled(wasm: &[u8], fuel: bool, epoch: bool) -> Result<(Engine, Module)> {
         if cache.len() == COMPILED_KEPT {
             cache.remove(0);
         }
-        cache.push(Compiled { fuel, epoch, wasm: wasm.to_vec(), engine: engine.clone(), module: module.clone() });
+        cache.push(Compiled { fuel, epoch, optimise, wasm: wasm.to_vec(), engine: engine.clone(), module: module.clone() });
         Ok((engine, module))
     })
 }

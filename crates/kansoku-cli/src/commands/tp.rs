@@ -166,7 +166,7 @@ fn run_cmd(a: RunArgs) -> Result<()> {
         bail!("--time-limit {} is not a positive number of seconds", a.time_limit);
     }
     let time_limit = Some(std::time::Duration::from_secs_f64(a.time_limit));
-    let opts = tp::RunOptions { clock: a.clock, entry: a.entry.clone(), args: a.args.clone(), time_limit };
+    let opts = tp::RunOptions { clock: a.clock, entry: a.entry.clone(), args: a.args.clone(), time_limit, optimise_code: true };
     let o = tp::run_module(&wasm, &opts, Box::new(std::io::BufWriter::new(file)))
         .with_context(|| format!("cannot run {}", a.module.display()))?;
     if a.json {
