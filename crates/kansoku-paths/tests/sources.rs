@@ -146,7 +146,9 @@ fn figure_two_paths_from_both_sources() {
 #[test]
 fn both_sources_agree_on_the_examples() {
     let modes = [CallMode::Split, CallMode::Through, CallMode::Frames];
-    for (name, args) in [("seed000", vec!["3"]), ("recursion", vec![]), ("sorting", vec![]), ("matrix", vec![]), ("crash", vec![]), ("threads", vec!["20000"])] {
+    // threads 2000: the stepped trace still switches threads about 20,000 times (181,000 at
+    // 20000, Valgrind's 3 at both), for 135,000 instructions single-stepped instead of 352,000
+    for (name, args) in [("seed000", vec!["3"]), ("recursion", vec![]), ("sorting", vec![]), ("matrix", vec![]), ("crash", vec![]), ("threads", vec!["2000"])] {
         let p = build(name, &test_build_dir()).unwrap();
         let mut v = via_valgrind(&p, &args, &modes);
         let mut s = via_step(&p, &args, &modes);
