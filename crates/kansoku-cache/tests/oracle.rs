@@ -254,6 +254,25 @@ fn assignment<S: AsRef<str>>(st: &[usize], refs: &[S], indent: &str) -> String {
     format!("{indent}{} = {rhs};\n", refs[w % refs.len()].as_ref())
 }
 
+/// The check of the property tests of iterations counted instead of simulated: `prog`'s
+/// counts on `cache` equal the plain simulator's one access at a time and, cold, the naive
+/// LRU's; and what the simulator is counted to make one at a time is at most every access.
+/// `case` names the nest, sizes and cache in a failure.
+fn skipping_equals_every_access(prog: &Program, nrefs: usize, cache: CacheConfig, warm: bool, case: &str) -> Result<(), TestCaseError> {
+    let fast = prog.simulate(&[cache]).pop().unwrap();
+    let plain = prog.clone().every_access().simulate(&[cache]).pop().unwrap();
+    prop_assert_eq!(&fast, &plain, "{}", case);
+    if !warm {
+        let slow = naive(prog, nrefs, cache);
+        for (r, (f, s)) in fast.iter().zip(&slow).enumerate() {
+            prop_assert_eq!((f.accesses, f.hits, f.compulsory, f.other), *s, "P{}\n{}", r, case);
+        }
+    }
+    let paid = prog.simulated_work(u64::MAX, &cache);
+    prop_assert!(paid.complete && paid.accesses <= prog.work(u64::MAX).accesses);
+    Ok(())
+}
+
 /// A random loop nest in the kernel language: two or three loops (the innermost from 0 or
 /// from the outer variable, stepping by 1 to 3), one or two innermost statements of one
 /// to six references each (rows, columns, diagonals, reversed vectors and invariants), arrays
@@ -413,17 +432,7 @@ proptest! {
             prog = prog.warmed_by(&k, &params, align).unwrap();
         }
         let cache = CacheConfig { assoc, line: 8 << lshift, sets };
-        let fast = prog.simulate(&[cache]).pop().unwrap();
-        let plain = prog.clone().every_access().simulate(&[cache]).pop().unwrap();
-        prop_assert_eq!(&fast, &plain, "{}\n{} N={} M={}", src, cache, n, m);
-        if !warm {
-            let slow = naive(&prog, k.refs.len(), cache);
-            for (r, (f, s)) in fast.iter().zip(&slow).enumerate() {
-                prop_assert_eq!((f.accesses, f.hits, f.compulsory, f.other), *s, "P{}\n{}", r, src);
-            }
-        }
-        let paid = prog.simulated_work(u64::MAX, &cache);
-        prop_assert!(paid.complete && paid.accesses <= prog.work(u64::MAX).accesses);
+        skipping_equals_every_access(&prog, k.refs.len(), cache, warm, &format!("{src}\n{cache} N={n} M={m}"))?;
     }
 }
 
@@ -506,17 +515,7 @@ proptest! {
             prog = prog.warmed_by(&kern, &params, align).unwrap();
         }
         let cache = CacheConfig { assoc, line: 8 << lshift, sets };
-        let fast = prog.simulate(&[cache]).pop().unwrap();
-        let plain = prog.clone().every_access().simulate(&[cache]).pop().unwrap();
-        prop_assert_eq!(&fast, &plain, "{}\n{} N={} M={} K={} P={}", src, cache, n, m, k, p.min(n));
-        if !warm {
-            let slow = naive(&prog, kern.refs.len(), cache);
-            for (r, (f, s)) in fast.iter().zip(&slow).enumerate() {
-                prop_assert_eq!((f.accesses, f.hits, f.compulsory, f.other), *s, "P{}\n{}", r, src);
-            }
-        }
-        let paid = prog.simulated_work(u64::MAX, &cache);
-        prop_assert!(paid.complete && paid.accesses <= prog.work(u64::MAX).accesses);
+        skipping_equals_every_access(&prog, kern.refs.len(), cache, warm, &format!("{src}\n{cache} N={n} M={m} K={k} P={}", p.min(n)))?;
     }
 }
 
