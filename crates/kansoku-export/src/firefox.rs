@@ -270,8 +270,9 @@ impl FirefoxProfile {
         self.threads.entry((current.pid, tid)).or_insert_with(|| {
             let handle = profile.add_thread(process, tid, Timestamp::from_nanos_since_reference(time_ns), is_main);
             let short = program.rsplit('/').next().unwrap_or(program);
+            // named with the tid perf prints: signed, -1 for a sample with no thread
             let name = match current.pid {
-                Some(_) => format!("{} {tid}", if current.thread.is_empty() { &current.process } else { &current.thread }),
+                Some(_) => format!("{} {}", if current.thread.is_empty() { &current.process } else { &current.thread }, tid as i32),
                 None if tid == 0 => short.to_string(),
                 None => format!("{short} {tid}"),
             };

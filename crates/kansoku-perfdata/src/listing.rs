@@ -48,7 +48,9 @@ pub struct Rows {
     symbolizers: std::collections::HashMap<Option<i32>, Symbolizer>,
     /// The current process: pid, name and thread name (perf.data).
     process: Option<(i32, String, String)>,
-    tid: Option<u32>,
+    /// Signed as perf prints it: a tid fits in i32 (pid_max is at most 2^22), and a
+    /// perf.data sample with no thread carries u32::MAX, which `perf script` shows as -1.
+    tid: Option<i32>,
     stack: Option<Vec<u64>>,
 }
 
@@ -71,7 +73,7 @@ impl Rows {
         match item {
             Item::Context { pid, tid, process, thread } => {
                 self.process = Some((pid, process, thread));
-                self.tid = Some(tid as u32);
+                self.tid = Some(tid);
                 None
             }
             Item::Stack(frames) => {
@@ -84,7 +86,7 @@ impl Rows {
             }
             Item::Event(event) => {
                 if let Event::Thread { tid: t } = &event {
-                    self.tid = Some(*t);
+                    self.tid = Some(*t as i32);
                 }
                 let (by, tid, stack) = (self.by, self.tid, self.stack.take());
                 let symbolizer = self.symbolizers.entry(pid).or_insert_with(|| Symbolizer::new(&[]));
@@ -113,7 +115,7 @@ impl Rows {
 }
 
 /// One event as a JSON row (the text form is printed from it too).
-fn event_row(event: &Event, tid: Option<u32>, symbolizer: &mut Symbolizer, by: By) -> serde_json::Value {
+fn event_row(event: &Event, tid: Option<i32>, symbolizer: &mut Symbolizer, by: By) -> serde_json::Value {
     let mut locate = |addr: u64| {
         let loc = symbolizer.locate(addr);
         match by {
@@ -122,7 +124,7 @@ fn event_row(event: &Event, tid: Option<u32>, symbolizer: &mut Symbolizer, by: B
         }
     };
     match event {
-        Event::Thread { tid: t } => json!({"event": "thread", "tid": t}),
+        Event::Thread { tid: t } => json!({"event": "thread", "tid": *t as i32}),
         Event::Instruction { addr } => json!({"event": "instruction", "addr": hex(*addr), "location": locate(*addr), "tid": tid}),
         Event::Block { addr } => json!({"event": "block", "addr": hex(*addr), "location": locate(*addr), "tid": tid}),
         Event::Sample(s) => json!({"event": "sample", "addr": hex(s.ip), "location": locate(s.ip), "time_ns": s.time_ns, "instructions": s.instructions, "tid": tid}),
@@ -202,4 +204,23 @@ pub fn prelude_text(
     let more = head == Some(false) || (head.is_none() && limit != 0 && summary.events > limit);
     let _ = writeln!(out, "events{}", if more { format!(" (first {limit})") } else { String::new() });
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kansoku_core::event::Sample;
+
+    /// A sample perf recorded with no thread (tid u32::MAX in the file) lists as `perf
+    /// script` lists it, tid -1, whether the thread came as a context or as an event.
+    #[test]
+    fn a_sample_without_a_thread_lists_tid_minus_one() {
+        let sample = || Item::Event(Event::Sample(Sample { time_ns: 1, ip: 0x10, instructions: None }));
+        let mut rows = Rows::new(By::Function);
+        rows.row(Item::Context { pid: 7, tid: -1, process: "p".into(), thread: "t".into() });
+        assert_eq!(rows.row(sample()).unwrap()["tid"], -1);
+        let mut rows = Rows::new(By::Function);
+        assert_eq!(rows.row(Item::Event(Event::Thread { tid: u32::MAX })).unwrap()["tid"], -1);
+        assert_eq!(rows.row(sample()).unwrap()["tid"], -1);
+    }
 }
