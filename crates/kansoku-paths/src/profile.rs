@@ -41,10 +41,17 @@ pub enum BackEdgeMode {
 /// to a child node, and a finished path is counted at its node, so a path is never hashed
 /// or compared whole. Each node remembers the child it went to last: the blocks of a run
 /// repeat, so the next block is nearly always that one and needs no hash lookup either.
+/// Most nodes have one child (the blocks of a long path): a node's only child is its last
+/// one, so a node with fewer than two children never looks in the hash table, which holds
+/// only the children of nodes with two or more; the empty path's children (every path's
+/// first block) are in an array by block id.
 #[derive(Default)]
 pub struct PathTable {
     nodes: Vec<PathNode>,
+    /// Children of nodes with two or more (see [`PathNode::many`]).
     children: FxHashMap<(TrieNode, BlockId), TrieNode>,
+    /// Children of the empty path, by block id (0: none yet; node 0 is no one's child).
+    first: Vec<TrieNode>,
     paths: Vec<Rc<[BlockId]>>,
     counts: Vec<u64>,
 }
@@ -59,8 +66,11 @@ struct PathNode {
     block: BlockId,
     /// The path's id once it has been counted.
     path: u32,
-    /// The last child taken: (block, node).
+    /// The last child taken: (block, node); block `BlockId::MAX` while the node has none.
     last_child: (BlockId, TrieNode),
+    /// The node has two children or more: its children are in the hash table (with one, the
+    /// child is `last_child`).
+    many: bool,
 }
 
 impl PathTable {
@@ -69,7 +79,7 @@ impl PathTable {
 
     fn root(&mut self) {
         if self.nodes.is_empty() {
-            self.nodes.push(PathNode { parent: 0, block: BlockId::MAX, path: NO_PATH, last_child: (BlockId::MAX, 0) });
+            self.nodes.push(PathNode { parent: 0, block: BlockId::MAX, path: NO_PATH, last_child: (BlockId::MAX, 0), many: false });
         }
     }
 
@@ -81,17 +91,53 @@ impl PathTable {
         if n.last_child.0 == b {
             return n.last_child.1;
         }
-        let child = match self.children.get(&(node, b)) {
-            Some(&c) => c,
-            None => {
-                let c = self.nodes.len() as TrieNode;
-                self.nodes.push(PathNode { parent: node, block: b, path: NO_PATH, last_child: (BlockId::MAX, 0) });
-                self.children.insert((node, b), c);
-                c
+        if node == Self::EMPTY {
+            return self.first_block(b);
+        }
+        let (last, many) = (n.last_child, n.many);
+        let child = if many {
+            match self.children.get(&(node, b)) {
+                Some(&c) => c,
+                None => {
+                    let c = self.new_node(node, b);
+                    self.children.insert((node, b), c);
+                    c
+                }
             }
+        } else {
+            // no child yet, or one (`last`) that is not `b`: `b`'s node is new
+            let c = self.new_node(node, b);
+            if last.0 != BlockId::MAX {
+                self.children.insert((node, last.0), last.1);
+                self.children.insert((node, b), c);
+                self.nodes[node as usize].many = true;
+            }
+            c
         };
         self.nodes[node as usize].last_child = (b, child);
         child
+    }
+
+    /// The path of the one block `b`.
+    #[inline]
+    fn first_block(&mut self, b: BlockId) -> TrieNode {
+        if self.first.len() <= b as usize {
+            self.first.resize(b as usize + 1, 0);
+        }
+        let mut c = self.first[b as usize];
+        if c == 0 {
+            c = self.new_node(Self::EMPTY, b);
+            self.first[b as usize] = c;
+        }
+        self.nodes[Self::EMPTY as usize].last_child = (b, c);
+        c
+    }
+
+    #[inline]
+    fn new_node(&mut self, parent: TrieNode, b: BlockId) -> TrieNode {
+        let c = self.nodes.len() as TrieNode;
+        self.nodes.push(PathNode { parent, block: b, path: NO_PATH, last_child: (BlockId::MAX, 0), many: false });
+        c
     }
 
     /// Counts one execution of the path ending at `node` (not the empty path); returns its id.
