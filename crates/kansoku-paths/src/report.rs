@@ -305,11 +305,18 @@ impl PathAnalysis {
         let mut bl_ids: Vec<Option<u128>> = vec![None; order.len()];
         let mut total_instructions = 0u64;
         let mut repeating = 0usize;
+        let mut repeats = RepeatCheck::default();
+        let mut repeat_of = vec![false; order.len()];
+        let mut instructions_of = vec![0u64; order.len()];
         for id in 0..self.profiler.paths.len() as u32 {
             let path = self.profiler.paths.path(id);
+            let instructions = self.path_instructions(path);
+            instructions_of[id as usize] = instructions;
             // saturating: counts come from outside too (a tool's trie, a recording)
-            total_instructions = total_instructions.saturating_add(self.profiler.paths.count_of(id).saturating_mul(self.path_instructions(path)));
-            repeating += usize::from(repeats_block(path));
+            total_instructions = total_instructions.saturating_add(self.profiler.paths.count_of(id).saturating_mul(instructions));
+            let r = repeats.repeats_block(path);
+            repeat_of[id as usize] = r;
+            repeating += usize::from(r);
             if let Some((f, cfg_blocks)) = self.path_in_function(path) {
                 let bl = self.ball_larus_of(f, &mut bl_cache).path_id(&cfg_blocks);
                 bl_ids[id as usize] = bl;
@@ -330,7 +337,7 @@ impl PathAnalysis {
         // Position among the paths `function` lets through, most frequent first.
         let mut rank = 0;
         for &id in &order {
-            let path = self.profiler.paths.path(id).to_vec();
+            let path = self.profiler.paths.path(id);
             if let Some(name) = function {
                 let inside = path.iter().all(|&b| self.code.block(b).function.map(|f| self.code.functions()[f as usize].name == name).unwrap_or(false));
                 if !inside {
@@ -339,7 +346,7 @@ impl PathAnalysis {
             }
             rank += 1;
             let count = self.profiler.paths.count_of(id);
-            let instructions = self.path_instructions(&path);
+            let instructions = instructions_of[id as usize];
             let home = path.first().and_then(|&b| self.code.block(b).function);
             let listed = listed_in.entry(home).or_insert(0);
             let kept = match keep {
@@ -360,6 +367,8 @@ impl PathAnalysis {
                 continue;
             }
             *listed += 1;
+            // copied: naming its blocks needs the analysis mutably (only listed paths)
+            let path = path.to_vec();
             let blocks: Vec<BlockRef> = path.iter().map(|&b| self.block_ref(b)).collect();
             rows.push(PathRow {
                 rank,
@@ -369,7 +378,7 @@ impl PathAnalysis {
                 instructions,
                 share: count as f64 * instructions as f64 / scope_instructions,
                 block_share: count as f64 * path.len() as f64 / scope_blocks,
-                repeats_block: repeats_block(&path),
+                repeats_block: repeat_of[id as usize],
                 ball_larus: bl_ids[id as usize].and_then(|x| u64::try_from(x).ok()),
             });
         }
@@ -487,14 +496,34 @@ impl PathAnalysis {
     }
 }
 
-/// Does a path enter some block twice?
-fn repeats_block(path: &[BlockId]) -> bool {
-    // a sorted copy: bzip2's 161,267 paths are 57 blocks long on average, and a hash set
-    // per path was a fifth of the serial time after the program had ended (issue 43)
-    if path.len() <= 16 {
-        return path.iter().enumerate().any(|(i, b)| path[i + 1..].contains(b));
+/// Does a path enter some block twice? Each path's blocks are marked with a stamp of its
+/// own in an array by block id: bzip2's 161,267 paths are 57 blocks long on average, and
+/// a hash set per path, then a sorted copy, were a fifth, then a tenth of the serial time
+/// after the program had ended (issue 43).
+#[derive(Default)]
+struct RepeatCheck {
+    /// By block id: the stamp of the last path that entered it.
+    seen: Vec<u32>,
+    stamp: u32,
+}
+
+impl RepeatCheck {
+    fn repeats_block(&mut self, path: &[BlockId]) -> bool {
+        if self.stamp == u32::MAX {
+            self.seen.iter_mut().for_each(|s| *s = 0);
+            self.stamp = 0;
+        }
+        self.stamp += 1;
+        for &b in path {
+            if self.seen.len() <= b as usize {
+                self.seen.resize(b as usize + 1, 0);
+            }
+            let s = &mut self.seen[b as usize];
+            if *s == self.stamp {
+                return true;
+            }
+            *s = self.stamp;
+        }
+        false
     }
-    let mut sorted = path.to_vec();
-    sorted.sort_unstable();
-    sorted.windows(2).any(|w| w[0] == w[1])
 }
