@@ -61,8 +61,9 @@ enum PNode {
     /// `repeat`: for a loop of loops that is `invariant`, every reference of its body and how
     /// it moves from one iteration to the next ([`Moving`]), so that iterations touching the
     /// lines of the one before in the same order can be counted, not simulated.
-    /// `warp`: for such a loop whose references of one array all move alike, what translating
-    /// whole stretches of its iterations needs ([`warp_iterations`]).
+    /// `warp`: for an `invariant` loop (of loops, or of statements: a column walk inside one
+    /// instance of an innermost loop) whose references of one array all move alike, what
+    /// translating whole stretches of its iterations needs ([`warp_iterations`]).
     Loop { depth: usize, lower: LinForm, upper: LinForm, step: i64, body: Vec<PNode>, innermost: bool, invariant: bool, repeat: Vec<Moving>, warp: Option<Box<WarpInfo>> },
     /// A statement's references, and its guards (each `g >= 0`; empty: always runs).
     Stmt(Vec<(usize, LinForm)>, Vec<LinForm>),
@@ -166,9 +167,10 @@ impl Program {
                         // Unguarded statements only: their addresses advance by a constant.
                         let innermost = body_nodes.iter().all(|b| matches!(b, PNode::Stmt(_, g) if g.is_empty()));
                         let invariant = !mentions(&body_nodes, l.depth);
-                        let repeat = if invariant && !innermost { moving(&body_nodes, l.depth, l.step) } else { Vec::new() };
-                        let loops_inside = body_nodes.iter().any(|b| matches!(b, PNode::Loop { .. }));
-                        let warp = if invariant && loops_inside { warp_info(&body_nodes, l.depth, l.step, arrays) } else { None };
+                        let repeat = if invariant { moving(&body_nodes, l.depth, l.step) } else { Vec::new() };
+                        // also a loop of statements: a column walk whose references move
+                        // by whole rows is warped inside one instance of the loop
+                        let warp = if invariant { warp_info(&body_nodes, l.depth, l.step, arrays) } else { None };
                         PNode::Loop { depth: l.depth, lower, upper, step: l.step, body: body_nodes, innermost, invariant, repeat, warp }
                     }
                 })
@@ -288,11 +290,13 @@ impl Program {
     /// [`Program::work`] as the simulator of one `cache` pays it: in an innermost loop it runs
     /// from one line change to the next (`CacheSim::runs`), and of a loop of loops' stretch of
     /// iterations that repeat the lines of the one before it simulates two
-    /// (`repeat_iterations`), and of a loop warped by translation the first iteration, one
-    /// window and the iterations after the last whole window (`warp_iterations`, counted as
-    /// when the first window's end state is its start translated; where it is not, the
-    /// simulator tries the next window and makes more): `accesses` counts the ones it makes
-    /// one at a time, not the iterations it counts as hits or as repeats.
+    /// (`repeat_iterations`), and of a loop warped by translation (a loop of loops, or an
+    /// innermost loop whose references move by whole rows) the first iteration, one window
+    /// and the iterations after the last whole window (`warp_iterations`, counted as when the
+    /// first window's end state is its start translated; where it is not, the simulator tries
+    /// the next window and makes more — in an innermost column walk typically until the walk
+    /// has filled every way of the sets it touches, a few windows): `accesses` counts the ones
+    /// it makes one at a time, not the iterations it counts as hits or as repeats.
     pub fn simulated_work(&self, limit: u64, cache: &CacheConfig) -> Work {
         if self.every_access {
             return self.work(limit);
@@ -519,10 +523,7 @@ fn count_node(n: &PNode, vars: &mut [i64], limit: u64, w: &mut Work, lines: Line
             if lo >= hi {
                 return;
             }
-            if body.iter().all(|b| matches!(b, PNode::Stmt(..))) {
-                count_statements(body, vars, *depth, (lo, hi, *step), w, lines);
-                return;
-            }
+            let statements = body.iter().all(|b| matches!(b, PNode::Stmt(..)));
             if let Some(c) = lines.filter(|c| c.warp && *invariant) {
                 if let Some(plan) = plan_for(warp.as_deref(), body, repeat, vars, (*depth, lo, hi, *step), (c.line, c.sets)) {
                     // as `warp_iterations` runs it when the first window's end state is the
@@ -533,6 +534,19 @@ fn count_node(n: &PNode, vars: &mut [i64], limit: u64, w: &mut Work, lines: Line
                     let inside = Some(Counted { warp: false, ..c });
                     let window_end = 1 + p;
                     let rest = window_end + (n - window_end) / p * p;
+                    if statements {
+                        // a loop of statements: every iteration makes the same accesses (no
+                        // guard uses its variable), one at a time in the iterations simulated
+                        let simulated = window_end + (n - rest);
+                        let mut once = Work { accesses: 0, iterations: 0, complete: true };
+                        vars[*depth] = lo;
+                        count_nodes(body, vars, limit, &mut once, None);
+                        w.accesses = w.accesses.saturating_add(once.accesses.saturating_mul(simulated));
+                        if body.iter().any(|b| matches!(b, PNode::Stmt(_, g) if !g.is_empty())) {
+                            w.iterations = w.iterations.saturating_add(simulated);
+                        }
+                        return;
+                    }
                     for t in (0..window_end).chain(rest..n) {
                         vars[*depth] = lo + step * t as i64;
                         w.iterations = w.iterations.saturating_add(1);
@@ -544,6 +558,10 @@ fn count_node(n: &PNode, vars: &mut [i64], limit: u64, w: &mut Work, lines: Line
                     }
                     return;
                 }
+            }
+            if statements {
+                count_statements(body, vars, *depth, (lo, hi, *step), w, lines);
+                return;
             }
             if let Some(Counted { line, .. }) = lines.filter(|_| *invariant) {
                 // as `run_nodes` runs it: two iterations of each stretch that touches the
@@ -828,8 +846,8 @@ fn run_nodes(nodes: &[PNode], vars: &mut [i64], f: &mut impl Sink) {
                 if lo >= hi {
                     continue;
                 }
-                if let Some(plan) = f.warp_shape().filter(|_| *invariant && !*innermost).and_then(|c| plan_for(warp.as_deref(), body, repeat, vars, (*depth, lo, hi, *step), c)) {
-                    warp_iterations(body, vars, f, (*depth, lo, hi, *step), &plan);
+                if let Some(plan) = f.warp_shape().filter(|_| *invariant).and_then(|c| plan_for(warp.as_deref(), body, repeat, vars, (*depth, lo, hi, *step), c)) {
+                    warp_iterations(body, vars, f, (*depth, lo, hi, *step), &plan, *innermost);
                     continue;
                 }
                 if let Some(line) = f.repeat_line().filter(|_| *invariant && !*innermost) {
@@ -1036,8 +1054,9 @@ fn plan_for(info: Option<&WarpInfo>, body: &[PNode], repeat: &[Moving], vars: &m
     Some(WarpPlan { period, arrays, moving })
 }
 
-/// The iterations of a loop of loops whose bounds and guards inside do not use its
-/// variable, warped by translation (Morelli and Reineke, PLDI 2022). Iteration t + p makes
+/// The iterations of a loop whose bounds and guards inside do not use its variable (a loop
+/// of loops, or of statements: `innermost`, unguarded, run as `run_nodes` runs one), warped
+/// by translation (Morelli and Reineke, PLDI 2022). Iteration t + p makes
 /// iteration t's accesses with each array's references moved by the same `p·delta` bytes,
 /// a whole number of times sets × line (`WarpPlan::period`): the translation φ that moves
 /// each line of a moving array by its array's lines, and leaves every other line, keeps
@@ -1059,30 +1078,64 @@ fn plan_for(info: Option<&WarpInfo>, body: &[PNode], repeat: &[Moving], vars: &m
 /// translates looked up in the lines seen, window after window, in order. The state is
 /// then translated to the last window's end. When the states differ, the next window is
 /// tried; the rest of the loop is simulated.
-fn warp_iterations(body: &[PNode], vars: &mut [i64], f: &mut impl Sink, (depth, lo, hi, step): (usize, i64, i64, i64), plan: &WarpPlan) {
+///
+/// φ is taken set by set (`CacheSim::warp_windows`): in a set that no reference of a moving
+/// array accessed in the window, the identity (the windows after it access the same lines
+/// there, those of arrays that do not move; after the first iteration such a set no longer
+/// changes, LRU being idempotent on a repeated sequence, and its state is compared all the
+/// same). So lines of a moving array left in sets the loop never reaches (correlation's
+/// walk down two columns uses half the sets; the other half hold earlier columns' lines)
+/// do not stop the warp. An innermost loop of correlation, covariance or gramschmidt walks
+/// columns of rows of 150 lines: windows of 32 iterations (150 × 32 lines, a multiple of
+/// 64 sets), its states repeating once the walk has replaced every way of its sets.
+fn warp_iterations(body: &[PNode], vars: &mut [i64], f: &mut impl Sink, (depth, lo, hi, step): (usize, i64, i64, i64), plan: &WarpPlan, innermost: bool) {
     let n = trips(lo, hi, step);
     let p = plan.period;
-    vars[depth] = lo;
-    run_nodes(body, vars, f);
+    // a loop of unguarded statements: (reference, address in the first iteration, advance)
+    // computed once, its iterations run as `run_nodes` runs an innermost loop
+    let mut cur: Vec<(usize, i64, i64)> = Vec::new();
+    if innermost {
+        vars[depth] = lo;
+        for b in body {
+            if let PNode::Stmt(refs, _) = b {
+                for (r, form) in refs {
+                    cur.push((*r, form.eval(vars), form.coeff(depth) * step));
+                }
+            }
+        }
+    }
+    let first: Vec<i64> = cur.iter().map(|e| e.1).collect();
+    // iterations `from..from + count`
+    let mut iterations = |f: &mut _, vars: &mut [i64], from: u64, count: u64| {
+        if count == 0 {
+            return;
+        }
+        if innermost {
+            for (e, &a) in cur.iter_mut().zip(&first) {
+                e.1 = a + e.2 * from as i64;
+            }
+            Sink::inner(f, &mut cur, count);
+        } else {
+            for t in from..from + count {
+                vars[depth] = lo + step * t as i64;
+                run_nodes(body, vars, f);
+            }
+        }
+    };
+    iterations(f, vars, 0, 1);
     let mut t = 1u64;
     while t + 2 * p <= n {
         f.warp_begin(plan);
-        for _ in 0..p {
-            vars[depth] = lo + step * t as i64;
-            run_nodes(body, vars, f);
-            t += 1;
-        }
+        iterations(f, vars, t, p);
+        t += p;
         let (windows, _) = f.warp_end(plan, (n - t) / p);
         if windows > 0 {
             t += windows * p;
             break;
         }
     }
-    while t < n {
-        vars[depth] = lo + step * t as i64;
-        run_nodes(body, vars, f);
-        t += 1;
-    }
+    iterations(f, vars, t, n - t);
+    vars[depth] = lo + step * n as i64;
 }
 
 /// Set of lines touched so far: a bitmap in pages of `PAGE_LINES` lines, allocated only
@@ -1146,6 +1199,29 @@ impl Seen {
         let new = page[w] & (1 << b) == 0;
         page[w] |= 1 << b;
         new
+    }
+
+    /// Whether every line from `first` to `last` has been touched (a word at a time).
+    fn all(&self, first: i64, last: i64) -> bool {
+        let mut line = first;
+        while line <= last {
+            let key = line.div_euclid(PAGE_LINES);
+            let Some(&p) = self.index.get(&key) else { return false };
+            let page = &self.pages[p];
+            let end = ((key + 1) * PAGE_LINES - 1).min(last);
+            let (a, b) = (line.rem_euclid(PAGE_LINES), end.rem_euclid(PAGE_LINES));
+            let (wa, wb) = ((a >> 6) as usize, (b >> 6) as usize);
+            for (w, &word) in page.iter().enumerate().take(wb + 1).skip(wa) {
+                let from = if w == wa { a & 63 } else { 0 };
+                let to = if w == wb { b & 63 } else { 63 };
+                let mask = (u64::MAX >> (63 - to)) & (u64::MAX << from);
+                if word & mask != mask {
+                    return false;
+                }
+            }
+            line = end + 1;
+        }
+        true
     }
 
     /// The page of `key` (allocated if new), made the most recent.
@@ -1268,6 +1344,125 @@ impl Stacks {
     }
 }
 
+impl CacheSim {
+    /// Whether every line from `first` to `last` has been touched: known, or looked up
+    /// when that costs less than `lookups` lines looked up one at a time (and remembered:
+    /// a line once touched stays so).
+    fn all_seen(&mut self, first: i64, last: i64, lookups: u64) -> bool {
+        if self.all_seen.contains(&(first, last)) {
+            return true;
+        }
+        if lookups == 0 || lookups < ((last - first) / 64 + 1) as u64 || !self.seen.all(first, last) {
+            return false;
+        }
+        self.all_seen.push((first, last));
+        true
+    }
+
+    /// The end of a window of a warped loop ([`Sink::warp_end`]) recorded in `rec`: when the
+    /// state now is φ of the state at its start, adds up to `windows` more windows' counts
+    /// and translates the state to where they end. φ, per set: in a set that a reference of
+    /// a moving array accessed in the window, each line of a moving array moved by its
+    /// array's lines per window, every other line kept; in any other set the identity (the
+    /// windows after this one access the same lines there: references of arrays that do
+    /// not move). Either keeps each line in its set and is injective on the lines there, so
+    /// LRU, which works set by set, repeats the window's hits and misses under φ.
+    fn warp_windows(&mut self, rec: &Recording, plan: &WarpPlan, windows: u64) -> (u64, u64) {
+        if windows == 0 || rec.broken {
+            return (0, 0);
+        }
+        // the state now is φ of the state at the window's start; and how many more windows
+        // keep every line cached then inside its array (φ injective)
+        let a = self.assoc;
+        let mut m = windows;
+        // per moving array, the cached line (at the start) nearest its end in the direction it moves
+        let mut ahead: Vec<Option<i64>> = vec![None; plan.arrays.len()];
+        for set in 0..self.sets as usize {
+            let (then, now) = (&rec.tags[set * a..set * a + a], &self.tags[set * a..set * a + a]);
+            if !rec.touched(set) {
+                if then != now {
+                    return (0, 0);
+                }
+                continue;
+            }
+            for (&then, &now) in then.iter().zip(now) {
+                match plan.array_of(then).filter(|_| then != i64::MIN) {
+                    None if now == then => {}
+                    None => return (0, 0),
+                    Some(i) => {
+                        let shift = plan.arrays[i].2;
+                        if now != then + shift {
+                            return (0, 0);
+                        }
+                        ahead[i] = Some(match ahead[i] {
+                            Some(x) if shift > 0 => x.max(then),
+                            Some(x) => x.min(then),
+                            None => then,
+                        });
+                    }
+                }
+            }
+        }
+        for (&(first, last, shift), x) in plan.arrays.iter().zip(ahead) {
+            let Some(then) = x else { continue };
+            let room = if shift > 0 { (last - then) / shift } else { (then - first) / -shift };
+            if room < 1 {
+                return (0, 0);
+            }
+            m = m.min(room as u64 - 1);
+        }
+        if m == 0 {
+            return (0, 0);
+        }
+        // the first touches of lines in the windows added, in order; none in an array whose
+        // every line was seen (a column walk over data initialised before: looking up each
+        // translate was most of the time the warped windows took, perf on correlation)
+        let fresh: Vec<bool> = (0..plan.arrays.len())
+            .map(|i| {
+                let (lo, hi, _) = plan.arrays[i];
+                let lookups = m.saturating_mul(rec.firsts.iter().filter(|&&(r, _)| rec.moving[r] == Some(i)).count() as u64);
+                !self.all_seen(lo, hi, lookups)
+            })
+            .collect();
+        let firsts: Vec<(usize, i64, i64)> = rec
+            .firsts
+            .iter()
+            .filter_map(|&(r, x)| {
+                let i = rec.moving[r].expect("recorded for a moving array only");
+                fresh[i].then_some((r, x, plan.arrays[i].2))
+            })
+            .collect();
+        let mut first = vec![0u64; self.stats.len()];
+        if !firsts.is_empty() {
+            for j in 1..=m as i64 {
+                for &(r, x, shift) in &firsts {
+                    if self.seen.insert(x + j * shift) {
+                        first[r] += 1;
+                    }
+                }
+            }
+        }
+        let mut added = 0u64;
+        for ((s, b), f) in self.stats.iter_mut().zip(&rec.stats).zip(first) {
+            let (accesses, hits, misses) = (s.accesses - b.accesses, s.hits - b.hits, s.misses() - b.misses());
+            added += accesses * m;
+            s.accesses += accesses * m;
+            s.hits += hits * m;
+            s.compulsory += f;
+            s.other += misses * m - f;
+        }
+        let mj = m as i64;
+        for set in (0..self.sets as usize).filter(|&set| rec.touched(set)) {
+            for t in self.tags[set * a..set * a + a].iter_mut().filter(|t| **t != i64::MIN) {
+                if let Some(i) = plan.array_of(*t) {
+                    *t += mj * plan.arrays[i].2;
+                }
+            }
+        }
+        (m, added)
+    }
+}
+
 /// One LRU cache being simulated.
 pub struct CacheSim {
     assoc: usize,
@@ -1282,6 +1477,12 @@ pub struct CacheSim {
     pub stats: Vec<RefStats>,
     /// The window of a loop being warped ([`warp_iterations`]), while it runs.
     recording: Option<Box<Recording>>,
+    /// The last window's recording, its bitmap cleared, for the next one: an innermost loop
+    /// tries windows of a few dozen accesses, each would otherwise allocate and zero a bit
+    /// per line of its moving arrays.
+    spare: Option<Box<Recording>>,
+    /// Ranges of lines every one of which has been touched ([`CacheSim::all_seen`]).
+    all_seen: Vec<(i64, i64)>,
 }
 
 /// A window of a warped loop as it runs ([`Sink::warp_begin`]): the state and counts at its
@@ -1299,9 +1500,31 @@ struct Recording {
     firsts: Vec<(usize, i64)>,
     /// A reference missed outside its array's lines (`plan_for` rules that out): no warp.
     broken: bool,
+    /// One bit per set: a reference of a moving array accessed it in this window. In the
+    /// other sets the windows after it make the same accesses to the same lines, so the
+    /// state there must be the same at the window's end (the translation is the identity
+    /// there); in these it must be translated.
+    touched: Vec<u64>,
+    /// Per moving array: every line of it was touched before the window (no first touch to
+    /// record: [`CacheSim::all_seen`]).
+    all_seen: Vec<bool>,
 }
 
 impl Recording {
+    /// An access by reference `r` to a line of `set`.
+    #[inline(always)]
+    fn touch(&mut self, r: usize, set: usize) {
+        if let Some(Some(_)) = self.moving.get(r) {
+            self.touched[set / 64] |= 1 << (set % 64);
+        }
+    }
+
+    /// Whether a reference of a moving array accessed `set` in this window.
+    #[inline]
+    fn touched(&self, set: usize) -> bool {
+        self.touched[set / 64] & (1 << (set % 64)) != 0
+    }
+
     /// A miss by reference `r` on `line`.
     #[inline]
     fn missed(&mut self, r: usize, line: i64) {
@@ -1309,6 +1532,9 @@ impl Recording {
         let (first, last, off) = self.base[a];
         if !(first..=last).contains(&line) {
             self.broken = true;
+            return;
+        }
+        if self.all_seen[a] {
             return;
         }
         let bit = off + (line - first) as usize;
@@ -1337,6 +1563,8 @@ impl CacheSim {
             seen: Seen::new(),
             stats: vec![RefStats::default(); nrefs],
             recording: None,
+            spare: None,
+            all_seen: Vec::new(),
         }
     }
 
@@ -1355,6 +1583,9 @@ impl CacheSim {
     #[inline(always)]
     fn lookup(&mut self, r: usize, line: i64) -> bool {
         let set = self.set_of(line);
+        if let Some(rec) = self.recording.as_deref_mut() {
+            rec.touch(r, set);
+        }
         let a = self.assoc;
         let slot = &mut self.tags[set * a..set * a + a];
         if slot[0] == line {
@@ -1593,76 +1824,43 @@ impl Sink for CacheSim {
         self.recording.is_none().then_some((self.line, self.sets))
     }
     fn warp_begin(&mut self, plan: &WarpPlan) {
-        let mut base = Vec::with_capacity(plan.arrays.len());
+        let mut rec = self.spare.take().unwrap_or_else(|| {
+            Box::new(Recording { tags: Vec::new(), stats: Vec::new(), moving: Vec::new(), base: Vec::new(), missed: Vec::new(), firsts: Vec::new(), broken: false, touched: Vec::new(), all_seen: Vec::new() })
+        });
+        rec.base.clear();
+        rec.all_seen.clear();
         let mut bits = 0usize;
         for &(first, last, _) in &plan.arrays {
-            base.push((first, last, bits));
+            rec.base.push((first, last, bits));
+            rec.all_seen.push(self.all_seen.contains(&(first, last)));
             bits += (last - first + 1) as usize;
         }
-        self.recording = Some(Box::new(Recording {
-            tags: self.tags.clone(),
-            stats: self.stats.clone(),
-            moving: plan.moving.clone(),
-            base,
-            missed: vec![0; bits.div_ceil(64)],
-            firsts: Vec::new(),
-            broken: false,
-        }));
+        // `missed` is all zeros here (cleared bit by bit after each window)
+        if rec.missed.len() < bits.div_ceil(64) {
+            rec.missed.resize(bits.div_ceil(64), 0);
+        }
+        rec.tags.clone_from(&self.tags);
+        rec.stats.clone_from(&self.stats);
+        rec.moving.clone_from(&plan.moving);
+        rec.firsts.clear();
+        rec.broken = false;
+        rec.touched.clear();
+        rec.touched.resize((self.sets as usize).div_ceil(64), 0);
+        self.recording = Some(rec);
     }
     fn warp_end(&mut self, plan: &WarpPlan, windows: u64) -> (u64, u64) {
-        let Some(rec) = self.recording.take() else { return (0, 0) };
-        if windows == 0 || rec.broken {
-            return (0, 0);
+        let Some(mut rec) = self.recording.take() else { return (0, 0) };
+        let done = self.warp_windows(&rec, plan, windows);
+        // the bitmap back to zeros for the next window
+        for &(r, x) in &rec.firsts {
+            let a = rec.moving[r].expect("recorded for a moving array only");
+            debug_assert!(!rec.all_seen[a]);
+            let (first, _, off) = rec.base[a];
+            let bit = off + (x - first) as usize;
+            rec.missed[bit / 64] &= !(1 << (bit % 64));
         }
-        // the state now is φ of the state at the window's start; and how many more windows
-        // keep every line cached then inside its array (φ injective)
-        let mut m = windows;
-        for (&then, &now) in rec.tags.iter().zip(&self.tags) {
-            match plan.array_of(then).filter(|_| then != i64::MIN) {
-                None if now == then => {}
-                None => return (0, 0),
-                Some(a) => {
-                    let (first, last, shift) = plan.arrays[a];
-                    if now != then + shift {
-                        return (0, 0);
-                    }
-                    let room = if shift > 0 { (last - then) / shift } else { (then - first) / -shift };
-                    if room < 1 {
-                        return (0, 0);
-                    }
-                    m = m.min(room as u64 - 1);
-                }
-            }
-        }
-        if m == 0 {
-            return (0, 0);
-        }
-        // the first touches of lines in the windows added, in order
-        let mut first = vec![0u64; self.stats.len()];
-        for j in 1..=m as i64 {
-            for &(r, x) in &rec.firsts {
-                let a = rec.moving[r].expect("recorded for a moving array only");
-                if self.seen.insert(x + j * plan.arrays[a].2) {
-                    first[r] += 1;
-                }
-            }
-        }
-        let mut added = 0u64;
-        for ((s, b), f) in self.stats.iter_mut().zip(&rec.stats).zip(first) {
-            let (accesses, hits, misses) = (s.accesses - b.accesses, s.hits - b.hits, s.misses() - b.misses());
-            added += accesses * m;
-            s.accesses += accesses * m;
-            s.hits += hits * m;
-            s.compulsory += f;
-            s.other += misses * m - f;
-        }
-        let mj = m as i64;
-        for t in self.tags.iter_mut().filter(|t| **t != i64::MIN) {
-            if let Some(a) = plan.array_of(*t) {
-                *t += mj * plan.arrays[a].2;
-            }
-        }
-        (m, added)
+        self.spare = Some(rec);
+        done
     }
     fn repeat(&mut self, since: &[RefStats], k: u64) -> u64 {
         let mut added = 0u64;

@@ -539,3 +539,101 @@ fn gemm_rows_warped_by_translation() {
     assert_eq!(all.accesses, 40 * 4 * 8 * 4);
     assert!(paid.accesses <= 2 * 4 * 8 * 4, "{paid:?}");
 }
+
+/// A random nest whose innermost loop walks columns (correlation's and gramschmidt's shape,
+/// issue 46): in `k` the references `A[k][i]`, `A[k][j]`, `B[k][j]` and `B[N - 1 - k][j]` move
+/// by whole rows (forward and back) while `x[j]`, `C[i][j]` and `C[j][i]` stay, so one
+/// instance of the `k` loop is warped by translation (`sim::warp_iterations` on a loop of
+/// statements) wherever the rows' moves are whole numbers of times sets × line; the outer
+/// loops are triangles (`j` from `i`, `k` from `i` or `j`: the inner bounds move with the
+/// outer variables); an optional statement in `j` before the `k` loop; an optional nest
+/// before everything that touches the first `P` rows of `A` or all of `B` (lines seen
+/// before, and arrays every line of which was seen, whose translates are then not looked
+/// up); rows of any length, so some sets are never touched by the walk (where the state
+/// must stay as it was) and some moves are not such multiples; and, rarely, references
+/// that stop it: `A[i][k]` (one array moved by two coefficients), `x[k]` (a move smaller
+/// than a line, so windows of many iterations).
+fn column_walk_nest(types: &[usize], prior: usize, lower: usize, triangle: bool, before: &[usize], stmts: &[Vec<usize>]) -> String {
+    const TYPES: [&str; 3] = ["char", "int", "double"];
+    let refs = ["A[k][i]", "A[k][j]", "B[k][j]", "x[j]", "C[i][j]", "B[N - 1 - k][j]", "C[j][i]", "A[k][j]", "B[k][i]", "A[i][k]", "x[k]"];
+    let outer = ["C[i][j]", "x[j]", "C[j][i]", "B[0][j]"];
+    let mut s = format!("param N, M, P;\n{t0} A[N][M];\n{t1} B[N][M];\n{t2} C[M][M];\n{t1} x[N + M];\n", t0 = TYPES[types[0]], t1 = TYPES[types[1]], t2 = TYPES[types[2]]);
+    match prior {
+        1 => s += "for (k = 0; k < P; k++)\n  for (j = 0; j < M; j++)\n    A[k][j] = 1;\n",
+        2 => s += "for (k = 0; k < N; k++)\n  for (j = 0; j < M; j++)\n    B[k][j] = 1;\n",
+        _ => {}
+    }
+    let j0 = if triangle { "i" } else { "0" };
+    s += &format!("for (i = 0; i < M; i++)\n  for (j = {j0}; j < M; j++) {{\n");
+    if !before.is_empty() {
+        s += &assignment(before, &outer, "    ");
+    }
+    let k0 = ["0", "i", "j"][lower];
+    s += &format!("    for (k = {k0}; k < N; k++) {{\n");
+    for st in stmts {
+        s += &assignment(st, &refs, "      ");
+    }
+    s += "    }\n  }\n";
+    s
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, .. ProptestConfig::default() })]
+
+    /// Innermost loops warped by translation (windows of a column walk's iterations, the
+    /// cache state after one compared, set by set, with the state before it: translated
+    /// where the walk accessed the set, the same elsewhere) equal the plain simulator's one
+    /// access at a time and the naive LRU, cold and warmed by the nest itself, on random
+    /// column walks under triangular loops, layouts and caches of 1–8 ways and 8–64-byte lines.
+    #[test]
+    fn translated_inner_iterations_equal_every_access_on_random_nests(
+        types in prop::collection::vec(0usize..3, 3),
+        prior in 0usize..3,
+        lower in 0usize..3,
+        triangle in any::<bool>(),
+        before in prop::collection::vec(0usize..4, 0..=3),
+        stmts in prop::collection::vec(prop::collection::vec(0usize..11, 1..=4), 1..=2),
+        (n, m, p) in (1i64..=64, prop::sample::select(vec![1i64, 2, 3, 4, 5, 8, 12, 16]), 0i64..=64),
+        (assoc, lshift, sets) in (1u32..=8, 0u32..=3, prop::sample::select(vec![1u32, 2, 3, 4, 8])),
+        align in prop::sample::select(vec![1u64, 8, 64, 64, 512, 512]),
+        start in 0u64..130,
+        warm in any::<bool>(),
+    ) {
+        let src = column_walk_nest(&types, prior, lower, triangle, &before, &stmts);
+        let kern = parse_kernel("columns.k", &src).unwrap();
+        let params: ParamValues = [("N".to_string(), n), ("M".to_string(), m), ("P".to_string(), p.min(n))].into_iter().collect();
+        let mut prog = Program::new(&kern, &params, &LayoutSpec::Consecutive { start, align }).unwrap();
+        if warm {
+            prog = prog.warmed_by(&kern, &params, align).unwrap();
+        }
+        let cache = CacheConfig { assoc, line: 8 << lshift, sets };
+        skipping_equals_every_access(&prog, kern.refs.len(), cache, warm, &format!("{src}\n{cache} N={n} M={m} P={}", p.min(n)))?;
+    }
+}
+
+/// correlation's product loop warped inside: `k` walks two columns of `double` rows of 4
+/// lines (so every column's lines fall in one set of 4) while `C[i][j]` stays; windows of
+/// one iteration, the state repeating once the walk has filled its sets, so most of the
+/// `k` loop's iterations are counted, not simulated (`simulated_work` counts far fewer than
+/// every access), and the counts equal the plain simulator's and the naive LRU's, with data
+/// initialised before (every line seen: no first touch in the windows added) and without.
+#[test]
+fn column_walks_warped_by_translation() {
+    for init in [false, true] {
+        let mut src = "param N, M;\ndouble A[N][M];\ndouble C[M][M];\n".to_string();
+        if init {
+            src += "for (k = 0; k < N; k++)\n  for (j = 0; j < M; j++)\n    A[k][j] = 1;\n";
+        }
+        src += "for (i = 0; i < M; i++)\n  for (j = i; j < M; j++)\n    for (k = 0; k < N; k++)\n      C[i][j] = C[i][j] + A[k][i] * A[k][j];\n";
+        let k = parse_kernel("corr.k", &src).unwrap();
+        let params: ParamValues = [("N".to_string(), 200), ("M".to_string(), 32)].into_iter().collect();
+        let prog = Program::new(&k, &params, &LayoutSpec::Consecutive { start: 0, align: 64 }).unwrap();
+        let cache = CacheConfig { assoc: 2, line: 64, sets: 4 };
+        let fast = prog.simulate(&[cache]).pop().unwrap();
+        assert_eq!(fast, prog.clone().every_access().simulate(&[cache]).pop().unwrap(), "{src}");
+        let slow = naive(&prog, k.refs.len(), cache);
+        assert_eq!(fast.iter().map(|f| (f.accesses, f.hits, f.compulsory, f.other)).collect::<Vec<_>>(), slow, "{src}");
+        let (all, paid) = (prog.work(u64::MAX), prog.simulated_work(u64::MAX, &cache));
+        assert!(paid.accesses * 10 < all.accesses, "{paid:?} of {all:?}");
+    }
+}
