@@ -1424,12 +1424,17 @@ impl CacheSim {
                 !self.all_seen(lo, hi, lookups)
             })
             .collect();
+        // nor those of a line whose translates this far were put in the lines seen before
+        // (gramschmidt walks the same column of `Q` in every `j`: `CacheSim::translated`);
+        // looking up lines already seen changes nothing, so skipping them keeps the order
         let firsts: Vec<(usize, i64, i64)> = rec
             .firsts
             .iter()
             .filter_map(|&(r, x)| {
                 let i = rec.moving[r].expect("recorded for a moving array only");
-                fresh[i].then_some((r, x, plan.arrays[i].2))
+                let shift = plan.arrays[i].2;
+                let known = matches!(self.translated.get(&x), Some(&(s, j)) if s == shift && j >= m);
+                (fresh[i] && !known).then_some((r, x, shift))
             })
             .collect();
         let mut first = vec![0u64; self.stats.len()];
@@ -1440,6 +1445,9 @@ impl CacheSim {
                         first[r] += 1;
                     }
                 }
+            }
+            for &(_, x, shift) in &firsts {
+                self.translated.insert(x, (shift, m));
             }
         }
         let mut added = 0u64;
@@ -1483,6 +1491,9 @@ pub struct CacheSim {
     spare: Option<Box<Recording>>,
     /// Ranges of lines every one of which has been touched ([`CacheSim::all_seen`]).
     all_seen: Vec<(i64, i64)>,
+    /// Per line first missed in a warped window: (shift, k) when its translates by 1..=k
+    /// times the shift have been put in the lines seen ([`CacheSim::warp_windows`]).
+    translated: std::collections::HashMap<i64, (i64, u64), std::hash::BuildHasherDefault<KeyHash>>,
 }
 
 /// A window of a warped loop as it runs ([`Sink::warp_begin`]): the state and counts at its
@@ -1565,6 +1576,7 @@ impl CacheSim {
             recording: None,
             spare: None,
             all_seen: Vec::new(),
+            translated: Default::default(),
         }
     }
 
