@@ -254,16 +254,25 @@ fn assignment<S: AsRef<str>>(st: &[usize], refs: &[S], indent: &str) -> String {
     format!("{indent}{} = {rhs};\n", refs[w % refs.len()].as_ref())
 }
 
-/// The check of the property tests of iterations counted instead of simulated: `prog`'s
-/// counts on `cache` equal the plain simulator's one access at a time and, cold, the naive
-/// LRU's; and what the simulator is counted to make one at a time is at most every access.
-/// `case` names the nest, sizes and cache in a failure.
-fn skipping_equals_every_access(prog: &Program, nrefs: usize, cache: CacheConfig, warm: bool, case: &str) -> Result<(), TestCaseError> {
+/// The check of the property tests of iterations counted instead of simulated: the nest
+/// `src` (file `name`) at `params`, laid out from `start` at `align`, warmed by itself or
+/// cold, counts on `cache` what the plain simulator counts one access at a time and, cold,
+/// what the naive LRU counts; and what the simulator is counted to make one at a time is at
+/// most every access. A failure names the nest, cache and sizes.
+fn skipping_equals_every_access(name: &str, src: &str, params: &[(&str, i64)], (start, align): (u64, u64), warm: bool, cache: CacheConfig) -> Result<(), TestCaseError> {
+    let kern = parse_kernel(name, src).unwrap();
+    let values: ParamValues = params.iter().map(|&(p, v)| (p.to_string(), v)).collect();
+    let mut prog = Program::new(&kern, &values, &LayoutSpec::Consecutive { start, align }).unwrap();
+    if warm {
+        prog = prog.warmed_by(&kern, &values, align).unwrap();
+    }
+    let sizes: Vec<String> = params.iter().map(|(p, v)| format!("{p}={v}")).collect();
+    let case = format!("{src}\n{cache} {}", sizes.join(" "));
     let fast = prog.simulate(&[cache]).pop().unwrap();
     let plain = prog.clone().every_access().simulate(&[cache]).pop().unwrap();
     prop_assert_eq!(&fast, &plain, "{}", case);
     if !warm {
-        let slow = naive(prog, nrefs, cache);
+        let slow = naive(&prog, kern.refs.len(), cache);
         for (r, (f, s)) in fast.iter().zip(&slow).enumerate() {
             prop_assert_eq!((f.accesses, f.hits, f.compulsory, f.other), *s, "P{}\n{}", r, case);
         }
@@ -425,14 +434,8 @@ proptest! {
         warm in any::<bool>(),
     ) {
         let src = repeating_nest(&types, &before, lower_from_i, step, &stmts);
-        let k = parse_kernel("repeating.k", &src).unwrap();
-        let params: ParamValues = [("N".to_string(), n), ("M".to_string(), m)].into_iter().collect();
-        let mut prog = Program::new(&k, &params, &LayoutSpec::Consecutive { start, align }).unwrap();
-        if warm {
-            prog = prog.warmed_by(&k, &params, align).unwrap();
-        }
         let cache = CacheConfig { assoc, line: 8 << lshift, sets };
-        skipping_equals_every_access(&prog, k.refs.len(), cache, warm, &format!("{src}\n{cache} N={n} M={m}"))?;
+        skipping_equals_every_access("repeating.k", &src, &[("N", n), ("M", m)], (start, align), warm, cache)?;
     }
 }
 
@@ -508,14 +511,8 @@ proptest! {
         warm in any::<bool>(),
     ) {
         let src = warping_nest(&types, prior, &before, &stmts);
-        let kern = parse_kernel("warping.k", &src).unwrap();
-        let params: ParamValues = [("N".to_string(), n), ("M".to_string(), m), ("K".to_string(), k), ("P".to_string(), p.min(n))].into_iter().collect();
-        let mut prog = Program::new(&kern, &params, &LayoutSpec::Consecutive { start, align }).unwrap();
-        if warm {
-            prog = prog.warmed_by(&kern, &params, align).unwrap();
-        }
         let cache = CacheConfig { assoc, line: 8 << lshift, sets };
-        skipping_equals_every_access(&prog, kern.refs.len(), cache, warm, &format!("{src}\n{cache} N={n} M={m} K={k} P={}", p.min(n)))?;
+        skipping_equals_every_access("warping.k", &src, &[("N", n), ("M", m), ("K", k), ("P", p.min(n))], (start, align), warm, cache)?;
     }
 }
 
@@ -600,14 +597,8 @@ proptest! {
         warm in any::<bool>(),
     ) {
         let src = column_walk_nest(&types, prior, lower, triangle, &before, &stmts);
-        let kern = parse_kernel("columns.k", &src).unwrap();
-        let params: ParamValues = [("N".to_string(), n), ("M".to_string(), m), ("P".to_string(), p.min(n))].into_iter().collect();
-        let mut prog = Program::new(&kern, &params, &LayoutSpec::Consecutive { start, align }).unwrap();
-        if warm {
-            prog = prog.warmed_by(&kern, &params, align).unwrap();
-        }
         let cache = CacheConfig { assoc, line: 8 << lshift, sets };
-        skipping_equals_every_access(&prog, kern.refs.len(), cache, warm, &format!("{src}\n{cache} N={n} M={m} P={}", p.min(n)))?;
+        skipping_equals_every_access("columns.k", &src, &[("N", n), ("M", m), ("P", p.min(n))], (start, align), warm, cache)?;
     }
 }
 
